@@ -1,0 +1,34 @@
+"""What agents use to talk to a groove coordinator: the client, its exceptions, and the worker process.
+
+Imports only `protocol`; never the coordinator, never an embedding model.
+"""
+
+from agents.client import GrooveClient
+from agents.errors import (
+    BadRequest,
+    Busy,
+    Conflict,
+    GrooveError,
+    GrooveTimeout,
+    InternalError,
+    NotFound,
+    RemoteError,
+    Unauthorized,
+    UnknownOp,
+    UnsupportedVersion,
+)
+
+__all__ = [
+    "BadRequest",
+    "Busy",
+    "Conflict",
+    "GrooveClient",
+    "GrooveError",
+    "GrooveTimeout",
+    "InternalError",
+    "NotFound",
+    "RemoteError",
+    "Unauthorized",
+    "UnknownOp",
+    "UnsupportedVersion",
+]

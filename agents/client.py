@@ -1,0 +1,180 @@
+"""`GrooveClient`: one method per coordinator operation, returning the protocol's typed reply models.
+
+The client is light on purpose (no torch, no sentence-transformers): agents import it, the coordinator
+does the heavy work.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import zmq
+
+from agents.transport import Result, Transport
+from protocol import constants as C
+from protocol.models import (
+    LearningGetReply,
+    LearningListReply,
+    LearningOut,
+    LearningPutReply,
+    OutcomeRecordReply,
+    PingReply,
+    RelationListReply,
+    RelationOut,
+    StatsReply,
+)
+
+
+def _clean(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+class GrooveClient:
+    """A connection to a coordinator. Not thread-safe: give each thread its own client.
+
+    `timeout` is each call's deadline in seconds, across every resend; `attempt_timeout` is how long one
+    attempt waits before the request is resent with the same id (doubling each time).
+    """
+
+    def __init__(
+        self,
+        endpoint: str = "tcp://127.0.0.1:5555",
+        timeout: float = 30.0,
+        attempt_timeout: float = 2.0,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.transport = Transport(endpoint, timeout, attempt_timeout, context)
+
+    def __enter__(self) -> GrooveClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.transport.close()
+
+    def call(self, op: str, body: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
+        """Any operation by name, with its body as a map; returns the reply body as a map."""
+        return self.transport.call(op, body or {}, timeout)
+
+    def call_many(
+        self, calls: Iterable[tuple[str, dict[str, Any]]], window: int = 16, timeout: float | None = None
+    ) -> list[Result]:
+        """Pipelined mode: up to `window` requests in flight, results in request order (errors included)."""
+        return self.transport.call_many(calls, window, timeout)
+
+    # --- control -------------------------------------------------------------------------------------
+
+    def ping(self, timeout: float | None = None) -> PingReply:
+        """The coordinator's version and uptime."""
+        return PingReply.model_validate(self.call(C.OP_PING, {}, timeout))
+
+    def hello(self, agent_id: str, role: str = "agent", pid: int | None = None, host: str | None = None) -> None:
+        """Register this process in the coordinator's agent registry."""
+        self.call(
+            C.OP_HELLO,
+            {
+                "agent_id": agent_id,
+                "role": role,
+                "pid": os.getpid() if pid is None else pid,
+                "host": host or socket.gethostname(),
+            },
+        )
+
+    def stats(self) -> StatsReply:
+        """The coordinator's counters and recent performance."""
+        return StatsReply.model_validate(self.call(C.OP_STATS))
+
+    # --- learnings -----------------------------------------------------------------------------------
+
+    def put_learnings(self, learnings: list[dict[str, Any]], tier: str | None = None) -> LearningPutReply:
+        """Store learnings (maps of the protocol's learning fields); returns their ids and which were new."""
+        return LearningPutReply.model_validate(self.call(C.OP_LEARNING_PUT, _clean(learnings=learnings, tier=tier)))
+
+    def learn(
+        self,
+        scope: str,
+        category: str,
+        description: str,
+        insight: str,
+        *,
+        confidence: float | None = None,
+        pattern: Any = None,
+        source: dict[str, Any] | None = None,
+        id: str | None = None,
+        tier: str | None = None,
+    ) -> str:
+        """Store one learning; returns its id."""
+        learning = _clean(
+            id=id,
+            scope=scope,
+            category=category,
+            description=description,
+            insight=insight,
+            confidence=confidence,
+            pattern=pattern,
+            source=source,
+        )
+        return self.put_learnings([learning], tier).ids[0]
+
+    def get(self, learning_id: str) -> LearningOut:
+        """One learning, from whichever tier holds it; raises NotFound."""
+        return LearningGetReply.model_validate(self.call(C.OP_LEARNING_GET, {"id": learning_id})).learning
+
+    def list_learnings(
+        self,
+        scope_prefix: str | None = None,
+        category: str | None = None,
+        tier: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> LearningListReply:
+        """One page of learnings in id order; pass the reply's cursor back for the next page."""
+        body = _clean(scope_prefix=scope_prefix, category=category, tier=tier, limit=limit, cursor=cursor)
+        return LearningListReply.model_validate(self.call(C.OP_LEARNING_LIST, body))
+
+    def iter_learnings(
+        self,
+        scope_prefix: str | None = None,
+        category: str | None = None,
+        tier: str | None = None,
+        page: int = C.MAX_LIST_LIMIT,
+    ) -> Iterator[LearningOut]:
+        """Every learning matching the filters, fetched page by page."""
+        cursor: str | None = None
+        while True:
+            reply = self.list_learnings(scope_prefix, category, tier, page, cursor)
+            yield from reply.learnings
+            if reply.cursor is None:
+                return
+            cursor = reply.cursor
+
+    def delete(self, learning_id: str) -> bool:
+        """Delete a learning with its usage and relations; False if there was none."""
+        return bool(self.call(C.OP_LEARNING_DELETE, {"id": learning_id})["deleted"])
+
+    # --- outcomes and relations ----------------------------------------------------------------------
+
+    def record_outcome(
+        self, attributions: Sequence[tuple[str, str] | dict[str, str]], session_id: str | None = None
+    ) -> int:
+        """Apply (learning id, "helpful"|"ignored"|"contradicted") attributions; returns how many applied."""
+        items = [a if isinstance(a, dict) else {"learning_id": a[0], "outcome": a[1]} for a in attributions]
+        body = _clean(attributions=items, session_id=session_id)
+        return OutcomeRecordReply.model_validate(self.call(C.OP_OUTCOME_RECORD, body)).applied
+
+    def relate(self, from_id: str, relation_type: str, to_id: str, weight: float | None = None) -> None:
+        """Store `from_id --relation_type--> to_id`."""
+        self.call(C.OP_RELATION_PUT, _clean(from_id=from_id, relation_type=relation_type, to_id=to_id, weight=weight))
+
+    def relations(
+        self, learning_id: str, relation_type: str | None = None, direction: str = "both"
+    ) -> list[RelationOut]:
+        """Relations from and/or to one learning."""
+        body = _clean(id=learning_id, relation_type=relation_type, direction=direction)
+        return RelationListReply.model_validate(self.call(C.OP_RELATION_LIST, body)).relations

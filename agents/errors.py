@@ -1,0 +1,84 @@
+"""The client's exceptions: remote error codes become typed local exceptions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+
+class GrooveError(Exception):
+    """Root of every exception the groove client raises."""
+
+
+class GrooveTimeout(GrooveError):
+    """No reply arrived before the call's deadline (the coordinator may be down or overloaded)."""
+
+
+class RemoteError(GrooveError):
+    """The coordinator answered with an error; `code` is one of protocol.errors.ErrorCode."""
+
+    code: str = ""
+
+    def __init__(self, code: str, message: str, retryable: bool = False, retry_after_ms: int | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.retry_after_ms = retry_after_ms
+
+
+class BadRequest(RemoteError):
+    """The request was malformed or a value was invalid; nothing was changed."""
+
+
+class UnknownOp(RemoteError):
+    """The coordinator does not know the operation."""
+
+
+class UnsupportedVersion(RemoteError):
+    """The coordinator does not speak this protocol version."""
+
+
+class NotFound(RemoteError):
+    """A learning the request names does not exist."""
+
+
+class Conflict(RemoteError):
+    """The request contradicts stored data (e.g. an id already used in another tier)."""
+
+
+class Busy(RemoteError):
+    """The coordinator is overloaded or shutting down; retry after `retry_after_ms`."""
+
+
+class Unauthorized(RemoteError):
+    """The client's key or role may not do this."""
+
+
+class InternalError(RemoteError):
+    """The coordinator failed while serving the request; retrying with the same id is safe."""
+
+
+_BY_CODE: dict[str, type[RemoteError]] = {
+    ErrorCode.BAD_REQUEST: BadRequest,
+    ErrorCode.UNKNOWN_OP: UnknownOp,
+    ErrorCode.UNSUPPORTED_VERSION: UnsupportedVersion,
+    ErrorCode.NOT_FOUND: NotFound,
+    ErrorCode.CONFLICT: Conflict,
+    ErrorCode.BUSY: Busy,
+    ErrorCode.UNAUTHORIZED: Unauthorized,
+    ErrorCode.INTERNAL: InternalError,
+}
+
+
+def from_wire(error: dict[str, Any]) -> RemoteError:
+    """The typed exception for a reply's `error` map (RemoteError itself for codes this client lacks)."""
+    code = str(error.get("code", "internal"))
+    retry_after = error.get("retry_after_ms")
+    return _BY_CODE.get(code, RemoteError)(
+        code,
+        str(error.get("message", "")),
+        bool(error.get("retryable", False)),
+        retry_after if isinstance(retry_after, int) else None,
+    )

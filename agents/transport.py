@@ -1,0 +1,168 @@
+"""Request/reply over one DEALER socket, with deadlines, retries and many requests in flight.
+
+A request keeps its id across every resend, so the coordinator applies a retried write once and answers
+the retry with the original reply. A resend happens when an attempt times out (doubling the attempt
+timeout each time) and when the coordinator answers with a retryable error such as `busy` (after the
+delay it suggests, with jitter), until the call's deadline.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import zmq
+
+from agents.errors import GrooveError, GrooveTimeout, from_wire
+from protocol import constants as C
+from protocol.codec import decode_reply, encode_request
+from protocol.errors import ProtocolError
+from protocol.ids import uuid7
+
+_MIN_BACKOFF_S = 0.005
+_MAX_BACKOFF_S = 1.0
+
+
+@dataclass(slots=True)
+class Result:
+    """One pipelined call's outcome: `body` on success, else `error`; `latency_s` from first send to reply."""
+
+    body: dict[str, Any] | None
+    error: GrooveError | None
+    latency_s: float
+    request_id: str
+
+
+@dataclass(slots=True)
+class _Flight:
+    index: int
+    request_id: str
+    payload: bytes
+    first_sent: float
+    resend_at: float
+    deadline: float
+    attempt_timeout: float
+
+
+class Transport:
+    """A DEALER connected to one coordinator endpoint. Not thread-safe: one per thread."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        timeout: float = 30.0,
+        attempt_timeout: float = 2.0,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.attempt_timeout = attempt_timeout
+        self._context = context or zmq.Context.instance()
+        self.sock: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
+        self.sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        self.sock.connect(endpoint)
+
+    def close(self) -> None:
+        """Close the socket; unanswered requests are abandoned."""
+        self.sock.close(linger=0)
+
+    def call(self, op: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Send one request and return its reply body; raises a RemoteError subclass or GrooveTimeout."""
+        result = self.call_many([(op, body)], window=1, timeout=timeout)[0]
+        if result.error is not None:
+            raise result.error
+        assert result.body is not None
+        return result.body
+
+    def call_many(
+        self, calls: Iterable[tuple[str, dict[str, Any]]], window: int = 16, timeout: float | None = None
+    ) -> list[Result]:
+        """Send requests with up to `window` in flight; results come back in request order.
+
+        Each request has its own deadline of `timeout` seconds from its first send.
+        """
+        budget = self.timeout if timeout is None else timeout
+        pending = iter(enumerate(calls))
+        results: dict[int, Result] = {}
+        flights: dict[str, _Flight] = {}
+        exhausted = False
+        while flights or not exhausted:
+            while not exhausted and len(flights) < window:
+                nxt = next(pending, None)
+                if nxt is None:
+                    exhausted = True
+                    break
+                index, (op, body) = nxt
+                rid = uuid7()
+                now = time.monotonic()
+                flight = _Flight(
+                    index,
+                    rid,
+                    encode_request(rid, op, body),
+                    now,
+                    now + self.attempt_timeout,
+                    now + budget,
+                    self.attempt_timeout,
+                )
+                flights[rid] = flight
+                self._send(flight.payload)
+            if not flights:
+                break
+            now = time.monotonic()
+            wait = max(0.0, min(f.resend_at for f in flights.values()) - now)
+            if self.sock.poll(int(wait * 1000) + 1, zmq.POLLIN):
+                self._receive(flights, results)
+            self._resend_due(flights, results)
+        return [results[i] for i in sorted(results)]
+
+    def _send(self, payload: bytes) -> None:
+        self.sock.send_multipart([b"", payload], copy=False)
+
+    def _receive(self, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
+        while True:
+            try:
+                frames = self.sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                reply = decode_reply(frames[-1])
+            except ProtocolError:
+                continue  # not a reply to us; the request will time out and be resent
+            flight = flights.get(reply.id) if isinstance(reply.id, str) else None
+            if flight is None:
+                continue  # a late reply to an attempt already answered
+            now = time.monotonic()
+            if reply.ok:
+                del flights[flight.request_id]
+                results[flight.index] = Result(reply.body, None, now - flight.first_sent, flight.request_id)
+                continue
+            assert reply.error is not None
+            error = from_wire(reply.error)
+            if error.retryable and now < flight.deadline:
+                delay = (error.retry_after_ms or C.DEFAULT_BUSY_RETRY_MS) / 1000.0
+                flight.resend_at = now + min(_MAX_BACKOFF_S, max(_MIN_BACKOFF_S, delay)) * random.uniform(0.5, 1.5)
+                continue
+            del flights[flight.request_id]
+            results[flight.index] = Result(None, error, now - flight.first_sent, flight.request_id)
+
+    def _resend_due(self, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
+        now = time.monotonic()
+        for flight in list(flights.values()):
+            if flight.resend_at > now:
+                continue
+            if now >= flight.deadline:
+                del flights[flight.request_id]
+                timeout: GrooveError = GrooveTimeout(
+                    f"no reply from {self.endpoint} within {flight.deadline - flight.first_sent:.1f} s "
+                    "(is the coordinator running?)"
+                )
+                results[flight.index] = Result(None, timeout, now - flight.first_sent, flight.request_id)
+                continue
+            flight.attempt_timeout = min(flight.attempt_timeout * 2, 10.0)
+            flight.resend_at = min(flight.deadline, now + flight.attempt_timeout)
+            self._send(flight.payload)

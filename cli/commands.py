@@ -1,0 +1,225 @@
+"""Client verbs: each opens a GrooveClient, makes one call, prints a table (or JSON with --json)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+
+from agents import GrooveClient, GrooveError, GrooveTimeout
+from cli.output import emit_json, fail, pairs, table
+from protocol import constants as C
+from protocol.models import LearningOut
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+@contextmanager
+def connect(ctx: click.Context) -> Iterator[GrooveClient]:
+    """A client for the group's endpoint; turns every client error into one line on stderr."""
+    endpoint, timeout = ctx.obj["endpoint"], ctx.obj["timeout"]
+    client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout))
+    try:
+        yield client
+    except GrooveTimeout:
+        fail(f"no answer from the coordinator at {endpoint} within {timeout:g} s (is `groove serve` running?)", 3)
+    except GrooveError as exc:
+        fail(str(exc))
+    finally:
+        client.close()
+
+
+def when(ms: int | None) -> str:
+    """A wire timestamp as local-free ISO time."""
+    if ms is None:
+        return "never"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def learning_pairs(item: LearningOut) -> str:
+    """One learning as aligned key/value lines."""
+    u = item.usage
+    return pairs(
+        [
+            ("id", item.id),
+            ("tier", item.tier),
+            ("scope", item.scope),
+            ("category", item.category),
+            ("description", item.description),
+            ("insight", item.insight),
+            ("confidence", f"{item.confidence:.3f}"),
+            ("source", item.source),
+            ("pattern", item.pattern),
+            ("created", when(item.created_at)),
+            ("updated", when(item.updated_at)),
+            (
+                "usage",
+                f"injected {u.times_injected}, helpful {u.times_helpful}, ignored {u.times_ignored}, "
+                f"contradicted {u.times_contradicted}, last used {when(u.last_used)}",
+            ),
+            ("beta", f"alpha {u.confidence_alpha:.2f}, beta {u.confidence_beta:.2f}"),
+        ]
+    )
+
+
+def with_client(func: F) -> F:
+    """Pass a connected client as the first argument."""
+
+    @click.pass_context
+    @functools.wraps(func)
+    def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
+        with connect(ctx) as client:
+            return func(client, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.command()
+@json_option
+@with_client
+def ping(client: GrooveClient, as_json: bool) -> None:
+    """Check that the coordinator answers."""
+    reply = client.ping()
+    if as_json:
+        emit_json(reply.model_dump())
+    else:
+        click.echo(f"groove coordinator {reply.version} (protocol v{reply.protocol}), up {reply.uptime_s:.1f} s")
+
+
+@click.command()
+@click.argument("text")
+@click.option("--insight", help="The actionable advice to inject (defaults to TEXT).")
+@click.option("--scope", default=C.SCOPE_GLOBAL, show_default=True, help="global, user:<id> or project:<root>.")
+@click.option("--category", type=click.Choice(C.CATEGORIES), default="solution", show_default=True)
+@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="Starting confidence (default 0.5).")
+@click.option("--tier", help="Store in this tier instead of the one the scope implies.")
+@json_option
+@with_client
+def learn(
+    client: GrooveClient,
+    text: str,
+    insight: str | None,
+    scope: str,
+    category: str,
+    confidence: float | None,
+    tier: str | None,
+    as_json: bool,
+) -> None:
+    """Store a learning described by TEXT."""
+    body: dict[str, Any] = {"scope": scope, "category": category, "description": text, "insight": insight or text}
+    if confidence is not None:
+        body["confidence"] = confidence
+    reply = client.put_learnings([body], tier)
+    if as_json:
+        emit_json({"id": reply.ids[0], "created": reply.created[0]})
+    else:
+        click.echo(f"{'stored' if reply.created[0] else 'updated'} {reply.ids[0]}")
+
+
+@click.command()
+@click.argument("learning_id")
+@json_option
+@with_client
+def get(client: GrooveClient, learning_id: str, as_json: bool) -> None:
+    """Show one learning."""
+    item = client.get(learning_id)
+    click.echo(item.model_dump_json(indent=2) if as_json else learning_pairs(item))
+
+
+@click.command(name="list")
+@click.option("--scope-prefix", help="Only scopes starting with this, e.g. project:/home/alex/repo.")
+@click.option("--category", type=click.Choice(C.CATEGORIES))
+@click.option("--tier", help="Only this tier (user, project:<root>, enterprise:<org>).")
+@click.option("--limit", type=click.IntRange(1, C.MAX_LIST_LIMIT), default=20, show_default=True)
+@click.option("--cursor", help="Continue after this id (printed at the end of the previous page).")
+@json_option
+@with_client
+def list_(
+    client: GrooveClient,
+    scope_prefix: str | None,
+    category: str | None,
+    tier: str | None,
+    limit: int,
+    cursor: str | None,
+    as_json: bool,
+) -> None:
+    """List learnings, oldest first, one page at a time."""
+    reply = client.list_learnings(scope_prefix, category, tier, limit, cursor)
+    if as_json:
+        emit_json(reply.model_dump())
+        return
+    rows = [
+        (i.id, i.tier, i.category, f"{i.confidence:.2f}", i.usage.times_injected, i.description)
+        for i in reply.learnings
+    ]
+    click.echo(table(("id", "tier", "category", "conf", "used", "description"), rows))
+    if reply.cursor:
+        click.echo(f"more: groove list --cursor {reply.cursor}")
+
+
+@click.command()
+@click.argument("learning_id")
+@click.argument("result", type=click.Choice(C.OUTCOMES))
+@click.option("--session-id", help="The session the outcome belongs to.")
+@json_option
+@with_client
+def outcome(client: GrooveClient, learning_id: str, result: str, session_id: str | None, as_json: bool) -> None:
+    """Record how a learning turned out: helpful, ignored or contradicted."""
+    applied = client.record_outcome([(learning_id, result)], session_id)
+    item = client.get(learning_id)
+    if as_json:
+        emit_json({"applied": applied, "confidence": item.confidence, "usage": item.usage.model_dump()})
+    else:
+        click.echo(f"recorded {result} for {learning_id}; confidence now {item.confidence:.3f}")
+
+
+@click.command()
+@click.argument("learning_id")
+@json_option
+@with_client
+def delete(client: GrooveClient, learning_id: str, as_json: bool) -> None:
+    """Delete a learning with its usage statistics and relations."""
+    deleted = client.delete(learning_id)
+    if as_json:
+        emit_json({"deleted": deleted})
+    else:
+        click.echo(f"deleted {learning_id}" if deleted else f"no learning {learning_id}; nothing deleted")
+
+
+@click.command()
+@json_option
+@with_client
+def stats(client: GrooveClient, as_json: bool) -> None:
+    """Show tiers, write queue, batching and resource figures."""
+    s = client.stats()
+    if as_json:
+        emit_json(s.model_dump())
+        return
+    click.echo(table(("tier", "learnings", "path"), [(t.tier, t.learnings, t.path) for t in s.tiers]))
+    click.echo()
+    click.echo(
+        pairs(
+            [
+                ("tiers on disk", s.tiers_on_disk),
+                ("write queue", f"{s.write_queue_depth} / {s.write_queue_capacity}"),
+                (
+                    "batches",
+                    f"{s.batches_committed} committed, size mean {s.batch_size.mean:.1f} p99 {s.batch_size.p99:.0f}",
+                ),
+                ("commit", f"mean {s.commit_ms.mean:.2f} ms, p99 {s.commit_ms.p99:.2f} ms"),
+                ("writes", f"{s.writes_committed} committed, {s.writes_rejected} rejected"),
+                ("agents", f"{s.agents_alive} alive of {s.agents_known} known"),
+                ("requests", f"{s.requests_served} served, {s.replies_dropped} replies dropped"),
+                ("process", f"RSS {s.rss_mb:.0f} MB, CPU {s.cpu_percent:.0f} %, up {s.uptime_s:.0f} s"),
+            ]
+        )
+    )
+
+
+client_commands = [ping, learn, get, list_, outcome, delete, stats]

@@ -1,0 +1,205 @@
+"""Group commit: the one thread that writes. It drains the bounded write queue into batches, commits one
+transaction per tier per batch, and only then reports each request's reply.
+
+Exactly once: every applied part records its request id in the same transaction as its data. Before a
+batch applies anything, the batcher looks those ids up in every open tier; a part already applied is
+never applied again, and the request is answered from the stored reply instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from coordinator.errors import Rejected, StorageError
+from coordinator.metrics import Metrics
+from coordinator.planning import combine, plan
+from coordinator.tiers import TierSet
+from coordinator.writes import Part, TierWrite
+from protocol.errors import ErrorCode
+from protocol.ids import now_ms
+
+log = logging.getLogger(__name__)
+
+# How long applied request ids are kept for answering retries (see PROTOCOL.md, "Idempotency").
+IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600 * 1000
+_PRUNE_EVERY_S = 600.0
+
+
+@dataclass(slots=True)
+class WriteItem:
+    """One write request on its way through the queue."""
+
+    request_id: str
+    op: str
+    body: BaseModel
+    parts: dict[str, Part] = field(default_factory=dict)
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    error: Rejected | None = None
+
+
+Done = Callable[[WriteItem, "dict[str, Any] | Rejected"], None]
+
+
+class Batcher:
+    """Owns the write queue and the writer thread."""
+
+    def __init__(
+        self, tiers: TierSet, metrics: Metrics, done: Done, max_batch: int, max_wait_ms: float, capacity: int
+    ) -> None:
+        self.tiers = tiers
+        self.metrics = metrics
+        self.done = done
+        self.max_batch = max_batch
+        self.max_wait = max_wait_ms / 1000.0
+        self.queue: queue.Queue[WriteItem] = queue.Queue(maxsize=capacity)
+        self.capacity = capacity
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="groove-batcher", daemon=True)
+        self._last_prune = 0.0
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._thread.start()
+
+    def submit(self, item: WriteItem) -> bool:
+        """Queue a write; False when the queue is full (the caller answers `busy`)."""
+        try:
+            self.queue.put_nowait(item)
+        except queue.Full:
+            return False
+        return True
+
+    def is_alive(self) -> bool:
+        """Whether the writer thread is running."""
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Commit and answer everything queued, then end the thread."""
+        self._stopping.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                first = self.queue.get(timeout=0.1)
+            except queue.Empty:
+                if self._stopping.is_set():
+                    return
+                self._maybe_prune()
+                continue
+            items = [first]
+            deadline = time.monotonic() + self.max_wait
+            while len(items) < self.max_batch:
+                try:
+                    items.append(self.queue.get_nowait())
+                    continue
+                except queue.Empty:
+                    pass
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    items.append(self.queue.get(timeout=remaining))
+                except queue.Empty:
+                    break
+            try:
+                self.process(items, now_ms())
+            except Exception:  # the writer must outlive any one batch; its requests get `internal`
+                log.exception("batch of %d writes failed", len(items))
+                for item in items:
+                    self.done(item, Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator"))
+
+    def process(self, items: list[WriteItem], now: int) -> None:
+        """Plan, deduplicate, commit and answer one batch."""
+        started = time.perf_counter()
+        for item in items:
+            try:
+                item.parts = plan(self.tiers, item.op, item.body, now)
+            except Rejected as exc:
+                item.error = exc
+        self._recall_applied(items)
+        for tier_name in dict.fromkeys(t for item in items for t in item.parts):
+            pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
+            if pending:
+                self._commit_tier(tier_name, pending, now)
+        committed = 0
+        for item in items:
+            if item.error is not None and not item.replies:
+                self.metrics.writes_rejected += 1
+                self.done(item, item.error)
+            elif item.error is not None and item.error.code == ErrorCode.INTERNAL:
+                self.done(item, item.error)
+            else:
+                committed += 1
+                self.done(item, combine(item.op, item.body, list(item.replies.values())))
+        self.metrics.record_batch(len(items), committed, (time.perf_counter() - started) * 1000)
+
+    def _recall_applied(self, items: list[WriteItem]) -> None:
+        ids = [item.request_id for item in items]
+        by_id = {item.request_id: item for item in items}
+        for tier in self.tiers.opened():
+            rows = tier.run(
+                "?[rid, reply] := rid in $ids, *applied_requests{request_id: rid, reply_json: reply}", {"ids": ids}
+            )
+            for rid, reply in rows:
+                by_id[rid].replies[tier.name] = json.loads(reply)
+
+    def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int) -> None:
+        tier = self.tiers.get(tier_name, create=True)
+        assert tier is not None
+        try:
+            write = self._build(tier_name, items, now)
+            script, params = write.script()
+            if script:
+                tier.run(script, params)
+            tier.learnings += write.count_delta()
+            return
+        except StorageError as exc:
+            if len(items) == 1:
+                log.error("write %s to tier %s failed: %s", items[0].request_id, tier_name, exc)
+                for item in items:
+                    item.replies.pop(tier_name, None)
+                    item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
+                return
+            log.warning(
+                "batch commit to tier %s failed (%s); retrying its %d writes one by one", tier_name, exc, len(items)
+            )
+        for item in items:
+            item.replies.pop(tier_name, None)
+            self._commit_tier(tier_name, [item], now)
+
+    def _build(self, tier_name: str, items: list[WriteItem], now: int) -> TierWrite:
+        tier = self.tiers.get(tier_name, create=True)
+        assert tier is not None
+        live = [item for item in items if item.error is None]
+        write = TierWrite(tier, [item.parts[tier_name] for item in live], now)
+        for item in live:
+            try:
+                item.replies[tier_name] = write.apply(item.request_id, item.op, item.parts[tier_name])
+            except Rejected as exc:
+                item.error = exc
+        return write
+
+    def _maybe_prune(self) -> None:
+        if time.monotonic() - self._last_prune < _PRUNE_EVERY_S:
+            return
+        self._last_prune = time.monotonic()
+        cutoff = now_ms() - IDEMPOTENCY_WINDOW_MS
+        for tier in self.tiers.opened():
+            try:
+                tier.run(
+                    "?[request_id] := *applied_requests{request_id, applied_at}, applied_at < $cutoff "
+                    ":rm applied_requests {request_id}",
+                    {"cutoff": cutoff},
+                )
+            except StorageError as exc:
+                log.warning("pruning applied request ids failed: %s", exc)

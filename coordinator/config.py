@@ -1,0 +1,68 @@
+"""Coordinator settings: CLI option, then environment variable, then config file, then default.
+
+The config file is TOML with the same keys as the options (underscores for dashes); an unknown key, a
+value of the wrong type or one out of range stops the coordinator before it opens anything.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coordinator.errors import ConfigError
+from protocol.codec import describe
+
+ENV_PREFIX = "GROOVE_"
+
+
+def default_data_dir() -> Path:
+    """The user's data directory: $XDG_DATA_HOME/groove, else ~/.local/share/groove."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "groove"
+
+
+class Settings(BaseModel):
+    """Everything `groove serve` can be told."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    bind: str = "tcp://127.0.0.1:5555"
+    max_batch: int = Field(256, ge=1, le=10_000)
+    max_wait_ms: float = Field(1.0, ge=0.0, le=1000.0)
+    queue_size: int = Field(20_000, ge=1, le=1_000_000)
+    readers: int = Field(4, ge=1, le=64)
+    reply_cache: int = Field(100_000, ge=0, le=10_000_000)
+    peer_hwm: int = Field(10_000, ge=10, le=1_000_000)
+    log_level: str = Field("info", pattern="^(debug|info|warning|error)$")
+
+
+def load_file(path: Path) -> dict[str, Any]:
+    """Read a TOML config file; raises ConfigError for unreadable files and unknown keys."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    unknown = set(data) - set(Settings.model_fields)
+    if unknown:
+        raise ConfigError(
+            f"config file {path}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"known keys are {', '.join(Settings.model_fields)}"
+        )
+    return data
+
+
+def build(explicit: dict[str, Any], config_file: Path | None) -> Settings:
+    """Settings from explicitly given values (CLI or environment) over the file over the defaults."""
+    values = load_file(config_file) if config_file is not None else {}
+    values.update({k: v for k, v in explicit.items() if v is not None})
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid setting: {describe(exc)}") from None

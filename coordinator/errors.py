@@ -1,0 +1,31 @@
+"""The coordinator's exceptions. Each that reaches a client carries the protocol error code it becomes."""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+
+
+class CoordinatorError(Exception):
+    """Root of the coordinator's exceptions."""
+
+
+class ConfigError(CoordinatorError):
+    """A setting is missing, unknown or out of range; raised at start-up, before anything is opened."""
+
+
+class StorageError(CoordinatorError):
+    """A tier could not be opened, migrated or written."""
+
+
+class Rejected(CoordinatorError):
+    """A request that cannot be served as asked; the client gets `code` and the message."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def not_found(learning_id: str) -> Rejected:
+    """The rejection for an id no tier holds."""
+    return Rejected(ErrorCode.NOT_FOUND, f"no learning with id {learning_id}")

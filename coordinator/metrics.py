@@ -1,0 +1,54 @@
+"""Counters and recent samples the coordinator reports in `stats`."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+
+import psutil
+
+_WINDOW = 2048
+
+
+def summarize(samples: list[float]) -> dict[str, float]:
+    """Mean and nearest-rank 99th percentile; zeros for no samples."""
+    if not samples:
+        return {"mean": 0.0, "p99": 0.0, "samples": 0}
+    ordered = sorted(samples)
+    rank = max(0, math.ceil(0.99 * len(ordered)) - 1)
+    return {"mean": sum(ordered) / len(ordered), "p99": ordered[rank], "samples": len(ordered)}
+
+
+class Metrics:
+    """Written by the batcher and the socket loop, read by `stats`; the lock guards the sample windows."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batch_sizes: deque[float] = deque(maxlen=_WINDOW)
+        self._commit_ms: deque[float] = deque(maxlen=_WINDOW)
+        self.batches_committed = 0
+        self.writes_committed = 0
+        self.writes_rejected = 0
+        self.requests_served = 0
+        self.replies_dropped = 0
+        self.process = psutil.Process()
+        self.process.cpu_percent(None)  # the first call only starts the measurement
+
+    def record_batch(self, size: int, committed: int, commit_ms: float) -> None:
+        """One batch finished: `size` requests, `committed` of them answered with success."""
+        with self._lock:
+            self._batch_sizes.append(float(size))
+            self._commit_ms.append(commit_ms)
+            self.batches_committed += 1
+            self.writes_committed += committed
+
+    def batch_summaries(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(batch size, commit milliseconds) over the recent window."""
+        with self._lock:
+            sizes, times = list(self._batch_sizes), list(self._commit_ms)
+        return summarize(sizes), summarize(times)
+
+    def resources(self) -> tuple[float, float]:
+        """(RSS in MB, CPU percent since the previous call)."""
+        return self.process.memory_info().rss / 1e6, self.process.cpu_percent(None)

@@ -1,0 +1,77 @@
+"""Read operations. They run on reader threads beside the writer: pycozo releases the GIL during a query,
+and RocksDB gives each query a consistent view of committed data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.errors import not_found
+from coordinator.records import JOINED_BODY, JOINED_HEAD, RELATION_COLS, learning_wire, relation_wire
+from coordinator.tiers import Tier, TierSet
+from protocol.models import LearningGetRequest, LearningListRequest, RelationListRequest
+
+
+def get_learning(tiers: TierSet, body: LearningGetRequest) -> dict[str, Any]:
+    """`learning.get`: the learning from whichever tier holds it, opening tiers until it is found."""
+    tier = tiers.locate([body.id]).get(body.id)
+    if tier is None:
+        raise not_found(body.id)
+    rows = tier.run(f"?[{JOINED_HEAD}] := id = $id, {JOINED_BODY}", {"id": body.id})
+    if not rows:  # deleted between the lookup and the read
+        raise not_found(body.id)
+    return {"learning": learning_wire(rows[0], tier.name)}
+
+
+def list_learnings(tiers: TierSet, body: LearningListRequest) -> dict[str, Any]:
+    """`learning.list`: one page in id order, merged across the tiers asked for."""
+    if body.tier is not None:
+        tier = tiers.get(body.tier, create=False)
+        chosen = [tier] if tier is not None else []
+    else:
+        chosen = tiers.open_all()
+    filters = []
+    params: dict[str, Any] = {"limit": body.limit + 1}
+    if body.scope_prefix:
+        filters.append("starts_with(scope, $prefix)")
+        params["prefix"] = body.scope_prefix
+    if body.category:
+        filters.append("category == $category")
+        params["category"] = body.category
+    if body.cursor:
+        filters.append("id > $cursor")
+        params["cursor"] = body.cursor
+    where = "".join(f", {f}" for f in filters)
+    script = f"?[{JOINED_HEAD}] := {JOINED_BODY}{where} :order id :limit $limit"
+    found: list[tuple[str, list[Any], Tier]] = []
+    for tier in chosen:
+        found.extend((row[0], row, tier) for row in tier.run(script, params))
+    found.sort(key=lambda entry: entry[0])
+    page = found[: body.limit]
+    cursor = page[-1][0] if len(found) > body.limit else None
+    return {"learnings": [learning_wire(row, tier.name) for _, row, tier in page], "cursor": cursor}
+
+
+def list_relations(tiers: TierSet, body: RelationListRequest) -> dict[str, Any]:
+    """`relation.list`: relations from (stored in the learning's tier) and to (any tier) one learning."""
+    owner = tiers.locate([body.id]).get(body.id)
+    if owner is None:
+        raise not_found(body.id)
+    cols = ", ".join(RELATION_COLS)
+    params: dict[str, Any] = {"id": body.id}
+    type_filter = ""
+    if body.relation_type:
+        type_filter = ", relation_type = $type"
+        params["type"] = body.relation_type
+    relations: list[dict[str, Any]] = []
+    if body.direction in ("out", "both"):
+        script = f"?[{cols}] := from_id = $id{type_filter}, *learning_relations{{{cols}}}"
+        relations.extend(relation_wire(row, owner.name) for row in owner.run(script, params))
+    if body.direction in ("in", "both"):
+        script = (
+            f"?[{cols}] := to_id = $id{type_filter}, *learning_relations:by_to{{to_id, from_id, relation_type}}, "
+            f"*learning_relations{{{cols}}}"
+        )
+        for tier in tiers.open_all():
+            relations.extend(relation_wire(row, tier.name) for row in tier.run(script, params))
+    return {"relations": relations}

@@ -1,0 +1,58 @@
+"""The registry of agents that said `hello`, with last-seen times refreshed by every request they send."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from protocol import constants as C
+
+
+@dataclass(slots=True)
+class AgentRecord:
+    """What the coordinator knows of one agent."""
+
+    agent_id: str
+    role: str
+    pid: int
+    host: str
+    first_seen: float
+    last_seen: float
+    requests: int = 0
+
+
+class Registry:
+    """Agents by id, and which socket peer speaks for which agent. Written by the socket loop only."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, AgentRecord] = {}
+        self._peers: dict[bytes, AgentRecord] = {}
+        self._lock = threading.Lock()
+
+    def hello(self, peer: bytes, agent_id: str, role: str, pid: int, host: str, now: float | None = None) -> None:
+        """Register (or re-register, e.g. after a reconnect) an agent and bind it to the peer."""
+        at = time.time() if now is None else now
+        with self._lock:
+            record = self._agents.get(agent_id)
+            if record is None:
+                record = AgentRecord(agent_id, role, pid, host, first_seen=at, last_seen=at)
+                self._agents[agent_id] = record
+            else:
+                record.role, record.pid, record.host, record.last_seen = role, pid, host, at
+            self._peers[peer] = record
+
+    def touch(self, peer: bytes, now: float | None = None) -> None:
+        """A request arrived from `peer`: refresh its agent's last-seen time."""
+        record = self._peers.get(peer)
+        if record is not None:
+            record.last_seen = time.time() if now is None else now
+            record.requests += 1
+
+    def counts(self, now: float | None = None) -> tuple[int, int]:
+        """(agents known, agents seen within the alive window)."""
+        at = time.time() if now is None else now
+        with self._lock:
+            records = list(self._agents.values())
+        alive = sum(1 for r in records if at - r.last_seen <= C.AGENT_ALIVE_WINDOW_S)
+        return len(records), alive

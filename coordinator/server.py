@@ -1,0 +1,305 @@
+"""The coordinator process: a ROUTER socket loop that validates every request and routes it.
+
+Threads and who owns what:
+- the socket loop (the thread that calls `serve`) owns the ROUTER socket, the in-flight write table and
+  the reply cache; only it sends to clients;
+- the batcher thread commits writes; reader threads run reads and `stats`;
+- both hand their replies back over an inproc PUSH/PULL pair, because ZeroMQ sockets are not thread-safe.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import zmq
+from pydantic import BaseModel
+
+from coordinator import __version__
+from coordinator.batcher import Batcher, WriteItem
+from coordinator.config import Settings
+from coordinator.errors import Rejected
+from coordinator.metrics import Metrics
+from coordinator.reads import get_learning, list_learnings, list_relations
+from coordinator.registry import Registry
+from coordinator.tiers import TierSet
+from protocol import constants as C
+from protocol.codec import Request, decode_request, encode_error, encode_ok, validate_body
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.models import HelloRequest
+
+log = logging.getLogger(__name__)
+
+_OUTBOX = "inproc://groove-outbox"
+_READ, _WRITE = b"R", b"W"
+_DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
+
+
+class Coordinator:
+    """One coordinator: open tiers, serve requests until asked to stop, then flush and close."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.metrics = Metrics()
+        self.registry = Registry()
+        self.tiers = TierSet(settings.data_dir)
+        self.batcher = Batcher(
+            self.tiers, self.metrics, self._write_done, settings.max_batch, settings.max_wait_ms, settings.queue_size
+        )
+        self.readers = ThreadPoolExecutor(settings.readers, thread_name_prefix="groove-reader")
+        self.context = zmq.Context()
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._local = threading.local()
+        self._pushers: list[zmq.Socket[bytes]] = []
+        self._pushers_lock = threading.Lock()
+        self._waiters: dict[str, tuple[str, list[bytes]]] = {}  # request id -> (op, peers awaiting the ack)
+        self._replies: dict[str, tuple[str, bytes]] = {}  # request id -> (op, reply payload), oldest first
+        self._closing = False
+        self.router: zmq.Socket[bytes] = self.context.socket(zmq.ROUTER)
+        self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
+        self.endpoint = settings.bind
+
+    def start(self) -> None:
+        """Open the user tier, bind the socket and start the writer. Raises if either fails."""
+        started = time.monotonic()
+        self.tiers.open_user()
+        log.info(
+            "user tier ready in %.0f ms (data dir %s)", (time.monotonic() - started) * 1000, self.settings.data_dir
+        )
+        self.inbox.bind(_OUTBOX)
+        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.router.setsockopt(zmq.SNDHWM, self.settings.peer_hwm)
+        self.router.setsockopt(zmq.RCVHWM, self.settings.peer_hwm)
+        self.router.setsockopt(zmq.MAXMSGSIZE, C.MAX_FRAME_BYTES)
+        self.router.setsockopt(zmq.LINGER, 2000)
+        self.router.bind(self.settings.bind)
+        self.endpoint = self.router.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.batcher.start()
+        log.info("coordinator %s serving on %s", __version__, self.endpoint)
+
+    def request_stop(self) -> None:
+        """Ask the loop to stop: safe from signal handlers and other threads."""
+        self._stop.set()
+
+    def install_signal_handlers(self) -> None:
+        """SIGINT and SIGTERM stop the coordinator cleanly (flush, commit, ack, close)."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self.request_stop())
+
+    def serve(self) -> None:
+        """Run the socket loop until `request_stop`, then drain the writer and close everything."""
+        poller = zmq.Poller()
+        poller.register(self.router, zmq.POLLIN)
+        poller.register(self.inbox, zmq.POLLIN)
+        while True:
+            if self._stop.is_set() and not self._closing:
+                log.info("stopping: committing %d queued writes", self.batcher.queue.qsize())
+                self._closing = True
+                threading.Thread(target=self.batcher.stop, name="groove-drain", daemon=True).start()
+            if self._closing and not self.batcher.is_alive() and not self._waiters:
+                break
+            events = dict(poller.poll(50))
+            if self.inbox in events:
+                self._drain_inbox()
+            if self.router in events:
+                self._drain_router()
+        self.readers.shutdown(wait=True)
+        self._drain_inbox()
+        self.close()
+
+    def close(self) -> None:
+        """Close sockets and tiers."""
+        with self._pushers_lock:
+            for sock in self._pushers:
+                sock.close(linger=0)
+        self.inbox.close(linger=0)
+        self.router.close()
+        self.context.term()
+        self.tiers.close()
+        log.info("coordinator stopped")
+
+    # --- socket loop ---------------------------------------------------------------------------------
+
+    def _drain_router(self) -> None:
+        for _ in range(_DRAIN):
+            try:
+                frames = self.router.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._handle(frames)
+
+    def _drain_inbox(self) -> None:
+        for _ in range(_DRAIN * 4):
+            try:
+                frames = self.inbox.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if frames[0] == _READ:
+                self._send(frames[1], frames[2])
+                continue
+            request_id = frames[1].decode()
+            op, peers = self._waiters.pop(request_id)
+            if frames[3] == b"1" and self.settings.reply_cache:
+                self._replies[request_id] = (op, frames[2])
+                if len(self._replies) > self.settings.reply_cache:
+                    del self._replies[next(iter(self._replies))]
+            for peer in peers:
+                self._send(peer, frames[2])
+
+    def _send(self, peer: bytes, payload: bytes) -> None:
+        try:
+            self.router.send_multipart([peer, b"", payload], zmq.NOBLOCK)
+            self.metrics.requests_served += 1
+        except zmq.Again:
+            self.metrics.replies_dropped += 1  # the peer is at its high-water mark; it will retry
+        except zmq.ZMQError as exc:
+            if exc.errno != errno.EHOSTUNREACH:
+                raise
+            self.metrics.replies_dropped += 1  # the peer disconnected; a retry arrives as a new peer
+
+    def _error(
+        self, peer: bytes, request_id: str | None, code: ErrorCode, message: str, retry_after_ms: int | None = None
+    ) -> None:
+        self._send(peer, encode_error(request_id, code, message, retry_after_ms))
+
+    def _handle(self, frames: list[bytes]) -> None:
+        peer = frames[0]
+        if len(frames) != 3 or frames[1] != b"":
+            self._error(
+                peer,
+                None,
+                ErrorCode.BAD_REQUEST,
+                f"expected 2 frames [empty delimiter, payload] from a DEALER, got {len(frames) - 1}",
+            )
+            return
+        try:
+            request = decode_request(frames[2])
+            self.registry.touch(peer)
+            body = validate_body(request)
+        except ProtocolError as exc:
+            self._error(peer, exc.request_id, exc.code, exc.message)
+            return
+        op = request.op
+        if op in C.WRITE_OPS:
+            self._write(peer, request, body)
+        elif op == C.OP_PING:
+            self._send(peer, encode_ok(request.id, self._ping()))
+        elif op == C.OP_HELLO:
+            assert isinstance(body, HelloRequest)
+            self.registry.hello(peer, body.agent_id, body.role, body.pid, body.host)
+            self._send(peer, encode_ok(request.id, {}))
+        else:
+            self.readers.submit(self._read, peer, request, body)
+
+    def _write(self, peer: bytes, request: Request, body: BaseModel) -> None:
+        known = self._replies.get(request.id) or self._waiters.get(request.id)
+        if known is not None:
+            if known[0] != request.op:
+                self._error(
+                    peer,
+                    request.id,
+                    ErrorCode.BAD_REQUEST,
+                    f"request id {request.id} was already used for {known[0]}; use a new id per request",
+                )
+            elif request.id in self._replies:
+                self._send(peer, self._replies[request.id][1])
+            else:
+                self._waiters[request.id][1].append(peer)
+            return
+        if self._closing:
+            self._error(
+                peer,
+                request.id,
+                ErrorCode.BUSY,
+                "coordinator is shutting down; retry after it restarts",
+                retry_after_ms=1000,
+            )
+            return
+        if not self.batcher.submit(WriteItem(request.id, request.op, body)):
+            self._error(
+                peer,
+                request.id,
+                ErrorCode.BUSY,
+                f"write queue is full ({self.batcher.capacity} requests); retry shortly",
+                retry_after_ms=C.DEFAULT_BUSY_RETRY_MS,
+            )
+            return
+        self._waiters[request.id] = (request.op, [peer])
+
+    def _ping(self) -> dict[str, Any]:
+        return {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
+
+    def uptime(self) -> float:
+        """Seconds since the coordinator object was made."""
+        return time.monotonic() - self.started
+
+    # --- other threads -------------------------------------------------------------------------------
+
+    def _outbox(self) -> zmq.Socket[bytes]:
+        sock: zmq.Socket[bytes] | None = getattr(self._local, "sock", None)
+        if sock is None:
+            sock = self.context.socket(zmq.PUSH)
+            sock.connect(_OUTBOX)
+            self._local.sock = sock
+            with self._pushers_lock:
+                self._pushers.append(sock)
+        return sock
+
+    def _write_done(self, item: WriteItem, result: dict[str, Any] | Rejected) -> None:
+        if isinstance(result, Rejected):
+            payload, cacheable = encode_error(item.request_id, result.code, result.message), b"0"
+        else:
+            payload, cacheable = encode_ok(item.request_id, result), b"1"
+        self._outbox().send_multipart([_WRITE, item.request_id.encode(), payload, cacheable])
+
+    def _read(self, peer: bytes, request: Request, body: BaseModel) -> None:
+        try:
+            result = self._dispatch_read(request.op, body)
+            payload = encode_ok(request.id, result)
+        except Rejected as exc:
+            payload = encode_error(request.id, exc.code, exc.message)
+        except Exception:
+            log.exception("%s %s failed", request.op, request.id)
+            payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
+        self._outbox().send_multipart([_READ, peer, payload])
+
+    def _dispatch_read(self, op: str, body: Any) -> dict[str, Any]:
+        if op == C.OP_LEARNING_GET:
+            return get_learning(self.tiers, body)
+        if op == C.OP_LEARNING_LIST:
+            return list_learnings(self.tiers, body)
+        if op == C.OP_RELATION_LIST:
+            return list_relations(self.tiers, body)
+        if op == C.OP_STATS:
+            return self.stats()
+        raise Rejected(ErrorCode.UNKNOWN_OP, f"unknown operation {op!r}")
+
+    def stats(self) -> dict[str, Any]:
+        """The `stats` reply body."""
+        batch_size, commit_ms = self.metrics.batch_summaries()
+        known, alive = self.registry.counts()
+        rss_mb, cpu = self.metrics.resources()
+        return {
+            "tiers": [{"tier": t.name, "learnings": t.learnings, "path": str(t.path)} for t in self.tiers.opened()],
+            "tiers_on_disk": len(self.tiers.on_disk()),
+            "write_queue_depth": self.batcher.queue.qsize(),
+            "write_queue_capacity": self.batcher.capacity,
+            "batches_committed": self.metrics.batches_committed,
+            "writes_committed": self.metrics.writes_committed,
+            "writes_rejected": self.metrics.writes_rejected,
+            "batch_size": batch_size,
+            "commit_ms": commit_ms,
+            "agents_known": known,
+            "agents_alive": alive,
+            "requests_served": self.metrics.requests_served,
+            "replies_dropped": self.metrics.replies_dropped,
+            "rss_mb": rss_mb,
+            "cpu_percent": cpu,
+            "uptime_s": self.uptime(),
+        }

@@ -1,0 +1,180 @@
+"""The tiers on disk: one RocksDB-backed CozoDB per tier, the user tier opened at start, others lazily.
+
+On-disk layout under the data directory (documented in the README):
+
+    <data>/user/                   the user tier
+    <data>/projects/<slug>-<hash>/ one project tier; <hash> is the first 16 hex digits of sha256(root)
+    <data>/enterprises/<org>/      one enterprise tier
+    each tier directory holds tier.json ({"tier": "<name>"}) and db/ (the RocksDB files)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pycozo.client import Client
+
+from coordinator.errors import StorageError
+from coordinator.schema import ensure_schema
+from protocol import constants as C
+
+log = logging.getLogger(__name__)
+
+TIER_FILE = "tier.json"
+DB_DIR = "db"
+_SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def tier_dir(data_dir: Path, tier: str) -> Path:
+    """Where a tier's files live."""
+    if tier == C.TIER_USER:
+        return data_dir / "user"
+    if tier.startswith(C.TIER_PROJECT_PREFIX):
+        root = tier[len(C.TIER_PROJECT_PREFIX) :]
+        slug = _SLUG_RE.sub("_", Path(root).name or "root")[:40]
+        digest = hashlib.sha256(root.encode()).hexdigest()[:16]
+        return data_dir / "projects" / f"{slug}-{digest}"
+    return data_dir / "enterprises" / tier[len(C.TIER_ENTERPRISE_PREFIX) :]
+
+
+class Tier:
+    """One open tier: a CozoDB database plus the counts the coordinator keeps in memory."""
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.name = name
+        self.path = path
+        try:
+            self.db = Client("rocksdb", str(path / DB_DIR), dataframe=False)
+        except Exception as exc:  # pycozo raises bare exceptions; say which tier and why
+            raise StorageError(f"cannot open tier {name!r} at {path}: {exc}") from None
+        self.migrated = ensure_schema(self.db)
+        self.learnings = int(self.run("?[count(id)] := *learning{id}")[0][0])
+
+    def run(self, script: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """Run a script; returns its rows. Raises StorageError with CozoDB's message on failure."""
+        try:
+            result = self.db.run(script, params or {})
+        except Exception as exc:
+            raise StorageError(f"tier {self.name!r}: {exc}") from None
+        rows: list[list[Any]] = result["rows"]
+        return rows
+
+    def close(self) -> None:
+        """Release the RocksDB directory."""
+        self.db.close()
+
+
+class TierSet:
+    """All tiers of one data directory: opens them on demand, finds which one holds a learning."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._open: dict[str, Tier] = {}
+        self._lock = threading.Lock()
+
+    def open_user(self) -> Tier:
+        """Open (creating if new) the user tier; called at start so a broken user tier fails fast."""
+        tier = self.get(C.TIER_USER, create=True)
+        assert tier is not None  # create=True always yields a tier or raises
+        return tier
+
+    def get(self, name: str, create: bool) -> Tier | None:
+        """The open tier `name`, opening it if it exists on disk (or creating it when `create`)."""
+        tier = self._open.get(name)
+        if tier is not None:
+            return tier
+        with self._lock:
+            tier = self._open.get(name)
+            if tier is not None:
+                return tier
+            path = tier_dir(self.data_dir, name)
+            marker = path / TIER_FILE
+            if not marker.exists():
+                if not create:
+                    return None
+                path.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps({"tier": name}) + "\n")
+            started = time.monotonic()
+            tier = Tier(name, path)
+            log.info(
+                "opened tier %s (%d learnings, %.0f ms%s)",
+                name,
+                tier.learnings,
+                (time.monotonic() - started) * 1000,
+                f", migrated to v{tier.migrated[-1]}" if tier.migrated else "",
+            )
+            self._open[name] = tier
+            return tier
+
+    def opened(self) -> list[Tier]:
+        """The tiers open now, user tier first."""
+        return list(self._open.values())
+
+    def on_disk(self) -> list[str]:
+        """Names of every tier in the data directory, open or not."""
+        names = [C.TIER_USER]
+        for parent in ("projects", "enterprises"):
+            for marker in sorted((self.data_dir / parent).glob(f"*/{TIER_FILE}")):
+                try:
+                    names.append(str(json.loads(marker.read_text())["tier"]))
+                except (OSError, ValueError, KeyError) as exc:
+                    log.warning("ignoring %s: %s", marker, exc)
+        return names
+
+    def open_all(self) -> list[Tier]:
+        """Open every tier on disk (for reads that must see all of them)."""
+        tiers = []
+        for name in self.on_disk():
+            tier = self.get(name, create=False)
+            if tier is not None:
+                tiers.append(tier)
+        return tiers
+
+    def locate(self, ids: list[str]) -> dict[str, Tier]:
+        """Which tier holds each id that exists; opens unopened tiers only while ids remain unfound."""
+        found = self.locate_open(ids)
+        wanted = list(dict.fromkeys(ids))
+        if len(found) < len(wanted):
+            for name in self.on_disk():
+                if name in self._open:
+                    continue
+                tier = self.get(name, create=False)
+                if tier is not None:
+                    self._find_in(tier, wanted, found)
+                if len(found) == len(wanted):
+                    break
+        return found
+
+    def locate_open(self, ids: list[str]) -> dict[str, Tier]:
+        """Which open tier holds each id, without opening any other tier."""
+        found: dict[str, Tier] = {}
+        wanted = list(dict.fromkeys(ids))
+        for tier in self.opened():
+            self._find_in(tier, wanted, found)
+        return found
+
+    @staticmethod
+    def _find_in(tier: Tier, wanted: list[str], found: dict[str, Tier]) -> None:
+        remaining = [i for i in wanted if i not in found]
+        if not remaining:
+            return
+        if len(remaining) == 1:
+            rows = tier.run("?[id] := id = $id, *learning{id}", {"id": remaining[0]})
+        else:
+            rows = tier.run("?[id] := id in $ids, *learning{id}", {"ids": remaining})
+        for (learning_id,) in rows:
+            found[learning_id] = tier
+
+    def close(self) -> None:
+        """Close every open tier."""
+        with self._lock:
+            for tier in self._open.values():
+                tier.close()
+            self._open.clear()

@@ -1,0 +1,248 @@
+"""One tier's share of a group commit: write parts applied in order to a working copy, then one script.
+
+The batcher hands each tier the parts of the batch's requests that touch it. `TierWrite` loads the rows
+those parts read, applies each part in queue order to a working copy (so two outcomes for one learning in
+one batch both count), and renders the final state as one CozoDB script of `{...}` blocks: one
+transaction, all or nothing, carrying the applied request ids with the data they changed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.errors import not_found
+from coordinator.records import (
+    LEARNING_COLS,
+    RELATION_COLS,
+    USAGE_COLS,
+    UsageRow,
+    learning_row,
+    put_script,
+    rm_script,
+)
+from coordinator.tiers import Tier
+from protocol.models import LearningIn
+
+RelKey = tuple[str, str, str]
+
+
+@dataclass(slots=True)
+class PutPart:
+    """The learnings of a `learning.put` that go to this tier: (index in the request, id, learning)."""
+
+    entries: list[tuple[int, str, LearningIn]]
+
+
+@dataclass(slots=True)
+class OutcomePart:
+    """The attributions of an `outcome.record` for learnings in this tier: (learning id, outcome)."""
+
+    attributions: list[tuple[str, str]]
+
+
+@dataclass(slots=True)
+class RelationPart:
+    """A `relation.put`, stored in the tier of its from_id."""
+
+    from_id: str
+    relation_type: str
+    to_id: str
+    weight: float
+
+
+@dataclass(slots=True)
+class DeletePart:
+    """A `learning.delete`: the owner tier drops the learning; every tier drops relations that point to it."""
+
+    learning_id: str
+    owner: bool
+
+
+Part = PutPart | OutcomePart | RelationPart | DeletePart
+
+
+class TierWrite:
+    """The working copy of one tier's rows touched by one batch, and the script that commits it."""
+
+    def __init__(self, tier: Tier, parts: list[Part], now: int) -> None:
+        self.tier = tier
+        self.now = now
+        ids: set[str] = set()
+        deleted: set[str] = set()
+        for part in parts:
+            if isinstance(part, PutPart):
+                ids.update(i for _, i, _ in part.entries)
+            elif isinstance(part, OutcomePart):
+                ids.update(i for i, _ in part.attributions)
+            elif isinstance(part, RelationPart):
+                ids.update((part.from_id, part.to_id))
+            else:
+                ids.add(part.learning_id)
+                deleted.add(part.learning_id)
+        wanted = sorted(ids)
+        # id -> created_at, for learnings that exist (None once deleted in this batch)
+        self.created: dict[str, int | None] = {}
+        self.confidence: dict[str, float] = {}
+        for lid, created_at, confidence in tier.run(
+            "?[id, created_at, confidence] := id in $ids, *learning{id, created_at, confidence}", {"ids": wanted}
+        ):
+            self.created[lid] = created_at
+            self.confidence[lid] = confidence
+        self.existed = set(self.created)
+        self.usage: dict[str, UsageRow] = {
+            row[0]: UsageRow(*row[1:])
+            for row in tier.run(
+                f"?[{', '.join(USAGE_COLS)}] := learning_id in $ids, *usage_stats{{{', '.join(USAGE_COLS)}}}",
+                {"ids": wanted},
+            )
+        }
+        # relation changes: a row to put, or None to remove; `stored_relations` are those that may need removing
+        self.relations: dict[RelKey, list[Any] | None] = {}
+        self.stored_relations: set[RelKey] = set()
+        if deleted:
+            self._load_relations(sorted(deleted))
+        self.learning_put: dict[str, list[Any]] = {}
+        self.usage_dirty: set[str] = set()
+        self.confidence_dirty: set[str] = set()
+        self.applied: list[list[Any]] = []
+
+    def _load_relations(self, ids: list[str]) -> None:
+        cols = ", ".join(RELATION_COLS)
+        out = self.tier.run(
+            f"?[{cols}] := from_id in $ids, *learning_relations{{{cols}}}",
+            {"ids": ids},
+        )
+        into = self.tier.run(
+            f"?[{cols}] := to_id in $ids, *learning_relations:by_to{{to_id, from_id, relation_type}}, "
+            f"*learning_relations{{{cols}}}",
+            {"ids": ids},
+        )
+        self.stored_relations.update((row[0], row[1], row[2]) for row in out + into)
+
+    def _exists(self, learning_id: str) -> bool:
+        return self.created.get(learning_id) is not None
+
+    def apply(self, request_id: str, op: str, part: Part) -> dict[str, Any]:
+        """Apply one part to the working copy; returns this tier's share of the reply.
+
+        Raises Rejected, leaving the working copy untouched, if the part cannot apply.
+        """
+        if isinstance(part, PutPart):
+            reply = self._put(part)
+        elif isinstance(part, OutcomePart):
+            reply = self._outcome(part)
+        elif isinstance(part, RelationPart):
+            reply = self._relation(part)
+        else:
+            reply = self._delete(part)
+        self.applied.append([request_id, op, json.dumps(reply, separators=(",", ":")), self.now])
+        return reply
+
+    def _put(self, part: PutPart) -> dict[str, Any]:
+        reply: dict[str, list[Any]] = {"idx": [], "ids": [], "created": []}
+        for index, lid, item in part.entries:
+            stored_at = self.created.get(lid)
+            is_new = stored_at is None
+            created_at = self.now if stored_at is None else stored_at
+            if is_new:
+                # A new learning starts from its stated confidence; an existing one keeps the confidence its
+                # outcomes earned and only its content changes.
+                self.usage[lid] = UsageRow.prior(item.confidence)
+                self.usage_dirty.add(lid)
+                self.confidence[lid] = item.confidence
+            self.created[lid] = created_at
+            self.learning_put[lid] = learning_row(item, lid, self.confidence[lid], created_at, self.now)
+            self.confidence_dirty.discard(lid)
+            reply["idx"].append(index)
+            reply["ids"].append(lid)
+            reply["created"].append(is_new)
+        return reply
+
+    def _outcome(self, part: OutcomePart) -> dict[str, Any]:
+        for lid, _ in part.attributions:
+            if not self._exists(lid):
+                raise not_found(lid)
+        for lid, outcome in part.attributions:
+            usage = self.usage[lid]
+            usage.record_outcome(outcome, self.now)
+            self.usage_dirty.add(lid)
+            self.confidence[lid] = usage.confidence
+            row = self.learning_put.get(lid)
+            if row is None:
+                self.confidence_dirty.add(lid)
+            else:
+                row[LEARNING_COLS.index("confidence")] = usage.confidence
+        return {"applied": len(part.attributions)}
+
+    def _relation(self, part: RelationPart) -> dict[str, Any]:
+        for lid in (part.from_id, part.to_id):
+            if lid in self.created and not self._exists(lid):
+                raise not_found(lid)
+        if not self._exists(part.from_id):
+            raise not_found(part.from_id)
+        key = (part.from_id, part.relation_type, part.to_id)
+        self.relations[key] = [*key, part.weight, self.now]
+        return {}
+
+    def _delete(self, part: DeletePart) -> dict[str, Any]:
+        lid = part.learning_id
+        for key in self.stored_relations | set(self.relations):
+            if lid in (key[0], key[2]):
+                self.relations[key] = None
+        if not part.owner or not self._exists(lid):
+            return {"deleted": False}
+        self.created[lid] = None
+        self.learning_put.pop(lid, None)
+        self.usage.pop(lid, None)
+        self.usage_dirty.discard(lid)
+        self.confidence_dirty.discard(lid)
+        return {"deleted": True}
+
+    def script(self) -> tuple[str, dict[str, Any]]:
+        """The transaction: every block of the final state plus the applied request ids."""
+        blocks: list[str] = []
+        params: dict[str, Any] = {}
+
+        def add(block: str, name: str, rows: list[Any]) -> None:
+            if rows:
+                blocks.append(block)
+                params[name] = rows
+
+        gone = [[lid] for lid, created in self.created.items() if created is None]
+        add(rm_script("learning", ("id",), "gone"), "gone", gone)
+        add(rm_script("usage_stats", ("learning_id",), "gone_u"), "gone_u", gone)
+        add(rm_script("learning_embeddings", ("learning_id",), "gone_e"), "gone_e", gone)
+        add(put_script("learning", LEARNING_COLS, 1, "learning"), "learning", list(self.learning_put.values()))
+        add(
+            "{?[id, confidence, updated_at] <- $conf :update learning {id => confidence, updated_at}}",
+            "conf",
+            [[lid, self.confidence[lid], self.now] for lid in sorted(self.confidence_dirty)],
+        )
+        add(
+            put_script("usage_stats", USAGE_COLS, 1, "usage"),
+            "usage",
+            [self.usage[lid].row(lid) for lid in sorted(self.usage_dirty)],
+        )
+        add(
+            rm_script("learning_relations", RELATION_COLS[:3], "rel_gone"),
+            "rel_gone",
+            [list(k) for k, row in self.relations.items() if row is None],
+        )
+        add(
+            put_script("learning_relations", RELATION_COLS, 3, "rel"),
+            "rel",
+            [row for row in self.relations.values() if row is not None],
+        )
+        add(
+            put_script("applied_requests", ("request_id", "op", "reply_json", "applied_at"), 1, "applied"),
+            "applied",
+            self.applied,
+        )
+        return "\n".join(blocks), params
+
+    def count_delta(self) -> int:
+        """How the tier's learning count changes when this commits."""
+        now_exist = {lid for lid, created in self.created.items() if created is not None}
+        return len(now_exist - self.existed) - len(self.existed - now_exist)

@@ -1,0 +1,140 @@
+"""The envelope and its msgpack encoding (`use_bin_type=True`, `raw=False`).
+
+Request payload: `{"v": 1, "id": str, "op": str, "body": map}`.
+Reply payload:   `{"v": 1, "id": str, "ok": true, "body": map}` or
+                 `{"v": 1, "id": str | null, "ok": false, "error": {"code", "message", "retryable", ...}}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+from pydantic import BaseModel, ValidationError
+
+from protocol import constants as C
+from protocol.errors import RETRYABLE, DecodeError, ErrorCode, ProtocolError, ValidationFailed
+from protocol.models import REQUESTS
+
+_ENVELOPE_KEYS = frozenset({"v", "id", "op", "body"})
+
+
+def pack(value: Any) -> bytes:
+    """msgpack-encode `value` with str as str and bytes as bin."""
+    packed: bytes = msgpack.packb(value, use_bin_type=True)
+    return packed
+
+
+def unpack(data: bytes) -> Any:
+    """msgpack-decode one value; raises DecodeError on anything that is not exactly one value."""
+    try:
+        return msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types on hostile input
+        raise DecodeError(f"payload is not valid msgpack: {exc}") from None
+
+
+@dataclass(slots=True)
+class Request:
+    """A decoded request envelope; `body` is still the raw map."""
+
+    id: str
+    op: str
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+def encode_request(request_id: str, op: str, body: dict[str, Any]) -> bytes:
+    """The payload frame of a request."""
+    return pack({"v": C.PROTOCOL_VERSION, "id": request_id, "op": op, "body": body})
+
+
+def decode_request(data: bytes) -> Request:
+    """Decode and check a request envelope (not yet its body); raises ProtocolError with the code to answer."""
+    if len(data) > C.MAX_MESSAGE_BYTES:
+        raise DecodeError(f"message is {len(data)} bytes; the limit is {C.MAX_MESSAGE_BYTES}")
+    value = unpack(data)
+    if not isinstance(value, dict):
+        raise DecodeError(f"payload must be a msgpack map, got {type(value).__name__}")
+    raw_id = value.get("id")
+    request_id = raw_id if isinstance(raw_id, str) and 0 < len(raw_id) <= C.MAX_REQUEST_ID_CHARS else None
+    if request_id is None:
+        raise DecodeError(f"'id' must be a string of 1-{C.MAX_REQUEST_ID_CHARS} characters")
+    if value.get("v") != C.PROTOCOL_VERSION or isinstance(value.get("v"), bool):
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"protocol version {value.get('v')!r} is not supported; this coordinator speaks v{C.PROTOCOL_VERSION}",
+            request_id,
+        )
+    unknown = set(value) - _ENVELOPE_KEYS
+    if unknown:
+        raise DecodeError(f"unknown envelope keys: {', '.join(sorted(map(str, unknown)))}", request_id)
+    op = value.get("op")
+    if not isinstance(op, str):
+        raise DecodeError("'op' must be a string", request_id)
+    if op not in REQUESTS:
+        raise ProtocolError(ErrorCode.UNKNOWN_OP, f"unknown operation {op[:60]!r}", request_id)
+    body = value.get("body", {})
+    if not isinstance(body, dict):
+        raise DecodeError(f"'body' must be a map, got {type(body).__name__}", request_id)
+    return Request(request_id, op, body)
+
+
+def validate_body(request: Request) -> BaseModel:
+    """The request's body as its operation's model; raises ValidationFailed with a readable message."""
+    try:
+        return REQUESTS[request.op].model_validate(request.body)
+    except ValidationError as exc:
+        raise ValidationFailed(ErrorCode.BAD_REQUEST, describe(exc), request.id) from None
+
+
+def describe(exc: ValidationError, limit: int = 3) -> str:
+    """A one-line account of a ValidationError: `field.path: problem; ...`."""
+    parts = []
+    for err in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        message = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
+    more = exc.error_count() - limit
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)
+
+
+def encode_ok(request_id: str, body: dict[str, Any]) -> bytes:
+    """The payload frame of a successful reply."""
+    return pack({"v": C.PROTOCOL_VERSION, "id": request_id, "ok": True, "body": body})
+
+
+def encode_error(request_id: str | None, code: ErrorCode, message: str, retry_after_ms: int | None = None) -> bytes:
+    """The payload frame of an error reply; `retry_after_ms` is sent with `busy`."""
+    error: dict[str, Any] = {"code": code.value, "message": message, "retryable": RETRYABLE[code]}
+    if retry_after_ms is not None:
+        error["retry_after_ms"] = retry_after_ms
+    return pack({"v": C.PROTOCOL_VERSION, "id": request_id, "ok": False, "error": error})
+
+
+@dataclass(slots=True)
+class Reply:
+    """A decoded reply envelope."""
+
+    id: str | None
+    ok: bool
+    body: dict[str, Any]
+    error: dict[str, Any] | None
+
+
+def decode_reply(data: bytes) -> Reply:
+    """Decode a reply envelope; raises DecodeError if it is not one."""
+    value = unpack(data)
+    if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
+        raise DecodeError("reply is not a map with a boolean 'ok'")
+    rid = value.get("id")
+    if value["ok"]:
+        body = value.get("body")
+        if not isinstance(body, dict):
+            raise DecodeError("reply has ok=true but no 'body' map")
+        return Reply(rid, True, body, None)
+    error = value.get("error")
+    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+        raise DecodeError("reply has ok=false but no 'error' map with a 'code'")
+    return Reply(rid, False, {}, error)

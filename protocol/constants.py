@@ -1,0 +1,85 @@
+"""Every name, key and limit of the wire protocol, in one place.
+
+Anything a client in another language must agree on lives here and is restated in PROTOCOL.md.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PROTOCOL_VERSION: Final = 1
+
+# Operation names.
+OP_PING: Final = "ping"
+OP_HELLO: Final = "hello"
+OP_LEARNING_PUT: Final = "learning.put"
+OP_LEARNING_GET: Final = "learning.get"
+OP_LEARNING_LIST: Final = "learning.list"
+OP_LEARNING_DELETE: Final = "learning.delete"
+OP_OUTCOME_RECORD: Final = "outcome.record"
+OP_RELATION_PUT: Final = "relation.put"
+OP_RELATION_LIST: Final = "relation.list"
+OP_STATS: Final = "stats"
+
+# Operations that change stored data: they go through the write queue and are idempotent by request id.
+WRITE_OPS: Final = frozenset({OP_LEARNING_PUT, OP_LEARNING_DELETE, OP_OUTCOME_RECORD, OP_RELATION_PUT})
+
+# Learning categories (seed 000, decision 15).
+CATEGORIES: Final = (
+    "code_pattern",
+    "preference",
+    "solution",
+    "error_recovery",
+    "tool_usage",
+    "harness_knowledge",
+)
+
+# Where a learning came from (seed 000, decision 15: LearningSource::source_type).
+SOURCE_TYPES: Final = ("transcript", "user_created", "promoted", "imported", "enterprise_curated")
+DEFAULT_SOURCE_TYPE: Final = "user_created"
+
+# Relation types (seed 000, decision 12).
+RELATION_TYPES: Final = ("supersedes", "contradicts", "derived_from", "related_to", "specializes")
+RELATION_DIRECTIONS: Final = ("out", "in", "both")
+
+# Attribution outcomes (seed 000, UsageStats::record_outcome).
+OUTCOMES: Final = ("helpful", "ignored", "contradicted")
+
+# Scopes (seed 000, decision 5) and the tiers they map to (decision 7).
+SCOPE_GLOBAL: Final = "global"
+SCOPE_USER_PREFIX: Final = "user:"
+SCOPE_PROJECT_PREFIX: Final = "project:"
+TIER_USER: Final = "user"
+TIER_PROJECT_PREFIX: Final = "project:"
+TIER_ENTERPRISE_PREFIX: Final = "enterprise:"
+
+# Limits. A request breaking one gets `bad_request`; the transport drops anything over MAX_FRAME_BYTES.
+MAX_MESSAGE_BYTES: Final = 1024 * 1024
+MAX_FRAME_BYTES: Final = 4 * MAX_MESSAGE_BYTES
+MAX_REQUEST_ID_CHARS: Final = 128
+MAX_SCOPE_CHARS: Final = 1024
+MAX_USER_ID_CHARS: Final = 128
+MAX_ORG_CHARS: Final = 128
+MAX_DESCRIPTION_CHARS: Final = 4000
+MAX_INSIGHT_CHARS: Final = 8000
+MAX_PATTERN_BYTES: Final = 64 * 1024
+MAX_LEARNINGS_PER_PUT: Final = 500
+MAX_ATTRIBUTIONS_PER_OUTCOME: Final = 500
+MAX_LIST_LIMIT: Final = 1000
+DEFAULT_LIST_LIMIT: Final = 100
+MAX_AGENT_FIELD_CHARS: Final = 256
+
+# Learning defaults. A new learning's Beta prior carries PRIOR_STRENGTH pseudo-observations split by its
+# confidence, so confidence == alpha / (alpha + beta) holds from the start (0.5 gives seed 000's 1, 1).
+DEFAULT_CONFIDENCE: Final = 0.5
+PRIOR_STRENGTH: Final = 2.0
+
+# record_outcome increments (seed 000, UsageStats::record_outcome).
+HELPFUL_ALPHA_STEP: Final = 1.0
+IGNORED_BETA_STEP: Final = 0.1
+CONTRADICTED_BETA_STEP: Final = 1.5
+
+# Suggested client behaviour.
+DEFAULT_BUSY_RETRY_MS: Final = 50
+HEARTBEAT_INTERVAL_S: Final = 5.0
+AGENT_ALIVE_WINDOW_S: Final = 3 * HEARTBEAT_INTERVAL_S

@@ -1,0 +1,325 @@
+"""Pydantic models of every operation's request body and reply body (protocol version 1).
+
+Bodies are strict: a field of the wrong type or a field the operation does not know is `bad_request`, so
+a typo in a client is an error at once rather than a silently ignored option.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from protocol import constants as C
+from protocol.ids import is_uuid7
+from protocol.scopes import validate_scope, validate_tier
+
+
+class Body(BaseModel):
+    """Base of every request body: strict types, unknown fields rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class Reply(BaseModel):
+    """Base of every reply body: fields added by later coordinators are ignored, so old clients keep working."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def _uuid7(value: str) -> str:
+    lowered = value.lower()
+    if not is_uuid7(lowered):
+        raise ValueError(f"{value[:60]!r} is not a UUIDv7 string (xxxxxxxx-xxxx-7xxx-[89ab]xxx-xxxxxxxxxxxx)")
+    return lowered
+
+
+def _json_value(limit: int, what: str) -> Any:
+    def check(value: Any) -> Any:
+        try:
+            encoded = json.dumps(value, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{what} must be JSON-representable (maps with string keys, no bytes): {exc}") from None
+        if len(encoded) > limit:
+            raise ValueError(f"{what} is {len(encoded)} bytes as JSON; the limit is {limit}")
+        return value
+
+    return check
+
+
+def _source(value: dict[str, Any]) -> dict[str, Any]:
+    kind = value.get("type")
+    if kind not in C.SOURCE_TYPES:
+        raise ValueError(f"source.type must be one of {', '.join(C.SOURCE_TYPES)}; got {kind!r}")
+    return value
+
+
+LearningId = Annotated[str, AfterValidator(_uuid7)]
+Scope = Annotated[str, AfterValidator(validate_scope)]
+Tier = Annotated[str, AfterValidator(validate_tier)]
+Category = Literal["code_pattern", "preference", "solution", "error_recovery", "tool_usage", "harness_knowledge"]
+RelationType = Literal["supersedes", "contradicts", "derived_from", "related_to", "specializes"]
+OutcomeKind = Literal["helpful", "ignored", "contradicted"]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+Source = Annotated[dict[str, Any], AfterValidator(_source), AfterValidator(_json_value(C.MAX_PATTERN_BYTES, "source"))]
+Pattern = Annotated[Any, AfterValidator(_json_value(C.MAX_PATTERN_BYTES, "pattern"))]
+Text = Annotated[str, Field(min_length=1)]
+ShortText = Annotated[str, Field(min_length=1, max_length=C.MAX_AGENT_FIELD_CHARS)]
+Millis = Annotated[int, Field(ge=0)]
+
+
+# --- control -------------------------------------------------------------------------------------------
+
+
+class PingRequest(Body):
+    """`ping`: no fields."""
+
+
+class PingReply(Reply):
+    """Coordinator version and seconds since it started."""
+
+    version: str
+    protocol: int
+    uptime_s: float
+
+
+class HelloRequest(Body):
+    """`hello`: an agent introduces itself; the coordinator adds it to its registry."""
+
+    agent_id: ShortText
+    role: ShortText
+    pid: Annotated[int, Field(ge=0)]
+    host: ShortText
+
+
+class EmptyReply(Reply):
+    """A reply with no fields."""
+
+
+# --- learnings -----------------------------------------------------------------------------------------
+
+
+class LearningIn(Body):
+    """A learning as a client writes it."""
+
+    id: LearningId | None = None
+    scope: Scope
+    category: Category
+    description: Annotated[str, Field(min_length=1, max_length=C.MAX_DESCRIPTION_CHARS)]
+    insight: Annotated[str, Field(min_length=1, max_length=C.MAX_INSIGHT_CHARS)]
+    pattern: Pattern = None
+    confidence: Probability = C.DEFAULT_CONFIDENCE
+    source: Source = Field(default_factory=lambda: {"type": C.DEFAULT_SOURCE_TYPE})
+
+
+class LearningPutRequest(Body):
+    """`learning.put`: store learnings; the tier follows from each scope unless `tier` names one."""
+
+    learnings: Annotated[list[LearningIn], Field(min_length=1, max_length=C.MAX_LEARNINGS_PER_PUT)]
+    tier: Tier | None = None
+
+
+class LearningPutReply(Reply):
+    """The id of each learning, in request order, and whether it was new."""
+
+    ids: list[str]
+    created: list[bool]
+
+
+class Usage(Reply):
+    """A learning's usage statistics (seed 000 `usage_stats`)."""
+
+    times_injected: int
+    times_helpful: int
+    times_ignored: int
+    times_contradicted: int
+    last_used: int | None
+    confidence_alpha: float
+    confidence_beta: float
+
+
+class LearningOut(Reply):
+    """A stored learning as the coordinator returns it."""
+
+    id: str
+    scope: str
+    category: str
+    description: str
+    insight: str
+    pattern: Any = None
+    confidence: float
+    source: dict[str, Any]
+    tier: str
+    created_at: int
+    updated_at: int
+    usage: Usage
+
+
+class LearningGetRequest(Body):
+    """`learning.get`: one learning by id, from whichever tier holds it."""
+
+    id: LearningId
+
+
+class LearningGetReply(Reply):
+    """The learning."""
+
+    learning: LearningOut
+
+
+class LearningListRequest(Body):
+    """`learning.list`: learnings in id (creation) order, filtered, one page at a time."""
+
+    scope_prefix: Annotated[str, Field(max_length=C.MAX_SCOPE_CHARS)] | None = None
+    category: Category | None = None
+    tier: Tier | None = None
+    limit: Annotated[int, Field(ge=1, le=C.MAX_LIST_LIMIT)] = C.DEFAULT_LIST_LIMIT
+    cursor: LearningId | None = None
+
+
+class LearningListReply(Reply):
+    """One page; `cursor` is passed back to get the next page and is null on the last one."""
+
+    learnings: list[LearningOut]
+    cursor: str | None
+
+
+class LearningDeleteRequest(Body):
+    """`learning.delete`: remove a learning, its usage, embedding and relations."""
+
+    id: LearningId
+
+
+class LearningDeleteReply(Reply):
+    """Whether a learning was there to delete."""
+
+    deleted: bool
+
+
+# --- outcomes and relations ----------------------------------------------------------------------------
+
+
+class Attribution(Body):
+    """How one learning turned out in a session."""
+
+    learning_id: LearningId
+    outcome: OutcomeKind
+
+
+class OutcomeRecordRequest(Body):
+    """`outcome.record`: apply attributions to learnings' usage statistics and confidence."""
+
+    attributions: Annotated[list[Attribution], Field(min_length=1, max_length=C.MAX_ATTRIBUTIONS_PER_OUTCOME)]
+    session_id: ShortText | None = None
+
+
+class OutcomeRecordReply(Reply):
+    """How many attributions were applied."""
+
+    applied: int
+
+
+class RelationPutRequest(Body):
+    """`relation.put`: `from_id --relation_type--> to_id`, stored in from_id's tier."""
+
+    from_id: LearningId
+    relation_type: RelationType
+    to_id: LearningId
+    weight: Probability = 1.0
+
+
+class RelationOut(Reply):
+    """A stored relation."""
+
+    from_id: str
+    relation_type: str
+    to_id: str
+    weight: float
+    created_at: int
+    tier: str
+
+
+class RelationListRequest(Body):
+    """`relation.list`: relations touching one learning."""
+
+    id: LearningId
+    relation_type: RelationType | None = None
+    direction: Literal["out", "in", "both"] = "both"
+
+
+class RelationListReply(Reply):
+    """The relations found."""
+
+    relations: list[RelationOut]
+
+
+# --- stats ---------------------------------------------------------------------------------------------
+
+
+class StatsRequest(Body):
+    """`stats`: no fields."""
+
+
+class Summary(Reply):
+    """Mean and 99th percentile of recent samples."""
+
+    mean: float
+    p99: float
+    samples: int
+
+
+class TierStats(Reply):
+    """Counts for one open tier."""
+
+    tier: str
+    learnings: int
+    path: str
+
+
+class StatsReply(Reply):
+    """The coordinator's state and recent performance."""
+
+    tiers: list[TierStats]
+    tiers_on_disk: int
+    write_queue_depth: int
+    write_queue_capacity: int
+    batches_committed: int
+    writes_committed: int
+    writes_rejected: int
+    batch_size: Summary
+    commit_ms: Summary
+    agents_known: int
+    agents_alive: int
+    requests_served: int
+    replies_dropped: int
+    rss_mb: float
+    cpu_percent: float
+    uptime_s: float
+
+
+REQUESTS: dict[str, type[Body]] = {
+    C.OP_PING: PingRequest,
+    C.OP_HELLO: HelloRequest,
+    C.OP_LEARNING_PUT: LearningPutRequest,
+    C.OP_LEARNING_GET: LearningGetRequest,
+    C.OP_LEARNING_LIST: LearningListRequest,
+    C.OP_LEARNING_DELETE: LearningDeleteRequest,
+    C.OP_OUTCOME_RECORD: OutcomeRecordRequest,
+    C.OP_RELATION_PUT: RelationPutRequest,
+    C.OP_RELATION_LIST: RelationListRequest,
+    C.OP_STATS: StatsRequest,
+}
+
+REPLIES: dict[str, type[Reply]] = {
+    C.OP_PING: PingReply,
+    C.OP_HELLO: EmptyReply,
+    C.OP_LEARNING_PUT: LearningPutReply,
+    C.OP_LEARNING_GET: LearningGetReply,
+    C.OP_LEARNING_LIST: LearningListReply,
+    C.OP_LEARNING_DELETE: LearningDeleteReply,
+    C.OP_OUTCOME_RECORD: OutcomeRecordReply,
+    C.OP_RELATION_PUT: EmptyReply,
+    C.OP_RELATION_LIST: RelationListReply,
+    C.OP_STATS: StatsReply,
+}
