@@ -123,7 +123,7 @@ class Batcher:
         started = time.perf_counter()
         for item in items:
             try:
-                item.parts = plan(self.tiers, item.op, item.body, now)
+                item.parts = plan(self.tiers, item.op, item.body)
             except Rejected as exc:
                 item.error = exc
         self._recall_applied(items)

@@ -21,10 +21,10 @@ from protocol.models import LearningDeleteRequest, LearningPutRequest, OutcomeRe
 from protocol.scopes import tier_for_scope
 
 
-def plan(tiers: TierSet, op: str, body: BaseModel, now: int) -> dict[str, Part]:
+def plan(tiers: TierSet, op: str, body: BaseModel) -> dict[str, Part]:
     """The parts of one write request, keyed by tier name; raises Rejected if it cannot apply."""
     if isinstance(body, LearningPutRequest):
-        return _plan_put(tiers, body, now)
+        return _plan_put(tiers, body)
     if isinstance(body, OutcomeRecordRequest):
         return _plan_outcome(tiers, body)
     if isinstance(body, RelationPutRequest):
@@ -34,8 +34,8 @@ def plan(tiers: TierSet, op: str, body: BaseModel, now: int) -> dict[str, Part]:
     raise Rejected(ErrorCode.UNKNOWN_OP, f"{op} is not a write operation")
 
 
-def _plan_put(tiers: TierSet, body: LearningPutRequest, now: int) -> dict[str, Part]:
-    ids = [item.id or uuid7(now) for item in body.learnings]
+def _plan_put(tiers: TierSet, body: LearningPutRequest) -> dict[str, Part]:
+    ids = [item.id or uuid7() for item in body.learnings]
     if len(set(ids)) != len(ids):
         raise Rejected(ErrorCode.BAD_REQUEST, "learnings: the same id appears more than once in one request")
     parts: dict[str, PutPart] = {}

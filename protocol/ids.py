@@ -19,14 +19,14 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def uuid7(now: int | None = None) -> str:
+def uuid7() -> str:
     """A new UUIDv7 string (RFC 9562): 48-bit millisecond time, then a counter and random bits.
 
     Ids made by one process are strictly increasing, also within one millisecond, so sorting ids sorts by
     creation time.
     """
     global _last_ms, _seq
-    ms = now_ms() if now is None else now
+    ms = now_ms()
     with _lock:
         if ms <= _last_ms:
             ms = _last_ms

@@ -41,6 +41,8 @@ def _json_value(limit: int, what: str) -> Any:
             encoded = json.dumps(value, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{what} must be JSON-representable (maps with string keys, no bytes): {exc}") from None
+        if json.loads(encoded) != value:
+            raise ValueError(f"{what} must be JSON-representable: map keys must be strings")
         if len(encoded) > limit:
             raise ValueError(f"{what} is {len(encoded)} bytes as JSON; the limit is {limit}")
         return value

@@ -1,0 +1,62 @@
+"""Shared fixtures: real coordinator processes on real sockets over real RocksDB directories in temp dirs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agents import GrooveClient
+from cli.swarm import start_coordinator
+from tests.helpers import RunningCoordinator, free_port
+
+
+@pytest.fixture
+def coordinator_factory(tmp_path: Path) -> Iterator[Callable[..., RunningCoordinator]]:
+    """Start coordinators: `factory(*serve_args, data_dir=None)`; all are stopped at teardown."""
+    started: list[RunningCoordinator] = []
+
+    def factory(*args: str, data_dir: Path | None = None, port: int | None = None) -> RunningCoordinator:
+        directory = data_dir or tmp_path / f"data{len(started)}"
+        directory.mkdir(parents=True, exist_ok=True)
+        # a fixed port, so that clients can ride out a restart on the same endpoint
+        bind = f"tcp://127.0.0.1:{port or free_port()}"
+        proc, endpoint = start_coordinator(directory, ["--bind", bind, *args])
+        running = RunningCoordinator(directory, list(args), proc, endpoint)
+        started.append(running)
+        return running
+
+    yield factory
+    for running in started:
+        for proc in [*running.history, running.proc]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+
+
+@pytest.fixture
+def coordinator(coordinator_factory: Callable[..., RunningCoordinator]) -> RunningCoordinator:
+    """One coordinator with default settings."""
+    return coordinator_factory()
+
+
+@pytest.fixture
+def client_factory() -> Iterator[Callable[..., GrooveClient]]:
+    """Clients: `factory(endpoint, **kwargs)`; all closed at teardown."""
+    clients: list[GrooveClient] = []
+
+    def factory(endpoint: str, timeout: float = 20.0, attempt_timeout: float = 2.0) -> GrooveClient:
+        client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=attempt_timeout)
+        clients.append(client)
+        return client
+
+    yield factory
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def client(coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]) -> GrooveClient:
+    """A client of the default coordinator."""
+    return client_factory(coordinator.endpoint)

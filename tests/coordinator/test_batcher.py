@@ -1,0 +1,183 @@
+"""The writer: group commit over real RocksDB tiers, exactly-once by request id, bad items isolated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.batcher import Batcher, WriteItem
+from coordinator.errors import Rejected
+from coordinator.metrics import Metrics
+from coordinator.reads import get_learning, list_relations
+from coordinator.tiers import TierSet
+from protocol import constants as C
+from protocol.errors import ErrorCode
+from protocol.ids import uuid7
+from protocol.models import REQUESTS, LearningGetRequest, RelationListRequest
+from tests.helpers import learning
+
+NOW = 1_800_000_000_000
+
+
+class Harness:
+    """A TierSet and Batcher on a temp dir, collecting replies instead of sending them."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.tiers = TierSet(data_dir)
+        self.tiers.open_user()
+        self.replies: dict[str, dict[str, Any] | Rejected] = {}
+        self.batcher = Batcher(self.tiers, Metrics(), self._done, max_batch=64, max_wait_ms=0, capacity=100)
+
+    def _done(self, item: WriteItem, result: dict[str, Any] | Rejected) -> None:
+        self.replies[item.request_id] = result
+
+    def item(self, op: str, body: dict[str, Any], request_id: str | None = None) -> WriteItem:
+        return WriteItem(request_id or uuid7(), op, REQUESTS[op].model_validate(body))
+
+    def run(self, *items: WriteItem, now: int = NOW) -> list[dict[str, Any] | Rejected]:
+        self.batcher.process(list(items), now)
+        return [self.replies[i.request_id] for i in items]
+
+    def ok(self, op: str, body: dict[str, Any]) -> dict[str, Any]:
+        (reply,) = self.run(self.item(op, body))
+        assert isinstance(reply, dict), reply
+        return reply
+
+    def get(self, lid: str) -> dict[str, Any]:
+        learning_map: dict[str, Any] = get_learning(self.tiers, LearningGetRequest(id=lid))["learning"]
+        return learning_map
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Iterator[Harness]:
+    harness = Harness(tmp_path)
+    yield harness
+    harness.tiers.close()
+
+
+def put(h: Harness, *items: dict[str, Any]) -> list[str]:
+    ids: list[str] = h.ok(C.OP_LEARNING_PUT, {"learnings": list(items)})["ids"]
+    return ids
+
+
+def test_record_outcome_follows_seed_000_exactly(h: Harness) -> None:
+    (lid,) = put(h, learning())
+    h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]})
+    h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"},
+                                                {"learning_id": lid, "outcome": "contradicted"}]})
+    got = h.get(lid)
+    usage = got["usage"]
+    assert usage["times_injected"] == 3
+    assert (usage["times_helpful"], usage["times_ignored"], usage["times_contradicted"]) == (1, 1, 1)
+    assert usage["confidence_alpha"] == pytest.approx(2.0)
+    assert usage["confidence_beta"] == pytest.approx(1.0 + 0.1 + 1.5)
+    assert got["confidence"] == pytest.approx(2.0 / 4.6)
+    assert usage["last_used"] == NOW
+
+
+def test_stated_confidence_sets_the_prior(h: Harness) -> None:
+    (lid,) = put(h, learning(confidence=0.8))
+    got = h.get(lid)
+    assert got["confidence"] == pytest.approx(0.8)
+    assert got["usage"]["confidence_alpha"] / (got["usage"]["confidence_alpha"] + got["usage"]["confidence_beta"]) \
+        == pytest.approx(0.8)
+
+
+def test_outcomes_for_one_learning_in_one_batch_all_count(h: Harness) -> None:
+    (lid,) = put(h, learning())
+    items = [h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]})
+             for _ in range(10)]
+    assert all(r == {"applied": 1} for r in h.run(*items))
+    assert h.get(lid)["usage"]["times_helpful"] == 10
+
+
+def test_a_retried_request_id_applies_once(h: Harness, tmp_path: Path) -> None:
+    (lid,) = put(h, learning())
+    body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
+    first = h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me"))
+    second = h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me"))
+    assert first == second == [{"applied": 1}]
+    assert h.get(lid)["usage"]["times_helpful"] == 1
+    # also after the tiers are closed and reopened (a restart): the applied id is stored with the data
+    h.tiers.close()
+    again = Harness(tmp_path)
+    try:
+        assert again.run(again.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me")) == [{"applied": 1}]
+        assert again.get(lid)["usage"]["times_helpful"] == 1
+    finally:
+        again.tiers.close()
+
+
+def test_a_retried_put_returns_the_original_ids(h: Harness) -> None:
+    body = {"learnings": [learning(n=1), learning(scope="project:/p", n=2)]}
+    first = h.run(h.item(C.OP_LEARNING_PUT, body, request_id="put-1"))[0]
+    second = h.run(h.item(C.OP_LEARNING_PUT, body, request_id="put-1"))[0]
+    assert first == second
+    assert isinstance(first, dict)
+    assert first["created"] == [True, True]
+    assert sum(t.learnings for t in h.tiers.opened()) == 2
+
+
+def test_bad_items_are_isolated_from_the_rest_of_the_batch(h: Harness) -> None:
+    (lid,) = put(h, learning())
+    good_put = h.item(C.OP_LEARNING_PUT, {"learnings": [learning(n=9)]})
+    unknown = h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"},
+                                                            {"learning_id": uuid7(), "outcome": "helpful"}]})
+    good_outcome = h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"}]})
+    self_relation = h.item(C.OP_RELATION_PUT, {"from_id": lid, "relation_type": "related_to", "to_id": lid})
+    replies = h.run(good_put, unknown, good_outcome, self_relation)
+    assert isinstance(replies[0], dict)
+    assert isinstance(replies[1], Rejected)
+    assert replies[1].code == ErrorCode.NOT_FOUND
+    assert replies[2] == {"applied": 1}
+    assert isinstance(replies[3], Rejected)
+    assert replies[3].code == ErrorCode.BAD_REQUEST
+    usage = h.get(lid)["usage"]
+    assert (usage["times_helpful"], usage["times_ignored"]) == (0, 1)
+
+
+def test_put_of_an_existing_id_updates_content_and_keeps_usage(h: Harness) -> None:
+    lid = uuid7()
+    assert h.ok(C.OP_LEARNING_PUT, {"learnings": [learning(id=lid)]})["created"] == [True]
+    h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]})
+    changed = learning(id=lid, n=2, confidence=0.1)
+    assert h.ok(C.OP_LEARNING_PUT, {"learnings": [changed]})["created"] == [False]
+    got = h.get(lid)
+    assert got["description"] == "description 2"
+    assert got["usage"]["times_helpful"] == 1
+    assert got["confidence"] == pytest.approx(2 / 3)
+
+
+def test_an_id_cannot_live_in_two_tiers(h: Harness) -> None:
+    lid = uuid7()
+    h.ok(C.OP_LEARNING_PUT, {"learnings": [learning(id=lid)]})
+    (reply,) = h.run(h.item(C.OP_LEARNING_PUT, {"learnings": [learning(scope="project:/p", id=lid)]}))
+    assert isinstance(reply, Rejected)
+    assert reply.code == ErrorCode.CONFLICT
+
+
+def test_delete_removes_usage_and_relations_in_every_tier(h: Harness) -> None:
+    user_id, project_id = put(h, learning(), learning(scope="project:/p"))
+    h.ok(C.OP_RELATION_PUT, {"from_id": project_id, "relation_type": "specializes", "to_id": user_id})
+    h.ok(C.OP_RELATION_PUT, {"from_id": user_id, "relation_type": "related_to", "to_id": project_id})
+    assert len(list_relations(h.tiers, RelationListRequest(id=user_id))["relations"]) == 2
+    assert h.ok(C.OP_LEARNING_DELETE, {"id": user_id}) == {"deleted": True}
+    assert h.ok(C.OP_LEARNING_DELETE, {"id": user_id}) == {"deleted": False}
+    assert list_relations(h.tiers, RelationListRequest(id=project_id))["relations"] == []
+    user = h.tiers.get("user", create=False)
+    assert user is not None
+    assert user.run("?[count(learning_id)] := *usage_stats{learning_id}") == [[0]]
+    assert user.learnings == 0
+
+
+def test_put_then_delete_in_one_batch(h: Harness) -> None:
+    lid = uuid7()
+    replies = h.run(h.item(C.OP_LEARNING_PUT, {"learnings": [learning(id=lid)]}),
+                    h.item(C.OP_LEARNING_DELETE, {"id": lid}))
+    assert replies[0] == {"ids": [lid], "created": [True]}
+    # planning saw no learning yet, so the delete finds nothing to delete
+    assert replies[1] == {"deleted": False}
+    assert h.get(lid)["id"] == lid

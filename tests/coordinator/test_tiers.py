@@ -1,0 +1,70 @@
+"""Tiers on disk: layout, migrations, lazy opening, locating learnings in unopened tiers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coordinator.config import ConfigError, Settings, build
+from coordinator.schema import CURRENT_VERSION, applied_version
+from coordinator.tiers import TierSet, tier_dir
+from protocol.ids import uuid7
+
+
+def test_layout_is_stable_and_distinct(tmp_path: Path) -> None:
+    assert tier_dir(tmp_path, "user") == tmp_path / "user"
+    a = tier_dir(tmp_path, "project:/home/alex/repo")
+    assert a.parent == tmp_path / "projects"
+    assert a.name.startswith("repo-")
+    assert tier_dir(tmp_path, "project:/srv/repo") != a
+    assert tier_dir(tmp_path, "enterprise:acme") == tmp_path / "enterprises" / "acme"
+
+
+def test_migrations_run_once(tmp_path: Path) -> None:
+    tiers = TierSet(tmp_path)
+    user = tiers.open_user()
+    assert user.migrated == [CURRENT_VERSION]
+    assert applied_version(user.db) == CURRENT_VERSION
+    tiers.close()
+    again = TierSet(tmp_path)
+    assert again.open_user().migrated == []
+    again.close()
+
+
+def test_project_tiers_open_lazily_and_are_found_after_restart(tmp_path: Path) -> None:
+    tiers = TierSet(tmp_path)
+    tiers.open_user()
+    project = tiers.get("project:/srv/api", create=True)
+    assert project is not None
+    lid = uuid7()
+    project.run(
+        "?[id, scope, category, description, pattern_json, insight, confidence, created_at, updated_at, "
+        "source_type, source_json] <- [[$id, 'project:/srv/api', 'solution', 'd', 'null', 'i', 0.5, 1, 1, "
+        "'user_created', '{}']] :put learning {id => scope, category, description, pattern_json, insight, "
+        "confidence, created_at, updated_at, source_type, source_json}",
+        {"id": lid},
+    )
+    tiers.close()
+    restarted = TierSet(tmp_path)
+    restarted.open_user()
+    assert [t.name for t in restarted.opened()] == ["user"]
+    assert restarted.on_disk() == ["user", "project:/srv/api"]
+    assert restarted.get("project:/elsewhere", create=False) is None
+    found = restarted.locate([lid])
+    assert found[lid].name == "project:/srv/api"
+    assert found[lid].learnings == 1
+    restarted.close()
+
+
+def test_settings_reject_unknown_keys_and_bad_values(tmp_path: Path) -> None:
+    config = tmp_path / "groove.toml"
+    config.write_text('bind = "tcp://127.0.0.1:7000"\nmax_batch = 8\n')
+    settings = build({"max_batch": 16, "bind": None}, config)
+    assert (settings.bind, settings.max_batch) == ("tcp://127.0.0.1:7000", 16)
+    config.write_text("max_bacth = 8\n")
+    with pytest.raises(ConfigError, match="unknown key"):
+        build({}, config)
+    with pytest.raises(ConfigError, match="max_batch"):
+        build({"max_batch": 0}, None)
+    assert Settings().bind == "tcp://127.0.0.1:5555"

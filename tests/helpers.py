@@ -1,0 +1,63 @@
+"""Helpers the tests share: free ports, coordinator process handles, CLI runs, sample learnings."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cli.swarm import groove_argv, start_coordinator, stop_process
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class RunningCoordinator:
+    """A `groove serve` subprocess and how to reach, stop, kill and restart it."""
+
+    data_dir: Path
+    args: list[str]
+    proc: subprocess.Popen[bytes]
+    endpoint: str
+    history: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def stop(self) -> int:
+        """SIGTERM and wait: the coordinator flushes and exits."""
+        return stop_process(self.proc, grace=30)
+
+    def kill(self) -> None:
+        """kill -9: no flush, no goodbye."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def restart(self) -> None:
+        """Start again on the same data dir and endpoint."""
+        self.history.append(self.proc)
+        self.proc, self.endpoint = start_coordinator(self.data_dir, ["--bind", self.endpoint, *self.args])
+
+    def log(self) -> str:
+        """Everything the coordinator(s) logged so far."""
+        return (self.data_dir / "coordinator.log").read_text(errors="replace")
+
+
+def run_groove(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the `groove` CLI as a subprocess and capture its output."""
+    return subprocess.run(
+        groove_argv(*args), capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def learning(scope: str = "global", n: int = 0, **extra: object) -> dict[str, object]:
+    """A valid learning map."""
+    return {"scope": scope, "category": "solution", "description": f"description {n}", "insight": f"insight {n}",
+            **extra}

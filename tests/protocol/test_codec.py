@@ -1,0 +1,106 @@
+"""The envelope codec: round trips, every way a payload can be wrong, and hostile bytes."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol import constants as C
+from protocol.codec import (
+    decode_reply,
+    decode_request,
+    encode_error,
+    encode_ok,
+    encode_request,
+    pack,
+    validate_body,
+)
+from protocol.errors import ErrorCode, ProtocolError
+
+
+def test_request_round_trip() -> None:
+    payload = encode_request("r1", C.OP_PING, {})
+    assert msgpack.unpackb(payload, raw=False) == {"v": 1, "id": "r1", "op": "ping", "body": {}}
+    request = decode_request(payload)
+    assert (request.id, request.op, request.body) == ("r1", "ping", {})
+
+
+def test_reply_round_trips() -> None:
+    ok = decode_reply(encode_ok("r1", {"x": 1}))
+    assert (ok.id, ok.ok, ok.body, ok.error) == ("r1", True, {"x": 1}, None)
+    err = decode_reply(encode_error(None, ErrorCode.BUSY, "full", retry_after_ms=20))
+    assert err.id is None
+    assert err.ok is False
+    assert err.error == {"code": "busy", "message": "full", "retryable": True, "retry_after_ms": 20}
+
+
+@pytest.mark.parametrize(
+    ("payload", "code", "has_id"),
+    [
+        (b"\xc1garbage", ErrorCode.BAD_REQUEST, False),
+        (pack([1, 2, 3]), ErrorCode.BAD_REQUEST, False),
+        (pack({"v": 1, "op": "ping", "body": {}}), ErrorCode.BAD_REQUEST, False),
+        (pack({"v": 1, "id": 5, "op": "ping", "body": {}}), ErrorCode.BAD_REQUEST, False),
+        (pack({"v": 2, "id": "a", "op": "ping", "body": {}}), ErrorCode.UNSUPPORTED_VERSION, True),
+        (pack({"v": True, "id": "a", "op": "ping", "body": {}}), ErrorCode.UNSUPPORTED_VERSION, True),
+        (pack({"id": "a", "op": "ping", "body": {}}), ErrorCode.UNSUPPORTED_VERSION, True),
+        (pack({"v": 1, "id": "a", "op": "teleport", "body": {}}), ErrorCode.UNKNOWN_OP, True),
+        (pack({"v": 1, "id": "a", "op": 7, "body": {}}), ErrorCode.BAD_REQUEST, True),
+        (pack({"v": 1, "id": "a", "op": "ping", "body": [1]}), ErrorCode.BAD_REQUEST, True),
+        (pack({"v": 1, "id": "a", "op": "ping", "body": {}, "extra": 1}), ErrorCode.BAD_REQUEST, True),
+        (pack({"v": 1, "id": "x" * 200, "op": "ping", "body": {}}), ErrorCode.BAD_REQUEST, False),
+        (b"\x00" * (C.MAX_MESSAGE_BYTES + 1), ErrorCode.BAD_REQUEST, False),
+        (pack({"v": 1, "id": "a", "op": "ping", "body": {}}) + b"\x01", ErrorCode.BAD_REQUEST, False),
+    ],
+)
+def test_bad_envelopes_get_the_right_code(payload: bytes, code: ErrorCode, has_id: bool) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode_request(payload)
+    assert caught.value.code == code
+    assert (caught.value.request_id == "a") == has_id
+    assert caught.value.message
+
+
+def test_body_validation_message_names_the_field() -> None:
+    request = decode_request(encode_request("a", C.OP_LEARNING_GET, {"id": "nope"}))
+    with pytest.raises(ProtocolError) as caught:
+        validate_body(request)
+    assert caught.value.code == ErrorCode.BAD_REQUEST
+    assert caught.value.message.startswith("id: ")
+    assert "UUIDv7" in caught.value.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=512))
+def test_random_bytes_never_escape_as_anything_but_protocol_errors(data: bytes) -> None:
+    try:
+        request = decode_request(data)
+    except ProtocolError:
+        return
+    try:
+        validate_body(request)
+    except ProtocolError:
+        pass
+
+
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=20) | st.binary(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(C.WRITE_OPS | {C.OP_LEARNING_GET, C.OP_LEARNING_LIST, C.OP_RELATION_LIST})),
+       st.dictionaries(st.sampled_from(["learnings", "id", "tier", "attributions", "from_id", "to_id", "limit",
+                                        "cursor", "scope_prefix", "relation_type", "weight", "category"]),
+                       json_like, max_size=4))
+def test_random_bodies_are_accepted_or_rejected_cleanly(op: str, body: dict[str, object]) -> None:
+    request = decode_request(encode_request("a", op, body))
+    try:
+        validate_body(request)
+    except ProtocolError as exc:
+        assert exc.code == ErrorCode.BAD_REQUEST
+        assert exc.request_id == "a"
