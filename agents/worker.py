@@ -6,7 +6,8 @@ Workloads:
   was stored.
 - `writes`: single-learning `learning.put` requests only, `in_flight` at a time (the write benchmark).
 
-The report is one JSON object; `latencies_file` receives every acked write's latency in milliseconds.
+The report is one JSON object; `latencies_file` receives every acked write's latency in milliseconds and
+`acked_file` the ids of the learnings acked and the outcomes acked per learning (for loss checks).
 """
 
 from __future__ import annotations
@@ -86,99 +87,111 @@ class Report:
             self.error_samples.append(str(exc))
 
 
-def run_worker(
-    endpoint: str,
-    agent_id: str,
-    workload: str,
-    duration: float | None,
-    count: int | None,
-    in_flight: int,
-    seed: int,
-    scopes: list[str],
-    latencies_file: Path | None = None,
-    timeout: float = 30.0,
-) -> Report:
-    """Run one workload until `duration` seconds or `count` operations, whichever comes first."""
-    rng = random.Random(seed)
-    report = Report(agent_id, workload)
-    latencies: list[float] = []
-    stop_at = time.monotonic() + duration if duration else float("inf")
-    limit = count if count is not None else 1 << 62
-    started = time.monotonic()
-    with GrooveClient(endpoint, timeout=timeout) as client:
-        client.hello(agent_id, role="worker", pid=os.getpid(), host=socket.gethostname())
-        if workload == "writes":
-            _writes(client, rng, report, latencies, stop_at, limit, in_flight, scopes)
-        else:
-            _basic(client, rng, report, latencies, stop_at, limit, scopes)
-    report.elapsed_s = time.monotonic() - started
-    if latencies_file is not None:
-        latencies_file.write_text(json.dumps([round(x * 1000, 4) for x in latencies]))
-    return report
+@dataclass
+class WorkerSpec:
+    """How one worker runs: its workload, limits, scopes and where to put its evidence."""
+
+    endpoint: str
+    agent_id: str
+    workload: str = "basic"
+    duration: float | None = None
+    count: int | None = None
+    in_flight: int = 1
+    seed: int = 0
+    scopes: list[str] = field(default_factory=lambda: ["global"])
+    timeout: float = 30.0
+    latencies_file: Path | None = None
+    acked_file: Path | None = None
 
 
-def _writes(
-    client: GrooveClient,
-    rng: random.Random,
-    report: Report,
-    latencies: list[float],
-    stop_at: float,
-    limit: int,
-    in_flight: int,
-    scopes: list[str],
-) -> None:
-    chunk = max(1, in_flight) * 8
-    while report.writes + report.errors < limit and time.monotonic() < stop_at:
-        n = min(chunk, limit - report.writes - report.errors)
-        calls = [(C.OP_LEARNING_PUT, {"learnings": [learning_text(rng, rng.choice(scopes))]}) for _ in range(n)]
-        for result in client.call_many(calls, window=in_flight):
+class _Run:
+    """One workload's state while it runs."""
+
+    def __init__(self, spec: WorkerSpec, client: GrooveClient) -> None:
+        self.spec = spec
+        self.client = client
+        self.rng = random.Random(spec.seed)
+        self.report = Report(spec.agent_id, spec.workload)
+        self.latencies: list[float] = []
+        self.acked: dict[str, int] = {}  # acked learning id -> acked attributions to it
+        self.stop_at = time.monotonic() + spec.duration if spec.duration else float("inf")
+        self.limit = spec.count if spec.count is not None else 1 << 62
+
+    def more(self, done: int) -> bool:
+        return done < self.limit and time.monotonic() < self.stop_at
+
+    def writes(self) -> None:
+        r = self.report
+        chunk = self.spec.in_flight * 8
+        while self.more(r.writes + r.errors):
+            n = min(chunk, self.limit - r.writes - r.errors)
+            calls = [
+                (C.OP_LEARNING_PUT, {"learnings": [learning_text(self.rng, self.rng.choice(self.spec.scopes))]})
+                for _ in range(n)
+            ]
+            for result in self.client.call_many(calls, window=self.spec.in_flight):
+                if result.error is not None:
+                    r.error(result.error)
+                    continue
+                assert result.body is not None
+                r.writes += 1
+                self.latencies.append(result.latency_s)
+                self.acked[result.body["ids"][0]] = 0
+
+    def basic(self) -> None:
+        r, rng, client = self.report, self.rng, self.client
+        written: dict[str, dict[str, Any]] = {}
+        done = 0
+        while self.more(done):
+            done += 1
+            roll = rng.random()
+            try:
+                if roll < 0.5 or not written:
+                    learning = learning_text(rng, rng.choice(self.spec.scopes))
+                    t0 = time.monotonic()
+                    lid = client.put_learnings([learning]).ids[0]
+                    self.latencies.append(time.monotonic() - t0)
+                    written[lid] = learning
+                    self.acked[lid] = 0
+                    r.writes += 1
+                elif roll < 0.8:
+                    picked = rng.sample(list(written), k=min(3, len(written)))
+                    r.outcomes += client.record_outcome([(lid, rng.choice(C.OUTCOMES)) for lid in picked])
+                    for lid in picked:
+                        self.acked[lid] += 1
+                else:
+                    lid = rng.choice(list(written))
+                    r.reads += 1
+                    if client.get(lid).description != written[lid]["description"]:
+                        r.mismatches += 1
+            except GrooveError as exc:
+                r.error(exc)
+        calls = [(C.OP_LEARNING_GET, {"id": lid}) for lid in written]
+        for lid, result in zip(written, client.call_many(calls, window=16), strict=True):
             if result.error is not None:
-                report.error(result.error)
+                r.error(result.error)
+            elif result.body is None or result.body["learning"]["description"] != written[lid]["description"]:
+                r.mismatches += 1
             else:
-                report.writes += 1
-                latencies.append(result.latency_s)
+                r.verified += 1
 
 
-def _basic(
-    client: GrooveClient,
-    rng: random.Random,
-    report: Report,
-    latencies: list[float],
-    stop_at: float,
-    limit: int,
-    scopes: list[str],
-) -> None:
-    written: dict[str, dict[str, Any]] = {}
-    done = 0
-    while done < limit and time.monotonic() < stop_at:
-        done += 1
-        roll = rng.random()
-        try:
-            if roll < 0.5 or not written:
-                learning = learning_text(rng, rng.choice(scopes))
-                t0 = time.monotonic()
-                lid = client.put_learnings([learning]).ids[0]
-                latencies.append(time.monotonic() - t0)
-                written[lid] = learning
-                report.writes += 1
-            elif roll < 0.8:
-                picked = rng.sample(list(written), k=min(3, len(written)))
-                report.outcomes += client.record_outcome([(lid, rng.choice(C.OUTCOMES)) for lid in picked])
-            else:
-                lid = rng.choice(list(written))
-                report.reads += 1
-                if client.get(lid).description != written[lid]["description"]:
-                    report.mismatches += 1
-        except GrooveError as exc:
-            report.error(exc)
-    calls = [(C.OP_LEARNING_GET, {"id": lid}) for lid in written]
-    for lid, result in zip(written, client.call_many(calls, window=16), strict=True):
-        if result.error is not None:
-            report.error(result.error)
-        elif result.body is None or result.body["learning"]["description"] != written[lid]["description"]:
-            report.mismatches += 1
+def run_worker(spec: WorkerSpec) -> Report:
+    """Run one workload until its duration or count runs out, whichever comes first."""
+    started = time.monotonic()
+    with GrooveClient(spec.endpoint, timeout=spec.timeout) as client:
+        client.hello(spec.agent_id, role="worker", pid=os.getpid(), host=socket.gethostname())
+        run = _Run(spec, client)
+        if spec.workload == "writes":
+            run.writes()
         else:
-            report.verified += 1
+            run.basic()
+    run.report.elapsed_s = time.monotonic() - started
+    if spec.latencies_file is not None:
+        spec.latencies_file.write_text(json.dumps([round(x * 1000, 4) for x in run.latencies]))
+    if spec.acked_file is not None:
+        spec.acked_file.write_text(json.dumps(run.acked))
+    return run.report
 
 
 def report_json(report: Report) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from agents import GrooveClient, GrooveError
-from agents.worker import report_json, run_worker
+from agents.worker import WorkerSpec, report_json, run_worker
 from cli.output import emit_json, fail, pairs, table
 
 _START_TIMEOUT_S = 60.0
@@ -43,36 +43,21 @@ def groove_argv(*args: str) -> list[str]:
     "--scope", "scopes", multiple=True, default=["global"], show_default=True, help="Scopes to write to (repeatable)."
 )
 @click.option("--latencies-file", type=click.Path(path_type=Path), help="Write acked-write latencies (ms) here.")
+@click.option(
+    "--acked-file",
+    type=click.Path(path_type=Path),
+    help="Write the acked learning ids, each with its count of acked outcomes, here.",
+)
 @click.pass_context
-def agent_command(
-    ctx: click.Context,
-    agent_id: str,
-    workload: str,
-    duration: float | None,
-    count: int | None,
-    in_flight: int,
-    seed: int,
-    scopes: tuple[str, ...],
-    latencies_file: Path | None,
-) -> None:
+def agent_command(ctx: click.Context, /, scopes: tuple[str, ...], **options: Any) -> None:
     """Run one agent worker against the coordinator and print its report as a JSON line."""
-    if duration is None and count is None:
+    if options["duration"] is None and options["count"] is None:
         fail("give --duration or --count")
+    spec = WorkerSpec(ctx.obj["endpoint"], scopes=list(scopes), timeout=ctx.obj["timeout"], **options)
     try:
-        report = run_worker(
-            ctx.obj["endpoint"],
-            agent_id,
-            workload,
-            duration,
-            count,
-            in_flight,
-            seed,
-            list(scopes),
-            latencies_file,
-            timeout=ctx.obj["timeout"],
-        )
+        report = run_worker(spec)
     except GrooveError as exc:
-        fail(f"agent {agent_id}: {exc}")
+        fail(f"agent {spec.agent_id}: {exc}")
     click.echo(report_json(report))
 
 

@@ -52,12 +52,21 @@ class RunningCoordinator:
 def run_groove(*args: str, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the `groove` CLI as a subprocess and capture its output."""
     return subprocess.run(
-        groove_argv(*args), capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+        groove_argv(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
         check=False,
     )
 
 
 def learning(scope: str = "global", n: int = 0, **extra: object) -> dict[str, object]:
     """A valid learning map."""
-    return {"scope": scope, "category": "solution", "description": f"description {n}", "insight": f"insight {n}",
-            **extra}
+    return {
+        "scope": scope,
+        "category": "solution",
+        "description": f"description {n}",
+        "insight": f"insight {n}",
+        **extra,
+    }

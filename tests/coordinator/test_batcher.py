@@ -66,8 +66,10 @@ def put(h: Harness, *items: dict[str, Any]) -> list[str]:
 def test_record_outcome_follows_seed_000_exactly(h: Harness) -> None:
     (lid,) = put(h, learning())
     h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]})
-    h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"},
-                                                {"learning_id": lid, "outcome": "contradicted"}]})
+    h.ok(
+        C.OP_OUTCOME_RECORD,
+        {"attributions": [{"learning_id": lid, "outcome": "ignored"}, {"learning_id": lid, "outcome": "contradicted"}]},
+    )
     got = h.get(lid)
     usage = got["usage"]
     assert usage["times_injected"] == 3
@@ -82,14 +84,16 @@ def test_stated_confidence_sets_the_prior(h: Harness) -> None:
     (lid,) = put(h, learning(confidence=0.8))
     got = h.get(lid)
     assert got["confidence"] == pytest.approx(0.8)
-    assert got["usage"]["confidence_alpha"] / (got["usage"]["confidence_alpha"] + got["usage"]["confidence_beta"]) \
-        == pytest.approx(0.8)
+    assert got["usage"]["confidence_alpha"] / (
+        got["usage"]["confidence_alpha"] + got["usage"]["confidence_beta"]
+    ) == pytest.approx(0.8)
 
 
 def test_outcomes_for_one_learning_in_one_batch_all_count(h: Harness) -> None:
     (lid,) = put(h, learning())
-    items = [h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]})
-             for _ in range(10)]
+    items = [
+        h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}) for _ in range(10)
+    ]
     assert all(r == {"applied": 1} for r in h.run(*items))
     assert h.get(lid)["usage"]["times_helpful"] == 10
 
@@ -124,8 +128,10 @@ def test_a_retried_put_returns_the_original_ids(h: Harness) -> None:
 def test_bad_items_are_isolated_from_the_rest_of_the_batch(h: Harness) -> None:
     (lid,) = put(h, learning())
     good_put = h.item(C.OP_LEARNING_PUT, {"learnings": [learning(n=9)]})
-    unknown = h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"},
-                                                            {"learning_id": uuid7(), "outcome": "helpful"}]})
+    unknown = h.item(
+        C.OP_OUTCOME_RECORD,
+        {"attributions": [{"learning_id": lid, "outcome": "helpful"}, {"learning_id": uuid7(), "outcome": "helpful"}]},
+    )
     good_outcome = h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"}]})
     self_relation = h.item(C.OP_RELATION_PUT, {"from_id": lid, "relation_type": "related_to", "to_id": lid})
     replies = h.run(good_put, unknown, good_outcome, self_relation)
@@ -175,8 +181,9 @@ def test_delete_removes_usage_and_relations_in_every_tier(h: Harness) -> None:
 
 def test_put_then_delete_in_one_batch(h: Harness) -> None:
     lid = uuid7()
-    replies = h.run(h.item(C.OP_LEARNING_PUT, {"learnings": [learning(id=lid)]}),
-                    h.item(C.OP_LEARNING_DELETE, {"id": lid}))
+    replies = h.run(
+        h.item(C.OP_LEARNING_PUT, {"learnings": [learning(id=lid)]}), h.item(C.OP_LEARNING_DELETE, {"id": lid})
+    )
     assert replies[0] == {"ids": [lid], "created": [True]}
     # planning saw no learning yet, so the delete finds nothing to delete
     assert replies[1] == {"deleted": False}

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.config import ConfigError, Settings, build
+from coordinator.config import Settings, build
+from coordinator.errors import ConfigError
 from coordinator.schema import CURRENT_VERSION, applied_version
 from coordinator.tiers import TierSet, tier_dir
 from protocol.ids import uuid7

@@ -22,8 +22,19 @@ def test_valid_scopes(scope: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "scope", ["", "proj:/x", "user:", "project:", "user:al ex", "Global", "project: /x", "project:/a\nb",
-              "user:" + "a" * 200, "project:/" + "x" * 10_000]
+    "scope",
+    [
+        "",
+        "proj:/x",
+        "user:",
+        "project:",
+        "user:al ex",
+        "Global",
+        "project: /x",
+        "project:/a\nb",
+        "user:" + "a" * 200,
+        "project:/" + "x" * 10_000,
+    ],
 )
 def test_invalid_scopes(scope: str) -> None:
     with pytest.raises(ScopeError):
@@ -43,10 +54,22 @@ def test_tiers() -> None:
 
 @pytest.mark.parametrize(
     "override",
-    [{"confidence": float("nan")}, {"confidence": 7}, {"confidence": -0.1}, {"confidence": "0.5"},
-     {"category": "gossip"}, {"description": ""}, {"insight": "x" * 9000}, {"id": "not-a-uuid"},
-     {"id": "01890a5d-ac96-4ed1-9b4a-1a2b3c4d5e6f"}, {"source": {"kind": "x"}}, {"source": {"type": "rumour"}},
-     {"pattern": b"bytes"}, {"pattern": {1: "non-string key"}}, {"extra": 1}],
+    [
+        {"confidence": float("nan")},
+        {"confidence": 7},
+        {"confidence": -0.1},
+        {"confidence": "0.5"},
+        {"category": "gossip"},
+        {"description": ""},
+        {"insight": "x" * 9000},
+        {"id": "not-a-uuid"},
+        {"id": "01890a5d-ac96-4ed1-9b4a-1a2b3c4d5e6f"},
+        {"source": {"kind": "x"}},
+        {"source": {"type": "rumour"}},
+        {"pattern": b"bytes"},
+        {"pattern": {1: "non-string key"}},
+        {"extra": 1},
+    ],
 )
 def test_invalid_learnings(override: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):

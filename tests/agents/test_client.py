@@ -1,0 +1,89 @@
+"""The agents' client: typed errors, deadlines, backing off on `busy`, pipelining, and staying light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import msgpack
+import pytest
+import zmq
+
+from agents import Busy, GrooveClient, GrooveTimeout, NotFound, RemoteError
+from agents.errors import from_wire
+from protocol.codec import encode_request
+from tests.helpers import RunningCoordinator, free_port, learning
+
+
+def test_error_codes_become_typed_exceptions() -> None:
+    busy = from_wire({"code": "busy", "message": "full", "retryable": True, "retry_after_ms": 40})
+    assert isinstance(busy, Busy)
+    assert (busy.retryable, busy.retry_after_ms) == (True, 40)
+    assert isinstance(from_wire({"code": "not_found", "message": "x"}), NotFound)
+    unknown = from_wire({"code": "from_the_future", "message": "x"})
+    assert type(unknown) is RemoteError
+    assert unknown.code == "from_the_future"
+
+
+def test_no_coordinator_means_a_timeout_at_the_deadline() -> None:
+    client = GrooveClient(f"tcp://127.0.0.1:{free_port()}", timeout=0.6, attempt_timeout=0.1)
+    started = time.monotonic()
+    with pytest.raises(GrooveTimeout, match="is the coordinator running"):
+        client.ping()
+    assert 0.5 < time.monotonic() - started < 3
+    client.close()
+
+
+def test_busy_is_answered_when_the_queue_is_full_and_the_client_rides_it_out(
+    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
+) -> None:
+    running = coordinator_factory("--queue-size", "1", "--max-batch", "1")
+    sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(running.endpoint)
+    for i in range(60):
+        sock.send_multipart([b"", encode_request(f"r{i}", "learning.put", {"learnings": [learning(n=i)]})])
+    codes = []
+    for _ in range(60):
+        assert sock.poll(10_000)
+        reply = msgpack.unpackb(sock.recv_multipart()[1], raw=False)
+        codes.append("ok" if reply["ok"] else reply["error"]["code"])
+        if not reply["ok"]:
+            assert reply["error"]["retryable"] is True
+            assert reply["error"]["retry_after_ms"] > 0
+    sock.close()
+    assert "busy" in codes
+    assert "ok" in codes
+    client = client_factory(running.endpoint)
+    results = client.call_many([("learning.put", {"learnings": [learning(n=i)]}) for i in range(200)], window=32)
+    assert [r.error for r in results] == [None] * 200
+    assert len({r.body["ids"][0] for r in results if r.body}) == 200
+    assert client.stats().tiers[0].learnings == codes.count("ok") + 200
+
+
+def test_pipelined_results_come_back_in_order(client: GrooveClient) -> None:
+    lid = client.learn("global", "solution", "d", "i")
+    calls = [
+        ("learning.get", {"id": lid}),
+        ("learning.get", {"id": "01a20000-0000-7000-8000-000000000000"}),
+        ("ping", {}),
+    ] * 20
+    results = client.call_many(calls, window=8)
+    assert [r.body is not None for r in results] == [True, False, True] * 20
+    assert all(isinstance(r.error, NotFound) for r in results[1::3])
+    assert all(r.latency_s > 0 for r in results)
+
+
+def test_the_client_is_light() -> None:
+    code = (
+        "import sys, psutil; from agents import GrooveClient; c = GrooveClient('tcp://127.0.0.1:1'); "
+        "import json; print(json.dumps({'rss_mb': psutil.Process().memory_info().rss / 1e6, "
+        "'heavy': [m for m in ('torch', 'sentence_transformers', 'pycozo', 'coordinator') if m in sys.modules]}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    figures = json.loads(out.stdout)
+    assert figures["heavy"] == []
+    assert figures["rss_mb"] < 60

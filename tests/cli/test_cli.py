@@ -1,0 +1,82 @@
+"""The `groove` command line against a real coordinator: tables, --json, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers import RunningCoordinator, free_port, run_groove
+
+
+def test_client_verbs(coordinator: RunningCoordinator) -> None:
+    ep = ("--endpoint", coordinator.endpoint)
+    ping = run_groove(*ep, "ping")
+    assert ping.returncode == 0
+    assert "protocol v1" in ping.stdout
+    learned = run_groove(
+        *ep,
+        "learn",
+        "tests time out on CI",
+        "--insight",
+        "give every test a timeout",
+        "--scope",
+        "project:/srv/api",
+        "--category",
+        "tool_usage",
+        "--json",
+    )
+    assert learned.returncode == 0, learned.stderr
+    lid = json.loads(learned.stdout)["id"]
+    shown = run_groove(*ep, "get", lid)
+    assert "give every test a timeout" in shown.stdout
+    assert "project:/srv/api" in shown.stdout
+    out = run_groove(*ep, "outcome", lid, "helpful", "--json")
+    assert json.loads(out.stdout)["usage"]["times_helpful"] == 1
+    listed = run_groove(*ep, "list")
+    assert lid in listed.stdout
+    assert listed.stdout.splitlines()[0].split()[:3] == ["id", "tier", "category"]
+    stats = json.loads(run_groove(*ep, "stats", "--json").stdout)
+    assert stats["tiers"][1]["learnings"] == 1
+    assert "write queue" in run_groove(*ep, "stats").stdout
+    assert run_groove(*ep, "delete", lid).stdout.startswith("deleted")
+
+
+def test_errors_are_one_line_without_traceback(coordinator: RunningCoordinator) -> None:
+    ep = ("--endpoint", coordinator.endpoint)
+    bad_scope = run_groove(*ep, "learn", "x", "--scope", "proj:/x")
+    assert bad_scope.returncode == 1
+    assert bad_scope.stderr.startswith("groove: error: bad_request: learnings.0.scope: invalid scope")
+    assert "Traceback" not in bad_scope.stderr
+    missing = run_groove(*ep, "get", "01a20000-0000-7000-8000-000000000000")
+    assert missing.returncode == 1
+    assert "not_found" in missing.stderr
+    bad_id = run_groove(*ep, "get", "nope")
+    assert "UUIDv7" in bad_id.stderr
+    bad_choice = run_groove(*ep, "outcome", "x", "great")
+    assert bad_choice.returncode == 2
+    assert "Traceback" not in bad_choice.stderr
+
+
+def test_unreachable_coordinator(tmp_path: Path) -> None:
+    result = run_groove("--endpoint", f"tcp://127.0.0.1:{free_port()}", "--timeout", "0.5", "ping")
+    assert result.returncode == 3
+    assert result.stderr.strip().count("\n") == 0
+    assert "is `groove serve` running?" in result.stderr
+
+
+def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
+    config = tmp_path / "groove.toml"
+    config.write_text("max_batch = 8\nturbo = true\n")
+    result = run_groove("serve", "--config", str(config), "--data-dir", str(tmp_path / "d"))
+    assert result.returncode == 2
+    assert "unknown key(s) turbo" in result.stderr
+    env_bad = run_groove("serve", "--data-dir", str(tmp_path / "d"), env={"GROOVE_MAX_BATCH": "0"})
+    assert env_bad.returncode == 2
+    assert "max_batch" in env_bad.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_second_coordinator_on_the_same_data_dir_is_refused(coordinator: RunningCoordinator) -> None:
+    result = run_groove("serve", "--data-dir", str(coordinator.data_dir), "--bind", f"tcp://127.0.0.1:{free_port()}")
+    assert result.returncode == 2
+    assert "another coordinator" in result.stderr

@@ -1,0 +1,145 @@
+"""Hostile and malformed input on a raw DEALER socket: the right error code, nothing changed, still serving."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import msgpack
+import pytest
+import zmq
+
+from agents import GrooveClient
+from protocol import constants as C
+from protocol.ids import uuid7
+from tests.helpers import RunningCoordinator, learning
+
+
+class Raw:
+    """A bare DEALER, so tests can send anything at all."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+
+    def send(self, *frames: bytes) -> None:
+        self.sock.send_multipart(list(frames))
+
+    def reply(self, timeout_ms: int = 5000) -> dict[str, Any]:
+        assert self.sock.poll(timeout_ms), "no reply"
+        frames = self.sock.recv_multipart()
+        assert frames[0] == b""
+        value: dict[str, Any] = msgpack.unpackb(frames[1], raw=False)
+        return value
+
+    def request(self, value: Any) -> dict[str, Any]:
+        self.send(b"", msgpack.packb(value, use_bin_type=True))
+        return self.reply()
+
+
+@pytest.fixture
+def raw(coordinator: RunningCoordinator) -> Iterator[Raw]:
+    r = Raw(coordinator.endpoint)
+    yield r
+    r.sock.close()
+
+
+def envelope(op: str, body: Any, v: Any = 1, rid: str = "req-1") -> dict[str, Any]:
+    return {"v": v, "id": rid, "op": op, "body": body}
+
+
+def put_body(**override: Any) -> dict[str, Any]:
+    return {"learnings": [learning(n=5) | override]}
+
+
+CASES: list[tuple[str, Any, str]] = [
+    ("not a map", [1, 2, 3], "bad_request"),
+    ("string payload", "hello", "bad_request"),
+    ("missing id", {"v": 1, "op": "ping", "body": {}}, "bad_request"),
+    ("v 2", envelope("ping", {}, v=2), "unsupported_version"),
+    ("v string", envelope("ping", {}, v="1"), "unsupported_version"),
+    ("unknown op", envelope("learning.teleport", {}), "unknown_op"),
+    ("body not a map", envelope("ping", [1]), "bad_request"),
+    ("missing field", envelope("learning.get", {}), "bad_request"),
+    ("mistyped field", envelope("learning.get", {"id": 12}), "bad_request"),
+    ("unknown field", envelope("ping", {"verbose": True}), "bad_request"),
+    ("scope proj:", envelope("learning.put", put_body(scope="proj:/x")), "bad_request"),
+    ("scope user:", envelope("learning.put", put_body(scope="user:")), "bad_request"),
+    ("scope empty", envelope("learning.put", put_body(scope="")), "bad_request"),
+    ("scope 10 kB", envelope("learning.put", put_body(scope="project:/" + "x" * 10_000)), "bad_request"),
+    ("confidence NaN", envelope("learning.put", put_body(confidence=float("nan"))), "bad_request"),
+    ("confidence 7", envelope("learning.put", put_body(confidence=7)), "bad_request"),
+    ("no learnings", envelope("learning.put", {"learnings": []}), "bad_request"),
+    (
+        "unknown learning in outcome",
+        envelope("outcome.record", {"attributions": [{"learning_id": uuid7(), "outcome": "helpful"}]}),
+        "not_found",
+    ),
+    (
+        "bad outcome",
+        envelope("outcome.record", {"attributions": [{"learning_id": uuid7(), "outcome": "meh"}]}),
+        "bad_request",
+    ),
+    (
+        "relation to unknown",
+        envelope("relation.put", {"from_id": uuid7(), "relation_type": "supersedes", "to_id": uuid7()}),
+        "not_found",
+    ),
+    (
+        "bad relation type",
+        envelope("relation.put", {"from_id": uuid7(), "relation_type": "likes", "to_id": uuid7()}),
+        "bad_request",
+    ),
+    ("get unknown", envelope("learning.get", {"id": uuid7()}), "not_found"),
+]
+
+
+def snapshot(client: GrooveClient) -> list[dict[str, Any]]:
+    return [x.model_dump() for x in client.iter_learnings()]
+
+
+def test_each_bad_request_gets_its_code_and_changes_nothing(raw: Raw, client: GrooveClient) -> None:
+    lid = client.learn("global", "solution", "kept", "kept")
+    client.record_outcome([(lid, "helpful")])
+    before = snapshot(client)
+    for name, value, code in CASES:
+        reply = raw.request(value)
+        assert reply["ok"] is False, name
+        assert reply["error"]["code"] == code, (name, reply)
+        assert reply["error"]["message"], name
+        assert isinstance(reply["error"]["retryable"], bool)
+        if isinstance(value, dict) and "id" in value and code != "bad_request":
+            assert reply["id"] == value["id"], name
+        assert raw.request(envelope("ping", {}, rid="after"))["ok"] is True, f"not serving after {name}"
+    assert snapshot(client) == before
+
+
+def test_garbage_frames_and_oversized_messages(raw: Raw, client: GrooveClient) -> None:
+    before = snapshot(client)
+    raw.send(b"", b"\xc1\xff\x00garbage")
+    assert raw.reply()["error"]["code"] == "bad_request"
+    raw.send(b"", msgpack.packb({"v": 1, "id": "t", "op": "ping"})[:-3])
+    assert raw.reply()["error"]["code"] == "bad_request"
+    raw.send(b"only one frame, no delimiter")
+    assert raw.reply()["error"]["code"] == "bad_request"
+    raw.send(b"", b"a", b"b")
+    assert raw.reply()["error"]["code"] == "bad_request"
+    big = envelope("learning.put", {"learnings": [learning(n=1, pattern="x" * 60_000)] * 20})
+    assert raw.request(big)["error"]["code"] == "bad_request"
+    assert snapshot(client) == before
+    # past the transport's frame limit the connection is dropped; the coordinator keeps serving others
+    raw.send(b"", b"\x00" * (C.MAX_FRAME_BYTES + 10))
+    assert client.ping().protocol == 1
+    assert snapshot(client) == before
+
+
+def test_request_id_reused_for_another_operation(raw: Raw, client: GrooveClient) -> None:
+    lid = client.learn("global", "solution", "d", "i")
+    body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
+    first = raw.request(envelope("outcome.record", body, rid="dup"))
+    assert first["ok"] is True
+    assert raw.request(envelope("outcome.record", body, rid="dup")) == first
+    clash = raw.request(envelope("learning.delete", {"id": lid}, rid="dup"))
+    assert clash["error"]["code"] == "bad_request"
+    assert client.get(lid).usage.times_helpful == 1
