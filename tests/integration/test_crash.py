@@ -64,7 +64,7 @@ def test_kill_9_under_load_loses_nothing_and_counts_every_retry_once(
 ) -> None:
     agents = []
     for i in range(8):
-        acked = tmp_path / f"acked-{i}.json"
+        acked_path = tmp_path / f"acked-{i}.json"
         proc = subprocess.Popen(
             groove_argv(
                 "--endpoint",
@@ -85,11 +85,11 @@ def test_kill_9_under_load_loses_nothing_and_counts_every_retry_once(
                 "--scope",
                 f"project:/p{i % 2}",
                 "--acked-file",
-                str(acked),
+                str(acked_path),
             ),
             stdout=subprocess.PIPE,
         )
-        agents.append((proc, acked))
+        agents.append((proc, acked_path))
     rng = random.Random(7)
     for _ in range(2):
         time.sleep(rng.uniform(1.5, 3.0))
