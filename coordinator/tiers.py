@@ -139,17 +139,21 @@ class TierSet:
 
     def locate(self, ids: list[str]) -> dict[str, Tier]:
         """Which tier holds each id that exists; opens unopened tiers only while ids remain unfound."""
-        found = self.locate_open(ids)
         wanted = list(dict.fromkeys(ids))
-        if len(found) < len(wanted):
-            for name in self.on_disk():
-                if name in self._open:
-                    continue
-                tier = self.get(name, create=False)
-                if tier is not None:
-                    self._find_in(tier, wanted, found)
-                if len(found) == len(wanted):
-                    break
+        found: dict[str, Tier] = {}
+        searched: set[str] = set()
+        for tier in self.opened():
+            self._find_in(tier, wanted, found)
+            searched.add(tier.name)
+        # Another thread may open a tier while this one searches, so skip only tiers searched here.
+        for name in self.on_disk():
+            if len(found) == len(wanted):
+                break
+            if name in searched:
+                continue
+            opened = self.get(name, create=False)
+            if opened is not None:
+                self._find_in(opened, wanted, found)
         return found
 
     def locate_open(self, ids: list[str]) -> dict[str, Tier]:
