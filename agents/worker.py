@@ -102,6 +102,7 @@ class WorkerSpec:
     timeout: float = 30.0
     latencies_file: Path | None = None
     acked_file: Path | None = None
+    start_at: float | None = None  # wall-clock time to begin at, so many workers share one window
 
 
 class _Run:
@@ -178,9 +179,11 @@ class _Run:
 
 def run_worker(spec: WorkerSpec) -> Report:
     """Run one workload until its duration or count runs out, whichever comes first."""
-    started = time.monotonic()
     with GrooveClient(spec.endpoint, timeout=spec.timeout) as client:
         client.hello(spec.agent_id, role="worker", pid=os.getpid(), host=socket.gethostname())
+        if spec.start_at is not None:
+            time.sleep(max(0.0, spec.start_at - time.time()))
+        started = time.monotonic()
         run = _Run(spec, client)
         if spec.workload == "writes":
             run.writes()

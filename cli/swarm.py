@@ -48,6 +48,7 @@ def groove_argv(*args: str) -> list[str]:
     type=click.Path(path_type=Path),
     help="Write the acked learning ids, each with its count of acked outcomes, here.",
 )
+@click.option("--start-at", type=float, help="Unix time to start the workload at (after connecting).")
 @click.pass_context
 def agent_command(ctx: click.Context, /, scopes: tuple[str, ...], **options: Any) -> None:
     """Run one agent worker against the coordinator and print its report as a JSON line."""

@@ -46,7 +46,10 @@ class WriteItem:
     error: Rejected | None = None
 
 
-Done = Callable[[WriteItem, "dict[str, Any] | Rejected"], None]
+Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
+# Receives every request of a batch with its reply body or rejection, once the batch is done: one call per
+# batch, because each hand-off to the socket thread costs a GIL round trip.
+Done = Callable[[list[Outcome]], None]
 
 
 class Batcher:
@@ -115,8 +118,8 @@ class Batcher:
                 self.process(items, now_ms())
             except Exception:  # the writer must outlive any one batch; its requests get `internal`
                 log.exception("batch of %d writes failed", len(items))
-                for item in items:
-                    self.done(item, Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator"))
+                failed = Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator")
+                self.done([(item, failed) for item in items])
 
     def process(self, items: list[WriteItem], now: int) -> None:
         """Plan, deduplicate, commit and answer one batch."""
@@ -131,17 +134,15 @@ class Batcher:
             pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
             if pending:
                 self._commit_tier(tier_name, pending, now)
-        committed = 0
+        outcomes: list[Outcome] = []
         for item in items:
-            if item.error is not None and not item.replies:
-                self.metrics.writes_rejected += 1
-                self.done(item, item.error)
-            elif item.error is not None and item.error.code == ErrorCode.INTERNAL:
-                self.done(item, item.error)
+            if item.error is not None and (not item.replies or item.error.code == ErrorCode.INTERNAL):
+                outcomes.append((item, item.error))
             else:
-                committed += 1
-                self.done(item, combine(item.op, item.body, list(item.replies.values())))
+                outcomes.append((item, combine(item.op, item.body, list(item.replies.values()))))
+        committed = sum(1 for _, result in outcomes if not isinstance(result, Rejected))
         self.metrics.record_batch(len(items), committed, (time.perf_counter() - started) * 1000)
+        self.done(outcomes)
 
     def _recall_applied(self, items: list[WriteItem]) -> None:
         ids = [item.request_id for item in items]

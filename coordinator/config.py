@@ -33,7 +33,7 @@ class Settings(BaseModel):
     data_dir: Path = Field(default_factory=default_data_dir)
     bind: str = "tcp://127.0.0.1:5555"
     max_batch: int = Field(256, ge=1, le=10_000)
-    max_wait_ms: float = Field(1.0, ge=0.0, le=1000.0)
+    max_wait_ms: float = Field(0.0, ge=0.0, le=1000.0)
     queue_size: int = Field(20_000, ge=1, le=1_000_000)
     readers: int = Field(4, ge=1, le=64)
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)

@@ -42,6 +42,7 @@ class Metrics:
             self._commit_ms.append(commit_ms)
             self.batches_committed += 1
             self.writes_committed += committed
+            self.writes_rejected += size - committed
 
     def batch_summaries(self) -> tuple[dict[str, float], dict[str, float]]:
         """(batch size, commit milliseconds) over the recent window."""

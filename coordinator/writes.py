@@ -27,6 +27,12 @@ from protocol.models import LearningIn
 
 RelKey = tuple[str, str, str]
 
+# Every stored learning has a usage row, so one join loads both.
+_LOAD = (
+    f"?[id, created_at, confidence, {', '.join(USAGE_COLS[1:])}] := id in $ids, "
+    f"*learning{{id, created_at, confidence}}, *usage_stats{{learning_id: id, {', '.join(USAGE_COLS[1:])}}}"
+)
+
 
 @dataclass(slots=True)
 class PutPart:
@@ -73,7 +79,8 @@ class TierWrite:
         deleted: set[str] = set()
         for part in parts:
             if isinstance(part, PutPart):
-                ids.update(i for _, i, _ in part.entries)
+                # an id the coordinator just made cannot be stored yet: only client-given ids need a lookup
+                ids.update(i for _, i, item in part.entries if item.id is not None)
             elif isinstance(part, OutcomePart):
                 ids.update(i for i, _ in part.attributions)
             elif isinstance(part, RelationPart):
@@ -85,19 +92,13 @@ class TierWrite:
         # id -> created_at, for learnings that exist (None once deleted in this batch)
         self.created: dict[str, int | None] = {}
         self.confidence: dict[str, float] = {}
-        for lid, created_at, confidence in tier.run(
-            "?[id, created_at, confidence] := id in $ids, *learning{id, created_at, confidence}", {"ids": wanted}
-        ):
-            self.created[lid] = created_at
-            self.confidence[lid] = confidence
+        self.usage: dict[str, UsageRow] = {}
+        if wanted:
+            for row in tier.run(_LOAD, {"ids": wanted}):
+                self.created[row[0]] = row[1]
+                self.confidence[row[0]] = row[2]
+                self.usage[row[0]] = UsageRow(*row[3:])
         self.existed = set(self.created)
-        self.usage: dict[str, UsageRow] = {
-            row[0]: UsageRow(*row[1:])
-            for row in tier.run(
-                f"?[{', '.join(USAGE_COLS)}] := learning_id in $ids, *usage_stats{{{', '.join(USAGE_COLS)}}}",
-                {"ids": wanted},
-            )
-        }
         # relation changes: a row to put, or None to remove; `stored_relations` are those that may need removing
         self.relations: dict[RelKey, list[Any] | None] = {}
         self.stored_relations: set[RelKey] = set()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.batcher import Batcher, WriteItem
+from coordinator.batcher import Batcher, Outcome, WriteItem
 from coordinator.errors import Rejected
 from coordinator.metrics import Metrics
 from coordinator.reads import get_learning, list_relations
@@ -31,8 +31,9 @@ class Harness:
         self.replies: dict[str, dict[str, Any] | Rejected] = {}
         self.batcher = Batcher(self.tiers, Metrics(), self._done, max_batch=64, max_wait_ms=0, capacity=100)
 
-    def _done(self, item: WriteItem, result: dict[str, Any] | Rejected) -> None:
-        self.replies[item.request_id] = result
+    def _done(self, outcomes: list[Outcome]) -> None:
+        for item, result in outcomes:
+            self.replies[item.request_id] = result
 
     def item(self, op: str, body: dict[str, Any], request_id: str | None = None) -> WriteItem:
         return WriteItem(request_id or uuid7(), op, REQUESTS[op].model_validate(body))
