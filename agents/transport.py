@@ -66,6 +66,9 @@ class Transport:
         self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
         self.sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         self.sock.connect(endpoint)
+        # One poller for the socket's life: Socket.poll() builds a new one on every call.
+        self._poller = zmq.Poller()
+        self._poller.register(self.sock, zmq.POLLIN)
 
     def close(self) -> None:
         """Close the socket; unanswered requests are abandoned."""
@@ -115,20 +118,22 @@ class Transport:
                 break
             now = time.monotonic()
             wait = max(0.0, min(f.resend_at for f in flights.values()) - now)
-            if self.sock.poll(int(wait * 1000) + 1, zmq.POLLIN):
+            if self._poller.poll(int(wait * 1000) + 1):
                 self._receive(flights, results)
             self._resend_due(flights, results)
         return [results[i] for i in sorted(results)]
 
     def _send(self, payload: bytes) -> None:
-        self.sock.send_multipart([b"", payload], copy=False)
+        self.sock.send_multipart([b"", payload])
 
     def _receive(self, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
+        # Called when poll said a message is ready; takes every message already queued.
+        received = False
         while True:
-            try:
-                frames = self.sock.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
+            if received and not self._poller.poll(0):
                 return
+            received = True
+            frames = self.sock.recv_multipart()
             try:
                 reply = decode_reply(frames[-1])
             except ProtocolError:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from coordinator.errors import Rejected, StorageError
 from coordinator.metrics import Metrics
 from coordinator.planning import combine, plan
-from coordinator.tiers import TierSet
+from coordinator.tiers import Tier, TierSet
 from coordinator.writes import Part, TierWrite
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms
@@ -129,7 +129,11 @@ class Batcher:
                 item.parts = plan(self.tiers, item.op, item.body)
             except Rejected as exc:
                 item.error = exc
-        self._recall_applied(items)
+        # A request that cannot be planned now (its learning since deleted, say) may still have been applied
+        # before a crash: then its stored reply, not the error, is the answer.
+        failed = [item for item in items if item.error is not None]
+        if failed:
+            self._recall(self.tiers.opened(), failed)
         for tier_name in dict.fromkeys(t for item in items for t in item.parts):
             pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
             if pending:
@@ -144,51 +148,65 @@ class Batcher:
         self.metrics.record_batch(len(items), committed, (time.perf_counter() - started) * 1000)
         self.done(outcomes)
 
-    def _recall_applied(self, items: list[WriteItem]) -> None:
-        ids = [item.request_id for item in items]
+    @staticmethod
+    def _recall(tiers: list[Tier], items: list[WriteItem]) -> bool:
+        """Fill in the stored replies of requests already applied in these tiers; True if any was."""
         by_id = {item.request_id: item for item in items}
-        for tier in self.tiers.opened():
+        found = False
+        for tier in tiers:
             rows = tier.run(
-                "?[rid, reply] := rid in $ids, *applied_requests{request_id: rid, reply_json: reply}", {"ids": ids}
+                "?[rid, reply] := rid in $ids, *applied_requests{request_id: rid, reply_json: reply}",
+                {"ids": list(by_id)},
             )
             for rid, reply in rows:
                 by_id[rid].replies[tier.name] = json.loads(reply)
+                found = True
+        return found
 
     def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int) -> None:
-        tier = self.tiers.get(tier_name, create=True)
-        assert tier is not None
-        try:
-            write = self._build(tier_name, items, now)
-            script, params = write.script()
-            if script:
-                tier.run(script, params)
-            tier.learnings += write.count_delta()
-            return
-        except StorageError as exc:
-            if len(items) == 1:
-                log.error("write %s to tier %s failed: %s", items[0].request_id, tier_name, exc)
-                for item in items:
-                    item.replies.pop(tier_name, None)
-                    item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
-                return
-            log.warning(
-                "batch commit to tier %s failed (%s); retrying its %d writes one by one", tier_name, exc, len(items)
-            )
-        for item in items:
-            item.replies.pop(tier_name, None)
-            self._commit_tier(tier_name, [item], now)
+        """Commit these requests' parts for one tier in one transaction.
 
-    def _build(self, tier_name: str, items: list[WriteItem], now: int) -> TierWrite:
+        The transaction `:insert`s the request ids, so it fails if any was applied already (a retry after a
+        crash): then the stored replies are recalled and the rest committed. Any other failure is isolated
+        by committing the requests one at a time.
+        """
         tier = self.tiers.get(tier_name, create=True)
         assert tier is not None
         live = [item for item in items if item.error is None]
         write = TierWrite(tier, [item.parts[tier_name] for item in live], now)
+        results: list[tuple[WriteItem, dict[str, Any] | Rejected]] = []
         for item in live:
             try:
-                item.replies[tier_name] = write.apply(item.request_id, item.op, item.parts[tier_name])
+                results.append((item, write.apply(item.request_id, item.op, item.parts[tier_name])))
             except Rejected as exc:
-                item.error = exc
-        return write
+                results.append((item, exc))
+        script, params = write.script()
+        try:
+            if script:
+                tier.run(script, params)
+        except StorageError as exc:
+            if self._recall([tier], live):
+                rest = [item for item in live if tier_name not in item.replies]
+                if rest:
+                    self._commit_tier(tier_name, rest, now)
+                return
+            if len(live) > 1:
+                log.warning(
+                    "commit to tier %s failed (%s); retrying its %d writes one by one", tier_name, exc, len(live)
+                )
+                for item in live:
+                    self._commit_tier(tier_name, [item], now)
+                return
+            log.error("write %s to tier %s failed: %s", live[0].request_id if live else "-", tier_name, exc)
+            for item in live:
+                item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
+            return
+        tier.learnings += write.count_delta()
+        for item, result in results:
+            if isinstance(result, Rejected):
+                item.error = result
+            else:
+                item.replies[tier_name] = result
 
     def _maybe_prune(self) -> None:
         if time.monotonic() - self._last_prune < _PRUNE_EVERY_S:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import constants as C
-from protocol.models import LearningIn
+from protocol.models import LearningIn, compact_json
 
 LEARNING_COLS = (
     "id",
@@ -46,10 +46,10 @@ JOINED_BODY = (
 )
 
 
-def put_script(relation: str, cols: tuple[str, ...], keys: int, param: str) -> str:
-    """A `:put` block writing rows given as the list parameter `param`."""
+def put_script(relation: str, cols: tuple[str, ...], keys: int, param: str, verb: str = "put") -> str:
+    """A `:put` (or `:insert`) block writing rows given as the list parameter `param`."""
     head = ", ".join(cols)
-    return f"{{?[{head}] <- ${param} :put {relation} {{{', '.join(cols[:keys])} => {', '.join(cols[keys:])}}}}}"
+    return f"{{?[{head}] <- ${param} :{verb} {relation} {{{', '.join(cols[:keys])} => {', '.join(cols[keys:])}}}}}"
 
 
 def rm_script(relation: str, cols: tuple[str, ...], param: str) -> str:
@@ -127,13 +127,13 @@ def learning_row(item: LearningIn, learning_id: str, confidence: float, created_
         item.scope,
         item.category,
         item.description,
-        json.dumps(item.pattern, separators=(",", ":")),
+        compact_json(item.pattern),
         item.insight,
         confidence,
         created_at,
         now,
         item.source["type"],
-        json.dumps(item.source, separators=(",", ":")),
+        compact_json(item.source),
     ]
 
 

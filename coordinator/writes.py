@@ -8,7 +8,6 @@ transaction, all or nothing, carrying the applied request ids with the data they
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +22,7 @@ from coordinator.records import (
     rm_script,
 )
 from coordinator.tiers import Tier
-from protocol.models import LearningIn
+from protocol.models import LearningIn, compact_json
 
 RelKey = tuple[str, str, str]
 
@@ -138,7 +137,7 @@ class TierWrite:
             reply = self._relation(part)
         else:
             reply = self._delete(part)
-        self.applied.append([request_id, op, json.dumps(reply, separators=(",", ":")), self.now])
+        self.applied.append([request_id, op, compact_json(reply), self.now])
         return reply
 
     def _put(self, part: PutPart) -> dict[str, Any]:
@@ -237,7 +236,10 @@ class TierWrite:
             [row for row in self.relations.values() if row is not None],
         )
         add(
-            put_script("applied_requests", ("request_id", "op", "reply_json", "applied_at"), 1, "applied"),
+            # :insert, not :put: the transaction fails if a request id was applied before, and nothing commits
+            put_script(
+                "applied_requests", ("request_id", "op", "reply_json", "applied_at"), 1, "applied", verb="insert"
+            ),
             "applied",
             self.applied,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import random
 import re
 import threading
 import time
@@ -10,6 +10,8 @@ import uuid
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 _lock = threading.Lock()
+# Ids need uniqueness, not secrecy; the random module is re-seeded in forked children.
+_random = random.Random()
 _last_ms = 0
 _seq = 0
 
@@ -35,12 +37,12 @@ def uuid7() -> str:
                 ms += 1
                 _seq = 0
         else:
-            _seq = int.from_bytes(os.urandom(2), "big") & 0x7FF
+            _seq = _random.getrandbits(11)
         _last_ms = ms
         seq = _seq
-    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | rand
-    return str(uuid.UUID(int=value))
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | _random.getrandbits(62)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def is_uuid7(value: str) -> bool:

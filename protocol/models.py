@@ -35,13 +35,27 @@ def _uuid7(value: str) -> str:
     return lowered
 
 
+# Compact JSON for values stored as text (patterns, sources, stored replies); one encoder, made once.
+compact_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def _string_keys(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _string_keys(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_string_keys(v) for v in value)
+    return True
+
+
 def _json_value(limit: int, what: str) -> Any:
     def check(value: Any) -> Any:
+        if value is None:
+            return value
         try:
-            encoded = json.dumps(value, allow_nan=False, separators=(",", ":"))
+            encoded = compact_json(value)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{what} must be JSON-representable (maps with string keys, no bytes): {exc}") from None
-        if json.loads(encoded) != value:
+        if not _string_keys(value):  # json would silently turn 1 into "1"
             raise ValueError(f"{what} must be JSON-representable: map keys must be strings")
         if len(encoded) > limit:
             raise ValueError(f"{what} is {len(encoded)} bytes as JSON; the limit is {limit}")

@@ -189,3 +189,30 @@ def test_put_then_delete_in_one_batch(h: Harness) -> None:
     # planning saw no learning yet, so the delete finds nothing to delete
     assert replies[1] == {"deleted": False}
     assert h.get(lid)["id"] == lid
+
+
+def test_a_retry_is_answered_from_its_stored_reply_even_when_it_could_not_apply_now(h: Harness) -> None:
+    (lid,) = put(h, learning())
+    body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
+    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [{"applied": 1}]
+    h.ok(C.OP_LEARNING_DELETE, {"id": lid})
+    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [{"applied": 1}]
+    (fresh,) = h.run(h.item(C.OP_OUTCOME_RECORD, body))
+    assert isinstance(fresh, Rejected)
+    assert fresh.code == ErrorCode.NOT_FOUND
+
+
+def test_a_batch_mixing_retries_and_new_writes_commits_the_new_ones(h: Harness) -> None:
+    body = {"learnings": [learning(n=1)]}
+    (first,) = h.run(h.item(C.OP_LEARNING_PUT, body, request_id="old"))
+    replies = h.run(
+        h.item(C.OP_LEARNING_PUT, {"learnings": [learning(n=2)]}),
+        h.item(C.OP_LEARNING_PUT, body, request_id="old"),
+        h.item(C.OP_LEARNING_PUT, {"learnings": [learning(n=3)]}),
+    )
+    assert replies[1] == first
+    assert [r["created"] for r in replies if isinstance(r, dict)] == [[True], [True], [True]]
+    user = h.tiers.get("user", create=False)
+    assert user is not None
+    assert user.learnings == 3
+    assert user.run("?[count(id)] := *learning{id}") == [[3]]
