@@ -140,7 +140,9 @@ class Batcher:
                 self._commit_tier(tier_name, pending, now)
         outcomes: list[Outcome] = []
         for item in items:
-            if item.error is not None and (not item.replies or item.error.code == ErrorCode.INTERNAL):
+            if item.error is not None and (
+                not item.replies or item.error.code in (ErrorCode.INTERNAL, ErrorCode.BAD_REQUEST)
+            ):
                 outcomes.append((item, item.error))
             else:
                 outcomes.append((item, combine(item.op, item.body, list(item.replies.values()))))
@@ -155,12 +157,19 @@ class Batcher:
         found = False
         for tier in tiers:
             rows = tier.run(
-                "?[rid, reply] := rid in $ids, *applied_requests{request_id: rid, reply_json: reply}",
+                "?[rid, op, reply] := rid in $ids, *applied_requests{request_id: rid, op, reply_json: reply}",
                 {"ids": list(by_id)},
             )
-            for rid, reply in rows:
-                by_id[rid].replies[tier.name] = json.loads(reply)
+            for rid, op, reply in rows:
+                item = by_id[rid]
                 found = True
+                if op != item.op:
+                    item.parts.clear()
+                    item.error = Rejected(
+                        ErrorCode.BAD_REQUEST, f"request id {rid} was already used for {op}; use a new id per request"
+                    )
+                    continue
+                item.replies[tier.name] = json.loads(reply)
         return found
 
     def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int) -> None:
@@ -186,7 +195,7 @@ class Batcher:
                 tier.run(script, params)
         except StorageError as exc:
             if self._recall([tier], live):
-                rest = [item for item in live if tier_name not in item.replies]
+                rest = [item for item in live if tier_name not in item.replies and item.error is None]
                 if rest:
                     self._commit_tier(tier_name, rest, now)
                 return

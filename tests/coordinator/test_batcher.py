@@ -216,3 +216,15 @@ def test_a_batch_mixing_retries_and_new_writes_commits_the_new_ones(h: Harness) 
     assert user is not None
     assert user.learnings == 3
     assert user.run("?[count(id)] := *learning{id}") == [[3]]
+
+
+def test_a_request_id_reused_for_another_operation_after_a_restart_is_refused(h: Harness, tmp_path: Path) -> None:
+    (lid,) = put(h, learning())
+    h.run(
+        h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}, request_id="reused")
+    )
+    (reply,) = h.run(h.item(C.OP_LEARNING_PUT, {"learnings": [learning(n=2)]}, request_id="reused"))
+    assert isinstance(reply, Rejected)
+    assert reply.code == ErrorCode.BAD_REQUEST
+    assert "already used for outcome.record" in reply.message
+    assert h.tiers.open_user().learnings == 1
