@@ -1,0 +1,25 @@
+"""The agent registry: hello, last-seen refresh by peer, alive window with an injected clock."""
+
+from __future__ import annotations
+
+from coordinator.registry import Registry
+from protocol import constants as C
+
+
+def test_agents_are_alive_while_they_keep_talking() -> None:
+    registry = Registry()
+    registry.hello(b"peer-1", "a1", "worker", 11, "host-a", now=1000.0)
+    registry.hello(b"peer-2", "a2", "worker", 12, "host-b", now=1000.0)
+    assert registry.counts(now=1000.0) == (2, 2)
+    registry.touch(b"peer-1", now=1000.0 + C.AGENT_ALIVE_WINDOW_S)
+    assert registry.counts(now=1000.0 + C.AGENT_ALIVE_WINDOW_S + 1) == (2, 1)
+    registry.touch(b"unknown-peer", now=2000.0)  # a client that never said hello is not an agent
+    assert registry.counts(now=2000.0) == (2, 0)
+
+
+def test_hello_again_from_a_new_connection_rebinds_the_agent() -> None:
+    registry = Registry()
+    registry.hello(b"old", "a1", "worker", 11, "host-a", now=0.0)
+    registry.hello(b"new", "a1", "worker", 99, "host-a", now=5.0)
+    registry.touch(b"new", now=30.0)
+    assert registry.counts(now=30.0) == (1, 1)
