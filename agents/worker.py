@@ -77,7 +77,8 @@ class Report:
     errors: int = 0
     mismatches: int = 0
     verified: int = 0
-    elapsed_s: float = 0.0
+    elapsed_s: float = 0.0  # the workload itself
+    verify_s: float = 0.0  # reading back everything acked, after the workload
     error_samples: list[str] = field(default_factory=list)
 
     def error(self, exc: Exception) -> None:
@@ -117,6 +118,7 @@ class _Run:
         self.acked: dict[str, int] = {}  # acked learning id -> acked attributions to it
         self.stop_at = time.monotonic() + spec.duration if spec.duration else float("inf")
         self.limit = spec.count if spec.count is not None else 1 << 62
+        self.began = time.monotonic()
 
     def more(self, done: int) -> bool:
         return done < self.limit and time.monotonic() < self.stop_at
@@ -167,14 +169,21 @@ class _Run:
                         r.mismatches += 1
             except GrooveError as exc:
                 r.error(exc)
+        self.verify(written)
+
+    def verify(self, written: dict[str, dict[str, Any]]) -> None:
+        """Read back every learning acked, checking its content."""
+        r, started = self.report, time.monotonic()
+        r.elapsed_s = started - self.began
         calls = [(C.OP_LEARNING_GET, {"id": lid}) for lid in written]
-        for lid, result in zip(written, client.call_many(calls, window=16), strict=True):
+        for lid, result in zip(written, self.client.call_many(calls, window=16), strict=True):
             if result.error is not None:
                 r.error(result.error)
             elif result.body is None or result.body["learning"]["description"] != written[lid]["description"]:
                 r.mismatches += 1
             else:
                 r.verified += 1
+        r.verify_s = time.monotonic() - started
 
 
 def run_worker(spec: WorkerSpec) -> Report:
@@ -183,13 +192,12 @@ def run_worker(spec: WorkerSpec) -> Report:
         client.hello(spec.agent_id, role="worker", pid=os.getpid(), host=socket.gethostname())
         if spec.start_at is not None:
             time.sleep(max(0.0, spec.start_at - time.time()))
-        started = time.monotonic()
         run = _Run(spec, client)
         if spec.workload == "writes":
             run.writes()
+            run.report.elapsed_s = time.monotonic() - run.began
         else:
             run.basic()
-    run.report.elapsed_s = time.monotonic() - started
     if spec.latencies_file is not None:
         spec.latencies_file.write_text(json.dumps([round(x * 1000, 4) for x in run.latencies]))
     if spec.acked_file is not None:

@@ -208,6 +208,12 @@ def _summary(
     reports: list[dict[str, Any]], n_agents: int, elapsed: float, final: dict[str, Any], status: int
 ) -> dict[str, Any]:
     writes = sum(r["writes"] for r in reports)
+
+    def rate(key: str) -> float:
+        # agents run side by side, so the swarm's rate is the sum of each agent's own
+        total: float = sum(float(r[key]) / float(r["elapsed_s"]) for r in reports if r["elapsed_s"] > 0)
+        return round(total, 1)
+
     return {
         "agents": n_agents,
         "agents_failed": n_agents - len(reports),
@@ -218,7 +224,10 @@ def _summary(
         "verified_after": sum(r["verified"] for r in reports),
         "mismatches": sum(r["mismatches"] for r in reports),
         "errors": sum(r["errors"] for r in reports),
-        "writes_per_s": round(writes / max(elapsed, 1e-9), 1),
+        "learnings_per_s": rate("writes"),
+        "attributions_per_s": rate("outcomes"),
+        "reads_per_s": rate("reads"),
+        "verify_s": round(max((r["verify_s"] for r in reports), default=0.0), 1),
         "batches": final.get("batches_committed", 0),
         "mean_batch": round(final.get("batch_size", {}).get("mean", 0.0), 1),
         "coordinator_rss_mb": round(final.get("rss_mb", 0.0), 1),

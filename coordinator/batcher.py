@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from coordinator.errors import Rejected, StorageError
 from coordinator.metrics import Metrics
-from coordinator.planning import combine, plan
+from coordinator.planning import Planner, combine
 from coordinator.tiers import Tier, TierSet
 from coordinator.writes import Part, TierWrite
 from protocol.errors import ErrorCode
@@ -124,9 +124,10 @@ class Batcher:
     def process(self, items: list[WriteItem], now: int) -> None:
         """Plan, deduplicate, commit and answer one batch."""
         started = time.perf_counter()
+        planner = Planner(self.tiers, [item.body for item in items])
         for item in items:
             try:
-                item.parts = plan(self.tiers, item.op, item.body)
+                item.parts = planner.plan(item.op, item.body)
             except Rejected as exc:
                 item.error = exc
         # A request that cannot be planned now (its learning since deleted, say) may still have been applied
@@ -210,7 +211,10 @@ class Batcher:
             for item in live:
                 item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
             return
-        tier.learnings += write.count_delta()
+        added, removed = write.changes()
+        tier.learnings += len(added) - len(removed)
+        self.tiers.remember(dict.fromkeys(added, tier_name))
+        self.tiers.forget(removed)
         for item, result in results:
             if isinstance(result, Rejected):
                 item.error = result

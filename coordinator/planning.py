@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from coordinator.errors import Rejected, not_found
-from coordinator.tiers import TierSet
+from coordinator.tiers import Tier, TierSet
 from coordinator.writes import DeletePart, OutcomePart, Part, PutPart, RelationPart
 from protocol import constants as C
 from protocol.errors import ErrorCode
@@ -21,80 +21,89 @@ from protocol.models import LearningDeleteRequest, LearningPutRequest, OutcomeRe
 from protocol.scopes import tier_for_scope
 
 
-def plan(tiers: TierSet, op: str, body: BaseModel) -> dict[str, Part]:
-    """The parts of one write request, keyed by tier name; raises Rejected if it cannot apply."""
-    if isinstance(body, LearningPutRequest):
-        return _plan_put(tiers, body)
-    if isinstance(body, OutcomeRecordRequest):
-        return _plan_outcome(tiers, body)
-    if isinstance(body, RelationPutRequest):
-        return _plan_relation(tiers, body)
-    if isinstance(body, LearningDeleteRequest):
-        return _plan_delete(tiers, body)
-    raise Rejected(ErrorCode.UNKNOWN_OP, f"{op} is not a write operation")
+class Planner:
+    """Plans the requests of one batch; every learning the batch names is located up front, with one query
+    per tier for the whole batch rather than one per request.
+    """
 
+    def __init__(self, tiers: TierSet, bodies: list[BaseModel]) -> None:
+        self.tiers = tiers
+        named: list[str] = []
+        given: list[str] = []
+        for body in bodies:
+            if isinstance(body, OutcomeRecordRequest):
+                named.extend(a.learning_id for a in body.attributions)
+            elif isinstance(body, RelationPutRequest):
+                named.extend((body.from_id, body.to_id))
+            elif isinstance(body, LearningDeleteRequest):
+                named.append(body.id)
+            elif isinstance(body, LearningPutRequest):
+                given.extend(item.id for item in body.learnings if item.id is not None)
+        self.found: dict[str, Tier] = tiers.locate(named) if named else {}
+        # Client-given ids of new learnings are found nowhere; looking for them must not open every tier,
+        # so only open tiers are checked for an id already used elsewhere.
+        self.given: dict[str, Tier] = tiers.locate_open(given) if given else {}
+        tiers.remember({lid: tier.name for lid, tier in (self.found | self.given).items()})
 
-def _plan_put(tiers: TierSet, body: LearningPutRequest) -> dict[str, Part]:
-    ids = [item.id or uuid7() for item in body.learnings]
-    if len(set(ids)) != len(ids):
-        raise Rejected(ErrorCode.BAD_REQUEST, "learnings: the same id appears more than once in one request")
-    parts: dict[str, PutPart] = {}
-    for index, (lid, item) in enumerate(zip(ids, body.learnings, strict=True)):
-        tier = body.tier or tier_for_scope(item.scope)
-        parts.setdefault(tier, PutPart([])).entries.append((index, lid, item))
-    given = [item.id for item in body.learnings if item.id is not None]
-    if given:
-        # An id already stored in another open tier would exist twice; ids are global, tiers are not.
-        for lid, holder in tiers.locate_open(given).items():
-            index = ids.index(lid)
-            wanted = body.tier or tier_for_scope(body.learnings[index].scope)
-            if holder.name != wanted:
+    def plan(self, op: str, body: BaseModel) -> dict[str, Part]:
+        """The parts of one write request, keyed by tier name; raises Rejected if it cannot apply."""
+        if isinstance(body, LearningPutRequest):
+            return self._put(body)
+        if isinstance(body, OutcomeRecordRequest):
+            return self._outcome(body)
+        if isinstance(body, RelationPutRequest):
+            return self._relation(body)
+        if isinstance(body, LearningDeleteRequest):
+            return self._delete(body)
+        raise Rejected(ErrorCode.UNKNOWN_OP, f"{op} is not a write operation")
+
+    def _put(self, body: LearningPutRequest) -> dict[str, Part]:
+        ids = [item.id or uuid7() for item in body.learnings]
+        if len(set(ids)) != len(ids):
+            raise Rejected(ErrorCode.BAD_REQUEST, "learnings: the same id appears more than once in one request")
+        parts: dict[str, PutPart] = {}
+        for index, (lid, item) in enumerate(zip(ids, body.learnings, strict=True)):
+            tier = body.tier or tier_for_scope(item.scope)
+            holder = self.given.get(lid) if item.id is not None else None
+            if holder is not None and holder.name != tier:
                 raise Rejected(
                     ErrorCode.CONFLICT,
-                    f"learnings.{index}.id: {lid} already exists in tier {holder.name!r}, not {wanted!r}",
+                    f"learnings.{index}.id: {lid} already exists in tier {holder.name!r}, not {tier!r}",
                 )
-    for tier in parts:
-        tiers.get(tier, create=True)
-    return dict(parts)
+            parts.setdefault(tier, PutPart([])).entries.append((index, lid, item))
+        for tier in parts:
+            self.tiers.get(tier, create=True)
+        return dict(parts)
 
+    def _outcome(self, body: OutcomeRecordRequest) -> dict[str, Part]:
+        missing = list(dict.fromkeys(a.learning_id for a in body.attributions if a.learning_id not in self.found))
+        if len(missing) == 1:
+            raise not_found(missing[0])
+        if missing:
+            more = " ..." if len(missing) > 5 else ""
+            raise Rejected(ErrorCode.NOT_FOUND, f"no learnings with ids {', '.join(missing[:5])}{more}")
+        parts: dict[str, OutcomePart] = {}
+        for a in body.attributions:
+            tier = self.found[a.learning_id].name
+            parts.setdefault(tier, OutcomePart([])).attributions.append((a.learning_id, a.outcome))
+        return dict(parts)
 
-def _plan_outcome(tiers: TierSet, body: OutcomeRecordRequest) -> dict[str, Part]:
-    wanted = [a.learning_id for a in body.attributions]
-    found = tiers.locate(wanted)
-    missing = [lid for lid in wanted if lid not in found]
-    if missing:
-        raise (
-            not_found(missing[0])
-            if len(missing) == 1
-            else Rejected(
-                ErrorCode.NOT_FOUND,
-                f"no learnings with ids {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}",
-            )
-        )
-    parts: dict[str, OutcomePart] = {}
-    for a in body.attributions:
-        parts.setdefault(found[a.learning_id].name, OutcomePart([])).attributions.append((a.learning_id, a.outcome))
-    return dict(parts)
+    def _relation(self, body: RelationPutRequest) -> dict[str, Part]:
+        if body.from_id == body.to_id:
+            raise Rejected(ErrorCode.BAD_REQUEST, "a learning cannot be related to itself (from_id == to_id)")
+        for lid in (body.from_id, body.to_id):
+            if lid not in self.found:
+                raise not_found(lid)
+        part = RelationPart(body.from_id, body.relation_type, body.to_id, body.weight)
+        return {self.found[body.from_id].name: part}
 
-
-def _plan_relation(tiers: TierSet, body: RelationPutRequest) -> dict[str, Part]:
-    if body.from_id == body.to_id:
-        raise Rejected(ErrorCode.BAD_REQUEST, "a learning cannot be related to itself (from_id == to_id)")
-    found = tiers.locate([body.from_id, body.to_id])
-    for lid in (body.from_id, body.to_id):
-        if lid not in found:
-            raise not_found(lid)
-    part = RelationPart(body.from_id, body.relation_type, body.to_id, body.weight)
-    return {found[body.from_id].name: part}
-
-
-def _plan_delete(tiers: TierSet, body: LearningDeleteRequest) -> dict[str, Part]:
-    owner = tiers.locate([body.id]).get(body.id)
-    # Every open tier may hold relations pointing at the learning; each drops them in the same batch.
-    parts: dict[str, Part] = {t.name: DeletePart(body.id, owner=False) for t in tiers.opened()}
-    if owner is not None:
-        parts[owner.name] = DeletePart(body.id, owner=True)
-    return parts
+    def _delete(self, body: LearningDeleteRequest) -> dict[str, Part]:
+        owner = self.found.get(body.id)
+        # Every open tier may hold relations pointing at the learning; each drops them in the same batch.
+        parts: dict[str, Part] = {t.name: DeletePart(body.id, owner=False) for t in self.tiers.opened()}
+        if owner is not None:
+            parts[owner.name] = DeletePart(body.id, owner=True)
+        return parts
 
 
 def combine(op: str, body: BaseModel, replies: list[dict[str, Any]]) -> dict[str, Any]:

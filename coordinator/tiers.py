@@ -28,6 +28,7 @@ from protocol import constants as C
 log = logging.getLogger(__name__)
 
 TIER_FILE = "tier.json"
+_WHERE_LIMIT = 200_000  # cached learning locations (about 200 bytes each)
 DB_DIR = "db"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -78,6 +79,10 @@ class TierSet:
         self.data_dir = data_dir
         self._open: dict[str, Tier] = {}
         self._lock = threading.Lock()
+        # learning id -> tier name, for learnings in open tiers. A learning never moves between tiers, so an
+        # entry only goes stale by deletion; only the writer thread fills and clears it, so readers, which
+        # only look, cannot put back an entry the writer just dropped.
+        self._where: dict[str, str] = {}
 
     def open_user(self) -> Tier:
         """Open (creating if new) the user tier; called at start so a broken user tier fails fast."""
@@ -137,10 +142,30 @@ class TierSet:
                 tiers.append(tier)
         return tiers
 
+    def remember(self, where: dict[str, str]) -> None:
+        """Note where learnings live (writer thread only: after a commit, or what it located)."""
+        self._where.update(where)
+        while len(self._where) > _WHERE_LIMIT:
+            del self._where[next(iter(self._where))]
+
+    def forget(self, ids: list[str]) -> None:
+        """Drop deleted learnings from the location cache (writer thread only)."""
+        for lid in ids:
+            self._where.pop(lid, None)
+
+    def _cached(self, wanted: list[str]) -> dict[str, Tier]:
+        found: dict[str, Tier] = {}
+        for lid in wanted:
+            name = self._where.get(lid)
+            tier = self._open.get(name) if name is not None else None
+            if tier is not None:
+                found[lid] = tier
+        return found
+
     def locate(self, ids: list[str]) -> dict[str, Tier]:
         """Which tier holds each id that exists; opens unopened tiers only while ids remain unfound."""
         wanted = list(dict.fromkeys(ids))
-        found: dict[str, Tier] = {}
+        found = self._cached(wanted)
         searched: set[str] = set()
         for tier in self.opened():
             self._find_in(tier, wanted, found)
@@ -158,14 +183,13 @@ class TierSet:
 
     def locate_open(self, ids: list[str]) -> dict[str, Tier]:
         """Which open tier holds each id, without opening any other tier."""
-        found: dict[str, Tier] = {}
         wanted = list(dict.fromkeys(ids))
+        found = self._cached(wanted)
         for tier in self.opened():
             self._find_in(tier, wanted, found)
         return found
 
-    @staticmethod
-    def _find_in(tier: Tier, wanted: list[str], found: dict[str, Tier]) -> None:
+    def _find_in(self, tier: Tier, wanted: list[str], found: dict[str, Tier]) -> None:
         remaining = [i for i in wanted if i not in found]
         if not remaining:
             return

@@ -245,7 +245,7 @@ class TierWrite:
         )
         return "\n".join(blocks), params
 
-    def count_delta(self) -> int:
-        """How the tier's learning count changes when this commits."""
+    def changes(self) -> tuple[list[str], list[str]]:
+        """(learnings this commit adds, learnings it removes)."""
         now_exist = {lid for lid, created in self.created.items() if created is not None}
-        return len(now_exist - self.existed) - len(self.existed - now_exist)
+        return sorted(now_exist - self.existed), sorted(self.existed - now_exist)

@@ -228,3 +228,14 @@ def test_a_request_id_reused_for_another_operation_after_a_restart_is_refused(h:
     assert reply.code == ErrorCode.BAD_REQUEST
     assert "already used for outcome.record" in reply.message
     assert h.tiers.open_user().learnings == 1
+
+
+def test_a_deleted_id_can_be_used_again_in_another_tier(h: Harness) -> None:
+    lid = uuid7()
+    h.ok(C.OP_LEARNING_PUT, {"learnings": [learning(id=lid)]})
+    h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]})
+    assert h.ok(C.OP_LEARNING_DELETE, {"id": lid}) == {"deleted": True}
+    assert h.ok(C.OP_LEARNING_PUT, {"learnings": [learning(scope="project:/q", id=lid)]})["created"] == [True]
+    assert h.get(lid)["tier"] == "project:/q"
+    assert h.get(lid)["usage"]["times_helpful"] == 0
+    assert h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"}]}) == {"applied": 1}
