@@ -40,6 +40,7 @@ _OUTBOX = "inproc://groove-outbox"
 _READ, _WRITE = b"R", b"W"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
+_MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
 
 
 class Coordinator:
@@ -63,6 +64,7 @@ class Coordinator:
         self._waiters: dict[str, tuple[str, list[bytes]]] = {}  # request id -> (op, peers awaiting the ack)
         self._replies: dict[str, tuple[str, bytes]] = {}  # request id -> (op, reply payload), oldest first
         self._closing = False
+        self._reads_pending = 0  # socket thread only
         self.router: zmq.Socket[bytes] = self.context.socket(zmq.ROUTER)
         self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
         self.endpoint = settings.bind
@@ -146,6 +148,7 @@ class Coordinator:
             except zmq.Again:
                 return
             if frames[0] == _READ:
+                self._reads_pending -= 1
                 self._send(frames[1], frames[2])
                 continue
             for i in range(1, len(frames), 3):
@@ -201,6 +204,16 @@ class Coordinator:
             self.registry.hello(peer, body.agent_id, body.role, body.pid, body.host)
             self._send(peer, encode_ok(request.id, {}))
         else:
+            if self._reads_pending >= _MAX_PENDING_READS:
+                self._error(
+                    peer,
+                    request.id,
+                    ErrorCode.BUSY,
+                    f"{_MAX_PENDING_READS} reads are already waiting; retry shortly",
+                    retry_after_ms=C.DEFAULT_BUSY_RETRY_MS,
+                )
+                return
+            self._reads_pending += 1
             self.readers.submit(self._read, peer, request, body)
 
     def _write(self, peer: bytes, request: Request, body: BaseModel) -> None:

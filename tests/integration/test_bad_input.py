@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,3 +144,52 @@ def test_request_id_reused_for_another_operation(raw: Raw, client: GrooveClient)
     clash = raw.request(envelope("learning.delete", {"id": lid}, rid="dup"))
     assert clash["error"]["code"] == "bad_request"
     assert client.get(lid).usage.times_helpful == 1
+
+
+def random_message(rng: random.Random) -> list[bytes]:
+    """A random frame layout, with payloads that are random bytes, random msgpack or cut-off requests."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        payload = rng.randbytes(rng.randrange(0, 300))
+    elif kind == 1:
+        value: Any = rng.choice([None, 1, -5, 2.5, "x", [1, "a"], {"v": 1}, {"id": "z"}, {1: 2}, b"\x00"])
+        payload = msgpack.packb(value, use_bin_type=True)
+    elif kind == 2:
+        whole = msgpack.packb(
+            envelope(
+                rng.choice([*list(C.WRITE_OPS), "ping", "learning.get"]),
+                {"learnings": [learning(n=1)]},
+                rid=f"f{rng.random()}",
+            )
+        )
+        payload = whole[: rng.randrange(1, len(whole))]
+    else:
+        body: dict[str, Any] = {
+            rng.choice(["id", "learnings", "attributions", "limit"]): rng.choice([1, "x", [], {}, None])
+        }
+        payload = msgpack.packb(
+            envelope(
+                rng.choice(["learning.get", "learning.put", "outcome.record", "learning.list", "relation.put"]),
+                body,
+                rid="g",
+            )
+        )
+    return rng.choice([[b"", payload], [payload], [b"", payload, b"extra"], [b"x", payload], [b"", payload]])
+
+
+def test_random_traffic_is_always_answered_and_changes_nothing(raw: Raw, client: GrooveClient) -> None:
+    lid = client.learn("global", "solution", "kept", "kept")
+    before = snapshot(client)
+    rng = random.Random(20261122)
+    sent = 400
+    for _ in range(sent):
+        raw.send(*random_message(rng))
+    answered = 0
+    for _ in range(sent):
+        reply = raw.reply(timeout_ms=10_000)
+        assert reply["ok"] is False or "body" in reply
+        answered += 1
+    assert answered == sent
+    assert raw.sock.poll(200) == 0  # nothing more: one reply per message
+    assert client.get(lid).description == "kept"
+    assert snapshot(client) == before
