@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -41,6 +42,15 @@ _READ, _WRITE = b"R", b"W"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
+
+
+def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
+    """The messages already queued on `sock`, at most `limit` of them, without blocking."""
+    for _ in range(limit):
+        try:
+            yield sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
 
 
 class Coordinator:
@@ -134,19 +144,11 @@ class Coordinator:
     # --- socket loop ---------------------------------------------------------------------------------
 
     def _drain_router(self) -> None:
-        for _ in range(_DRAIN):
-            try:
-                frames = self.router.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
+        for frames in _waiting(self.router, _DRAIN):
             self._handle(frames)
 
     def _drain_inbox(self) -> None:
-        for _ in range(_DRAIN * 4):
-            try:
-                frames = self.inbox.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
+        for frames in _waiting(self.inbox, _DRAIN * 4):
             if frames[0] == _READ:
                 self._reads_pending -= 1
                 self._send(frames[1], frames[2])

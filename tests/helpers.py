@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cli.swarm import groove_argv, start_coordinator, stop_process
 
@@ -70,3 +72,17 @@ def learning(scope: str = "global", n: int = 0, **extra: object) -> dict[str, ob
         "insight": f"insight {n}",
         **extra,
     }
+
+
+def spawn_agent(endpoint: str, *args: str, timeout: float = 30.0) -> subprocess.Popen[bytes]:
+    """Start a `groove agent` worker process against `endpoint`; `args` go to the agent verb."""
+    argv = groove_argv("--endpoint", endpoint, "--timeout", str(timeout), "agent", *args)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE)
+
+
+def agent_report(proc: subprocess.Popen[bytes], timeout: float = 300) -> dict[str, Any]:
+    """Wait for a worker and return its JSON report; fails the test if the worker failed."""
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"agent exited with status {proc.returncode}"
+    report: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return report

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,9 +13,8 @@ import pytest
 import zmq
 
 from agents import GrooveClient
-from cli.swarm import groove_argv
 from protocol.codec import encode_request
-from tests.helpers import RunningCoordinator
+from tests.helpers import RunningCoordinator, agent_report, spawn_agent
 
 
 def raw_call(endpoint: str, payload: bytes) -> dict[str, object]:
@@ -65,29 +63,23 @@ def test_kill_9_under_load_loses_nothing_and_counts_every_retry_once(
     agents = []
     for i in range(8):
         acked_path = tmp_path / f"acked-{i}.json"
-        proc = subprocess.Popen(
-            groove_argv(
-                "--endpoint",
-                coordinator.endpoint,
-                "--timeout",
-                "60",
-                "agent",
-                "--agent-id",
-                f"a{i}",
-                "--workload",
-                "basic",
-                "--duration",
-                "8",
-                "--seed",
-                str(i),
-                "--scope",
-                "global",
-                "--scope",
-                f"project:/p{i % 2}",
-                "--acked-file",
-                str(acked_path),
-            ),
-            stdout=subprocess.PIPE,
+        proc = spawn_agent(
+            coordinator.endpoint,
+            "--agent-id",
+            f"a{i}",
+            "--workload",
+            "basic",
+            "--duration",
+            "8",
+            "--seed",
+            str(i),
+            "--scope",
+            "global",
+            "--scope",
+            f"project:/p{i % 2}",
+            "--acked-file",
+            str(acked_path),
+            timeout=60,
         )
         agents.append((proc, acked_path))
     rng = random.Random(7)
@@ -98,9 +90,7 @@ def test_kill_9_under_load_loses_nothing_and_counts_every_retry_once(
         coordinator.restart()
     acked: dict[str, int] = {}
     for proc, path in agents:
-        out, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0
-        report = json.loads(out.decode().strip().splitlines()[-1])
+        report = agent_report(proc)
         assert report["errors"] == 0, report["error_samples"]
         assert report["mismatches"] == 0, report
         acked.update(json.loads(path.read_text()))

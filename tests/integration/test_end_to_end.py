@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Callable
 
 import pytest
 
 from agents import BadRequest, GrooveClient, NotFound
-from cli.swarm import groove_argv
-from tests.helpers import RunningCoordinator, learning
+from tests.helpers import RunningCoordinator, agent_report, learning, spawn_agent
 
 
 def test_every_operation_round_trips(client: GrooveClient) -> None:
@@ -76,33 +73,24 @@ def test_eight_agent_processes_write_concurrently_and_read_everything_back(
     coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
 ) -> None:
     procs = [
-        subprocess.Popen(
-            groove_argv(
-                "--endpoint",
-                coordinator.endpoint,
-                "agent",
-                "--agent-id",
-                f"a{i}",
-                "--workload",
-                "basic",
-                "--count",
-                "150",
-                "--seed",
-                str(i),
-                "--scope",
-                "global",
-                "--scope",
-                f"project:/p{i % 3}",
-            ),
-            stdout=subprocess.PIPE,
+        spawn_agent(
+            coordinator.endpoint,
+            "--agent-id",
+            f"a{i}",
+            "--workload",
+            "basic",
+            "--count",
+            "150",
+            "--seed",
+            str(i),
+            "--scope",
+            "global",
+            "--scope",
+            f"project:/p{i % 3}",
         )
         for i in range(8)
     ]
-    reports = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=240)
-        assert proc.returncode == 0
-        reports.append(json.loads(out.decode().strip().splitlines()[-1]))
+    reports = [agent_report(proc, timeout=240) for proc in procs]
     assert all(r["errors"] == 0 and r["mismatches"] == 0 for r in reports), reports
     assert all(r["verified"] == r["writes"] > 0 for r in reports)
     client = client_factory(coordinator.endpoint)

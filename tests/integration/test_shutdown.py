@@ -3,37 +3,29 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from agents import GrooveClient
-from cli.swarm import groove_argv
-from tests.helpers import RunningCoordinator
+from tests.helpers import RunningCoordinator, agent_report, spawn_agent
 
 
 def test_sigterm_flushes_every_queued_write(
     coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient], tmp_path: Path
 ) -> None:
     acked_file = tmp_path / "acked.json"
-    agent = subprocess.Popen(
-        groove_argv(
-            "--endpoint",
-            coordinator.endpoint,
-            "--timeout",
-            "2",
-            "agent",
-            "--workload",
-            "writes",
-            "--in-flight",
-            "64",
-            "--duration",
-            "5",
-            "--acked-file",
-            str(acked_file),
-        ),
-        stdout=subprocess.PIPE,
+    agent = spawn_agent(
+        coordinator.endpoint,
+        "--workload",
+        "writes",
+        "--in-flight",
+        "64",
+        "--duration",
+        "5",
+        "--acked-file",
+        str(acked_file),
+        timeout=2,
     )
     client = client_factory(coordinator.endpoint)
     deadline = time.monotonic() + 30
@@ -41,8 +33,7 @@ def test_sigterm_flushes_every_queued_write(
         assert time.monotonic() < deadline, "the load never got going"
         time.sleep(0.05)
     assert coordinator.stop() == 0
-    out, _ = agent.communicate(timeout=60)
-    report = json.loads(out.decode().strip().splitlines()[-1])
+    report = agent_report(agent, timeout=60)
     acked = json.loads(acked_file.read_text())
     assert report["writes"] == len(acked) >= 500
     log = coordinator.log()
