@@ -222,4 +222,38 @@ def stats(client: GrooveClient, as_json: bool) -> None:
     )
 
 
-client_commands = [ping, learn, get, list_, outcome, delete, stats]
+@click.command()
+@click.argument("from_id")
+@click.argument("relation_type", type=click.Choice(C.RELATION_TYPES))
+@click.argument("to_id")
+@click.option("--weight", type=click.FloatRange(0.0, 1.0), help="Strength of the relation (default 1.0).")
+@json_option
+@with_client
+def relate(
+    client: GrooveClient, from_id: str, relation_type: str, to_id: str, weight: float | None, as_json: bool
+) -> None:
+    """Record FROM_ID --RELATION_TYPE--> TO_ID (e.g. B supersedes A)."""
+    client.relate(from_id, relation_type, to_id, weight)
+    if as_json:
+        emit_json({"from_id": from_id, "relation_type": relation_type, "to_id": to_id})
+    else:
+        click.echo(f"{from_id} {relation_type} {to_id}")
+
+
+@click.command()
+@click.argument("learning_id")
+@click.option("--type", "relation_type", type=click.Choice(C.RELATION_TYPES), help="Only this relation type.")
+@click.option("--direction", type=click.Choice(C.RELATION_DIRECTIONS), default="both", show_default=True)
+@json_option
+@with_client
+def relations(client: GrooveClient, learning_id: str, relation_type: str | None, direction: str, as_json: bool) -> None:
+    """List the relations from and to a learning."""
+    found = client.relations(learning_id, relation_type, direction)
+    if as_json:
+        emit_json([r.model_dump() for r in found])
+        return
+    rows = [(r.from_id, r.relation_type, r.to_id, f"{r.weight:.2f}", r.tier, when(r.created_at)) for r in found]
+    click.echo(table(("from", "type", "to", "weight", "tier", "created"), rows))
+
+
+client_commands = [ping, learn, get, list_, outcome, delete, relate, relations, stats]

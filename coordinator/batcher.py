@@ -225,7 +225,11 @@ class Batcher:
         if time.monotonic() - self._last_prune < _PRUNE_EVERY_S:
             return
         self._last_prune = time.monotonic()
-        cutoff = now_ms() - IDEMPOTENCY_WINDOW_MS
+        self.prune(now_ms())
+
+    def prune(self, now: int) -> None:
+        """Forget applied request ids older than the idempotency window, in every open tier."""
+        cutoff = now - IDEMPOTENCY_WINDOW_MS
         for tier in self.tiers.opened():
             try:
                 tier.run(

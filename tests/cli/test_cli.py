@@ -38,7 +38,15 @@ def test_client_verbs(coordinator: RunningCoordinator) -> None:
     stats = json.loads(run_groove(*ep, "stats", "--json").stdout)
     assert stats["tiers"][1]["learnings"] == 1
     assert "write queue" in run_groove(*ep, "stats").stdout
+    other = json.loads(run_groove(*ep, "learn", "timeouts everywhere", "--json").stdout)["id"]
+    assert run_groove(*ep, "relate", lid, "specializes", other).returncode == 0
+    shown = run_groove(*ep, "relations", other, "--direction", "in")
+    assert lid in shown.stdout
+    assert "specializes" in shown.stdout
+    assert json.loads(run_groove(*ep, "relations", lid, "--json").stdout)[0]["to_id"] == other
+    assert run_groove(*ep, "relate", lid, "likes", other).returncode == 2
     assert run_groove(*ep, "delete", lid).stdout.startswith("deleted")
+    assert json.loads(run_groove(*ep, "relations", other, "--json").stdout) == []
 
 
 def test_errors_are_one_line_without_traceback(coordinator: RunningCoordinator) -> None:

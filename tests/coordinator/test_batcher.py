@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.batcher import Batcher, Outcome, WriteItem
+from coordinator.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome, WriteItem
 from coordinator.errors import Rejected
 from coordinator.metrics import Metrics
 from coordinator.reads import get_learning, list_relations
@@ -239,3 +239,15 @@ def test_a_deleted_id_can_be_used_again_in_another_tier(h: Harness) -> None:
     assert h.get(lid)["tier"] == "project:/q"
     assert h.get(lid)["usage"]["times_helpful"] == 0
     assert h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"}]}) == {"applied": 1}
+
+
+def test_request_ids_are_remembered_for_the_idempotency_window_only(h: Harness) -> None:
+    (lid,) = put(h, learning())
+    body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
+    h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="old-id"), now=NOW)
+    h.batcher.prune(now=NOW + IDEMPOTENCY_WINDOW_MS)
+    h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="old-id"), now=NOW + IDEMPOTENCY_WINDOW_MS)
+    assert h.get(lid)["usage"]["times_helpful"] == 1  # still inside the window: not applied again
+    h.batcher.prune(now=NOW + IDEMPOTENCY_WINDOW_MS + 1)
+    h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="old-id"), now=NOW + IDEMPOTENCY_WINDOW_MS + 2)
+    assert h.get(lid)["usage"]["times_helpful"] == 2  # forgotten: a request this old is a new request

@@ -69,3 +69,22 @@ def test_settings_reject_unknown_keys_and_bad_values(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="max_batch"):
         build({"max_batch": 0}, None)
     assert Settings().bind == "tcp://127.0.0.1:5555"
+
+
+def test_an_interrupted_migration_completes_on_the_next_open(tmp_path: Path) -> None:
+    from pycozo.client import Client
+
+    from coordinator.schema import MIGRATIONS, ensure_schema
+
+    db = Client("rocksdb", str(tmp_path / "db"), dataframe=False)
+    first = MIGRATIONS[0]
+    for step in first.steps[:3]:  # a crash after three steps, before the version was recorded
+        db.run(step.script)
+    assert applied_version(db) == 0
+    assert ensure_schema(db, now=5) == [1]
+    assert applied_version(db) == CURRENT_VERSION
+    relations = {row[0] for row in db.run("::relations")["rows"]}
+    assert {s.name for s in first.steps if ":" not in s.name} <= relations
+    assert db.run("?[v, at] := *schema_version{version: v, applied_at: at}")["rows"] == [[1, 5]]
+    assert ensure_schema(db) == []
+    db.close()
