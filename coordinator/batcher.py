@@ -85,10 +85,9 @@ class Batcher:
         """Whether the writer thread is running."""
         return self._thread.is_alive()
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Commit and answer everything queued, then end the thread."""
+    def request_stop(self) -> None:
+        """Let the writer commit and answer everything queued, then end; returns at once."""
         self._stopping.set()
-        self._thread.join(timeout)
 
     def _run(self) -> None:
         while True:

@@ -118,14 +118,22 @@ class Coordinator:
             if self._stop.is_set() and not self._closing:
                 log.info("stopping: committing %d queued writes", self.batcher.queue.qsize())
                 self._closing = True
-                threading.Thread(target=self.batcher.stop, name="groove-drain", daemon=True).start()
-            if self._closing and not self.batcher.is_alive() and not self._waiters:
+                self.batcher.request_stop()
+            if not self.batcher.is_alive():
+                self._drain_inbox()
+                if not self._closing:
+                    log.critical("the writer thread died; stopping")
+                    self._stop.set()
+                    continue
                 break
             events = dict(poller.poll(50))
             if self.inbox in events:
                 self._drain_inbox()
             if self.router in events:
                 self._drain_router()
+        for request_id, (_, peers) in self._waiters.items():  # only if the writer died: nothing else will answer
+            for peer in peers:
+                self._error(peer, request_id, ErrorCode.INTERNAL, "the coordinator's writer stopped; retry")
         self.readers.shutdown(wait=True)
         self._drain_inbox()
         self.close()
@@ -230,7 +238,7 @@ class Coordinator:
                 )
             elif request.id in self._replies:
                 self._send(peer, self._replies[request.id][1])
-            else:
+            elif peer not in self._waiters[request.id][1]:
                 self._waiters[request.id][1].append(peer)
             return
         if self._closing:
