@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from cli.commands import client_commands
 from cli.output import fail
 from cli.swarm import agent_command, swarm_command
+from coordinator.config import ENV_PREFIX, Settings, build
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 
@@ -38,48 +42,32 @@ def cli(ctx: click.Context, endpoint: str, timeout: float) -> None:
     ctx.obj = {"endpoint": endpoint, "timeout": timeout}
 
 
+def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
+    """A `serve` option for the Settings field `name`: env GROOVE_<NAME>, default shown from Settings."""
+    field = Settings.model_fields[name]
+    default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
+    env = ENV_PREFIX + name.upper()
+    flag = "--" + name.replace("_", "-")
+    return click.option(flag, envvar=env, help=f"{help_text} [env {env}; default {default}].", **kwargs)
+
+
 @cli.command()
 @click.option(
     "--config",
     "config_file",
     envvar="GROOVE_CONFIG",
     type=click.Path(path_type=Path),
-    help="TOML file with any of the settings below [env GROOVE_CONFIG].",
+    help="TOML file with any of the settings below (same names, underscores) [env GROOVE_CONFIG].",
 )
-@click.option(
-    "--data-dir",
-    envvar="GROOVE_DATA_DIR",
-    type=click.Path(path_type=Path),
-    help="Directory holding every tier [env GROOVE_DATA_DIR; default ~/.local/share/groove].",
-)
-@click.option(
-    "--bind", envvar="GROOVE_BIND", help="ZeroMQ endpoint to listen on [env GROOVE_BIND; default tcp://127.0.0.1:5555]."
-)
-@click.option(
-    "--max-batch",
-    envvar="GROOVE_MAX_BATCH",
-    type=int,
-    help="Most writes per group commit; 1 turns batching off [env GROOVE_MAX_BATCH; default 256].",
-)
-@click.option(
-    "--max-wait-ms",
-    envvar="GROOVE_MAX_WAIT_MS",
-    type=float,
-    help="How long a batch waits to fill up [env GROOVE_MAX_WAIT_MS; default 1].",
-)
-@click.option(
-    "--queue-size",
-    envvar="GROOVE_QUEUE_SIZE",
-    type=int,
-    help="Writes queued before new ones get `busy` [env GROOVE_QUEUE_SIZE; default 20000].",
-)
-@click.option("--readers", envvar="GROOVE_READERS", type=int, help="Reader threads [env GROOVE_READERS; default 4].")
-@click.option(
-    "--log-level",
-    envvar="GROOVE_LOG_LEVEL",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    help="Log verbosity [env GROOVE_LOG_LEVEL; default info].",
-)
+@setting("data_dir", "Directory holding every tier", type=click.Path(path_type=Path))
+@setting("bind", "ZeroMQ endpoint to listen on (port 0 picks one)")
+@setting("max_batch", "Most writes per group commit; 1 turns batching off", type=int)
+@setting("max_wait_ms", "How long a batch waits for more writes once it has one", type=float)
+@setting("queue_size", "Writes queued before new ones are answered `busy`", type=int)
+@setting("readers", "Reader threads", type=int)
+@setting("reply_cache", "Recent write replies kept in memory for retries", type=int)
+@setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
+@setting("log_level", "Log verbosity", type=click.Choice(["debug", "info", "warning", "error"]))
 @click.option(
     "--endpoint-file",
     type=click.Path(path_type=Path),
@@ -87,7 +75,6 @@ def cli(ctx: click.Context, endpoint: str, timeout: float) -> None:
 )
 def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) -> None:
     """Run the coordinator until SIGINT/SIGTERM, then commit and acknowledge every queued write."""
-    from coordinator.config import build
     from coordinator.errors import CoordinatorError
     from coordinator.server import Coordinator
 
