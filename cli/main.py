@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import zmq
 
 from cli.commands import client_commands
 from cli.output import fail
@@ -93,7 +94,7 @@ def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) 
         if "lock" in message.lower():
             message += " (is another coordinator already using this data directory?)"
         fail(message, 2)
-    except Exception as exc:  # a bind failure from ZeroMQ: say which endpoint
+    except zmq.ZMQError as exc:
         fail(f"cannot listen on {settings.bind}: {exc}", 2)
     coordinator.install_signal_handlers()
     if endpoint_file is not None:

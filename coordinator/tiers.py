@@ -104,8 +104,11 @@ class TierSet:
             if not marker.exists():
                 if not create:
                     return None
-                path.mkdir(parents=True, exist_ok=True)
-                marker.write_text(json.dumps({"tier": name}) + "\n")
+                try:
+                    path.mkdir(parents=True, exist_ok=True)
+                    marker.write_text(json.dumps({"tier": name}) + "\n")
+                except OSError as exc:
+                    raise StorageError(f"cannot create tier {name!r} at {path}: {exc.strerror or exc}") from None
             started = time.monotonic()
             tier = Tier(name, path)
             log.info(

@@ -88,3 +88,15 @@ def test_a_second_coordinator_on_the_same_data_dir_is_refused(coordinator: Runni
     result = run_groove("serve", "--data-dir", str(coordinator.data_dir), "--bind", f"tcp://127.0.0.1:{free_port()}")
     assert result.returncode == 2
     assert "another coordinator" in result.stderr
+
+
+def test_serve_explains_an_unusable_data_dir_or_endpoint(tmp_path: Path, coordinator: RunningCoordinator) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    result = run_groove("serve", "--data-dir", str(not_a_dir), "--bind", f"tcp://127.0.0.1:{free_port()}")
+    assert result.returncode == 2
+    assert result.stderr.startswith("groove: error: cannot create tier 'user'")
+    taken = run_groove("serve", "--data-dir", str(tmp_path / "d"), "--bind", coordinator.endpoint)
+    assert taken.returncode == 2
+    assert f"cannot listen on {coordinator.endpoint}" in taken.stderr
+    assert "Traceback" not in result.stderr + taken.stderr
