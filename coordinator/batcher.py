@@ -1,9 +1,10 @@
 """Group commit: the one thread that writes. It drains the bounded write queue into batches, commits one
 transaction per tier per batch, and only then reports each request's reply.
 
-Exactly once: every applied part records its request id in the same transaction as its data. Before a
-batch applies anything, the batcher looks those ids up in every open tier; a part already applied is
-never applied again, and the request is answered from the stored reply instead.
+Exactly once: every applied part `:insert`s its request id, with its share of the reply, in the same
+transaction as its data. A request applied before (a retry after a lost ack, even across a crash) makes
+that transaction fail; the batcher then recalls the stored reply for it and commits the rest, so a part is
+never applied twice.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from protocol.ids import now_ms
 
 log = logging.getLogger(__name__)
 
-# How long applied request ids are kept for answering retries (see PROTOCOL.md, "Idempotency").
+# How long applied request ids are kept for answering retries (PROTOCOL.md, section 7).
 IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600 * 1000
 _PRUNE_EVERY_S = 600.0
 
