@@ -26,6 +26,7 @@ from protocol.models import (
     RelationOut,
     StatsReply,
 )
+from protocol.search import RebuildReply, SearchHit, SearchReply
 
 
 def _clean(**fields: Any) -> dict[str, Any]:
@@ -171,6 +172,33 @@ class GrooveClient:
     def relate(self, from_id: str, relation_type: str, to_id: str, weight: float | None = None) -> None:
         """Store `from_id --relation_type--> to_id`."""
         self.call(C.OP_RELATION_PUT, _clean(from_id=from_id, relation_type=relation_type, to_id=to_id, weight=weight))
+
+    # --- search ---------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        text: str | None = None,
+        *,
+        vector: list[float] | None = None,
+        limit: int | None = None,
+        project: str | None = None,
+        enterprise: str | None = None,
+        mode: str | None = None,
+        **filters: Any,
+    ) -> list[SearchHit]:
+        """Learnings by meaning and words; `filters` are the protocol's other search fields (scope_prefix,
+        category, since, until, min_confidence, depth, include_superseded, include_archived)."""
+        context = _clean(project=project, enterprise=enterprise)
+        body = _clean(text=text, vector=vector, limit=limit, mode=mode, context=context or None, **filters)
+        return SearchReply.model_validate(self.call(C.OP_SEARCH, body)).results
+
+    def reindex(self, tiers: list[str] | None = None) -> RebuildReply:
+        """Rebuild the keyword and vector indexes from stored data (default: every tier)."""
+        return RebuildReply.model_validate(self.call(C.OP_REINDEX, _clean(tiers=tiers), timeout=600))
+
+    def reembed(self, tiers: list[str] | None = None) -> RebuildReply:
+        """Queue every learning for a fresh embedding (default: every tier)."""
+        return RebuildReply.model_validate(self.call(C.OP_REEMBED, _clean(tiers=tiers), timeout=600))
 
     def relations(
         self, learning_id: str, relation_type: str | None = None, direction: str = "both"

@@ -69,6 +69,8 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("reply_cache", "Recent write replies kept in memory for retries", type=int)
 @setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
 @setting("log_level", "Log verbosity", type=click.Choice(["debug", "info", "warning", "error"]))
+@setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(["minilm", "none"]))
+@setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
 @click.option(
     "--endpoint-file",
     type=click.Path(path_type=Path),

@@ -24,7 +24,7 @@ from coordinator.errors import Rejected, StorageError
 from coordinator.metrics import Metrics
 from coordinator.planning import Planner, combine
 from coordinator.tiers import Tier, TierSet
-from coordinator.writes import Part, TierWrite
+from coordinator.writes import DerivedChanges, Part, TierWrite
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms
 
@@ -45,23 +45,34 @@ class WriteItem:
     parts: dict[str, Part] = field(default_factory=dict)
     replies: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: Rejected | None = None
+    internal: bool = False  # the coordinator's own write (stored vectors): no client waits, no id recorded
 
 
 Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
 # Receives every request of a batch with its reply body or rejection, once the batch is done: one call per
 # batch, because each hand-off to the socket thread costs a GIL round trip.
 Done = Callable[[list[Outcome]], None]
+# Told, per tier and before the acks, what a commit changed, so derived data keeps up with the source.
+Committed = Callable[[str, DerivedChanges], None]
 
 
 class Batcher:
     """Owns the write queue and the writer thread."""
 
     def __init__(
-        self, tiers: TierSet, metrics: Metrics, done: Done, max_batch: int, max_wait_ms: float, capacity: int
+        self,
+        tiers: TierSet,
+        metrics: Metrics,
+        done: Done,
+        max_batch: int,
+        max_wait_ms: float,
+        capacity: int,
+        committed: Committed | None = None,
     ) -> None:
         self.tiers = tiers
         self.metrics = metrics
         self.done = done
+        self.committed = committed
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000.0
         self.queue: queue.Queue[WriteItem] = queue.Queue(maxsize=capacity)
@@ -119,7 +130,7 @@ class Batcher:
             except Exception:  # the writer must outlive any one batch; its requests get `internal`
                 log.exception("batch of %d writes failed", len(items))
                 failed = Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator")
-                self.done([(item, failed) for item in items])
+                self.done([(item, failed) for item in items if not item.internal])
 
     def process(self, items: list[WriteItem], now: int) -> None:
         """Plan, deduplicate, commit and answer one batch."""
@@ -141,6 +152,10 @@ class Batcher:
                 self._commit_tier(tier_name, pending, now)
         outcomes: list[Outcome] = []
         for item in items:
+            if item.internal:
+                if item.error is not None:
+                    log.warning("internal write %s failed: %s", item.op, item.error.message)
+                continue
             if item.error is not None and (
                 not item.replies or item.error.code in (ErrorCode.INTERNAL, ErrorCode.BAD_REQUEST)
             ):
@@ -148,8 +163,9 @@ class Batcher:
             else:
                 outcomes.append((item, combine(item.op, item.body, list(item.replies.values()))))
         committed = sum(1 for _, result in outcomes if not isinstance(result, Rejected))
-        self.metrics.record_batch(len(items), committed, (time.perf_counter() - started) * 1000)
-        self.done(outcomes)
+        if outcomes:
+            self.metrics.record_batch(len(outcomes), committed, (time.perf_counter() - started) * 1000)
+            self.done(outcomes)
 
     @staticmethod
     def _recall(tiers: list[Tier], items: list[WriteItem]) -> bool:
@@ -187,7 +203,8 @@ class Batcher:
         results: list[tuple[WriteItem, dict[str, Any] | Rejected]] = []
         for item in live:
             try:
-                results.append((item, write.apply(item.request_id, item.op, item.parts[tier_name])))
+                part = item.parts[tier_name]
+                results.append((item, write.apply(item.request_id, item.op, part, record=not item.internal)))
             except Rejected as exc:
                 results.append((item, exc))
         script, params = write.script()
@@ -215,6 +232,11 @@ class Batcher:
         tier.learnings += len(added) - len(removed)
         self.tiers.remember(dict.fromkeys(added, tier_name))
         self.tiers.forget(removed)
+        if self.committed is not None:
+            try:
+                self.committed(tier_name, write.derived_changes())
+            except Exception:  # derived data must never fail a committed source write
+                log.exception("updating derived data for tier %s failed", tier_name)
         for item, result in results:
             if isinstance(result, Rejected):
                 item.error = result

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,6 +39,8 @@ class Settings(BaseModel):
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
     peer_hwm: int = Field(10_000, ge=10, le=1_000_000)
     log_level: str = Field("info", pattern="^(debug|info|warning|error)$")
+    embedder: Literal["minilm", "none"] = "minilm"
+    exact_limit: int = Field(20_000, ge=0, le=10_000_000)
 
 
 def load_file(path: Path) -> dict[str, Any]:

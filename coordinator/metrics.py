@@ -12,12 +12,15 @@ _WINDOW = 2048
 
 
 def summarize(samples: list[float]) -> dict[str, float]:
-    """Mean and nearest-rank 99th percentile; zeros for no samples."""
+    """Mean and nearest-rank 50th and 99th percentiles; zeros for no samples."""
     if not samples:
-        return {"mean": 0.0, "p99": 0.0, "samples": 0}
+        return {"mean": 0.0, "p50": 0.0, "p99": 0.0, "samples": 0}
     ordered = sorted(samples)
-    rank = max(0, math.ceil(0.99 * len(ordered)) - 1)
-    return {"mean": sum(ordered) / len(ordered), "p99": ordered[rank], "samples": len(ordered)}
+
+    def rank(q: float) -> float:
+        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+    return {"mean": sum(ordered) / len(ordered), "p50": rank(0.5), "p99": rank(0.99), "samples": len(ordered)}
 
 
 class Metrics:

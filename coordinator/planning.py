@@ -13,12 +13,22 @@ from pydantic import BaseModel
 
 from coordinator.errors import Rejected, not_found
 from coordinator.tiers import Tier, TierSet
-from coordinator.writes import DeletePart, OutcomePart, Part, PutPart, RelationPart
+from coordinator.writes import DeletePart, EmbedPart, OutcomePart, Part, PutPart, RelationPart
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
 from protocol.models import LearningDeleteRequest, LearningPutRequest, OutcomeRecordRequest, RelationPutRequest
 from protocol.scopes import tier_for_scope
+
+# The internal write the embedding worker sends through the batcher (never on the wire).
+OP_STORE_VECTORS = "embedding.store"
+
+
+class StoreVectors(BaseModel):
+    """Vectors computed by the embedding worker for learnings of one tier."""
+
+    tier: str
+    rows: list[tuple[str, list[float]]]
 
 
 class Planner:
@@ -55,6 +65,8 @@ class Planner:
             return self._relation(body)
         if isinstance(body, LearningDeleteRequest):
             return self._delete(body)
+        if isinstance(body, StoreVectors):
+            return {body.tier: EmbedPart(body.rows)} if self.tiers.get(body.tier, create=False) else {}
         raise Rejected(ErrorCode.UNKNOWN_OP, f"{op} is not a write operation")
 
     def _put(self, body: LearningPutRequest) -> dict[str, Part]:

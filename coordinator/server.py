@@ -25,14 +25,19 @@ from pydantic import BaseModel
 from coordinator import __version__
 from coordinator.batcher import Batcher, Outcome, WriteItem
 from coordinator.config import Settings
+from coordinator.derived import Derived, rebuild_index, reembed
+from coordinator.embedder import MiniLM
 from coordinator.errors import Rejected
 from coordinator.metrics import Metrics
+from coordinator.planning import OP_STORE_VECTORS, StoreVectors
 from coordinator.reads import get_learning, list_learnings, list_relations
 from coordinator.registry import Registry
+from coordinator.search import search
 from coordinator.tiers import TierSet
 from protocol import constants as C
 from protocol.codec import Request, decode_request, encode_error, encode_ok, validate_body
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.ids import uuid7
 from protocol.models import HelloRequest
 
 log = logging.getLogger(__name__)
@@ -60,14 +65,27 @@ class Coordinator:
         self.settings = settings
         self.metrics = Metrics()
         self.registry = Registry()
-        self.tiers = TierSet(settings.data_dir)
+        self.derived = Derived(settings.exact_limit, embeddings=settings.embedder != "none")
+        self.tiers = TierSet(settings.data_dir, on_open=self.derived.load_tier)
         self.batcher = Batcher(
-            self.tiers, self.metrics, self._writes_done, settings.max_batch, settings.max_wait_ms, settings.queue_size
+            self.tiers,
+            self.metrics,
+            self._writes_done,
+            settings.max_batch,
+            settings.max_wait_ms,
+            settings.queue_size,
+            committed=self.derived.after_commit,
+        )
+        self._stop = threading.Event()
+        self._embedding_worker = threading.Thread(
+            target=self.derived.run_worker,
+            args=(MiniLM, self._store_vectors, self._stop),
+            name="groove-embedder",
+            daemon=True,
         )
         self.readers = ThreadPoolExecutor(settings.readers, thread_name_prefix="groove-reader")
         self.context = zmq.Context()
         self.started = time.monotonic()
-        self._stop = threading.Event()
         self._local = threading.local()
         self._pushers: list[zmq.Socket[bytes]] = []
         self._pushers_lock = threading.Lock()
@@ -98,6 +116,8 @@ class Coordinator:
         self.router.bind(self.settings.bind)
         self.endpoint = self.router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.batcher.start()
+        if self.derived.embeddings:
+            self._embedding_worker.start()
         log.info("coordinator %s serving on %s", __version__, self.endpoint)
 
     def request_stop(self) -> None:
@@ -280,6 +300,10 @@ class Coordinator:
                 self._pushers.append(sock)
         return sock
 
+    def _store_vectors(self, tier: str, rows: list[tuple[str, list[float]]]) -> bool:
+        item = WriteItem(uuid7(), OP_STORE_VECTORS, StoreVectors(tier=tier, rows=rows), internal=True)
+        return self.batcher.submit(item)
+
     def _writes_done(self, outcomes: list[Outcome]) -> None:
         frames = [_WRITE]
         for item, result in outcomes:
@@ -309,6 +333,12 @@ class Coordinator:
             return list_relations(self.tiers, body)
         if op == C.OP_STATS:
             return self.stats()
+        if op == C.OP_SEARCH:
+            return search(self.tiers, self.derived, body)
+        if op == C.OP_REINDEX:
+            return rebuild_index(self.tiers, self.derived, body)
+        if op == C.OP_REEMBED:
+            return reembed(self.tiers, self.derived, body)
         raise Rejected(ErrorCode.UNKNOWN_OP, f"unknown operation {op!r}")
 
     def stats(self) -> dict[str, Any]:
@@ -333,4 +363,10 @@ class Coordinator:
             "rss_mb": rss_mb,
             "cpu_percent": cpu,
             "uptime_s": self.uptime(),
+            "embedder": self.derived.status(),
+            "embedding_queue_depth": self.derived.queue_depth(),
+            "embeddings_per_s": self.derived.embeddings_per_s(),
+            "visibility_lag_ms": self.derived.lag_summary(),
+            "keyword_entries": len(self.derived.keywords),
+            "vectors": sum(len(index) for index in self.derived.vectors.values()),
         }

@@ -16,6 +16,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,9 @@ class Tier:
 class TierSet:
     """All tiers of one data directory: opens them on demand, finds which one holds a learning."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, on_open: Callable[[Tier], None] | None = None) -> None:
         self.data_dir = data_dir
+        self.on_open = on_open  # builds a tier's derived data before anyone can read the tier
         self._open: dict[str, Tier] = {}
         self._lock = threading.Lock()
         # learning id -> tier name, for learnings in open tiers. A learning never moves between tiers, so an
@@ -111,6 +113,8 @@ class TierSet:
                     raise StorageError(f"cannot create tier {name!r} at {path}: {exc.strerror or exc}") from None
             started = time.monotonic()
             tier = Tier(name, path)
+            if self.on_open is not None:
+                self.on_open(tier)
             log.info(
                 "opened tier %s (%d learnings, %.0f ms%s)",
                 name,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.embedder import embedding_text, normalise
 from coordinator.errors import not_found
 from coordinator.records import (
     LEARNING_COLS,
@@ -65,7 +66,24 @@ class DeletePart:
     owner: bool
 
 
-Part = PutPart | OutcomePart | RelationPart | DeletePart
+@dataclass(slots=True)
+class EmbedPart:
+    """Vectors the embedding worker computed: stored only for learnings that still exist, unedited."""
+
+    rows: list[tuple[str, list[float]]]
+
+
+Part = PutPart | OutcomePart | RelationPart | DeletePart | EmbedPart
+
+
+@dataclass(slots=True)
+class DerivedChanges:
+    """What derived data must learn from a commit."""
+
+    texts: list[tuple[str, str]]  # learnings put: (id, text to index and embed)
+    vectors: list[tuple[str, list[float]]]  # vectors stored
+    deleted: list[str]  # learnings gone
+    stale: list[str]  # learnings whose stored vector was dropped because their text changed
 
 
 class TierWrite:
@@ -84,6 +102,8 @@ class TierWrite:
                 ids.update(i for i, _ in part.attributions)
             elif isinstance(part, RelationPart):
                 ids.update((part.from_id, part.to_id))
+            elif isinstance(part, EmbedPart):
+                ids.update(i for i, _ in part.rows)
             else:
                 ids.add(part.learning_id)
                 deleted.add(part.learning_id)
@@ -106,6 +126,8 @@ class TierWrite:
         self.learning_put: dict[str, list[Any]] = {}
         self.usage_dirty: set[str] = set()
         self.confidence_dirty: set[str] = set()
+        self.texts: dict[str, str] = {}  # learnings put in this batch
+        self.vectors: dict[str, list[float] | None] = {}  # a vector to store, or None to drop a stale one
         self.applied: list[list[Any]] = []
 
     def _load_relations(self, ids: list[str]) -> None:
@@ -124,12 +146,15 @@ class TierWrite:
     def _exists(self, learning_id: str) -> bool:
         return self.created.get(learning_id) is not None
 
-    def apply(self, request_id: str, op: str, part: Part) -> dict[str, Any]:
+    def apply(self, request_id: str, op: str, part: Part, record: bool = True) -> dict[str, Any]:
         """Apply one part to the working copy; returns this tier's share of the reply.
 
+        `record` stores the request id with the reply (every client write; not the internal ones).
         Raises Rejected, leaving the working copy untouched, if the part cannot apply.
         """
-        if isinstance(part, PutPart):
+        if isinstance(part, EmbedPart):
+            reply = self._embed(part)
+        elif isinstance(part, PutPart):
             reply = self._put(part)
         elif isinstance(part, OutcomePart):
             reply = self._outcome(part)
@@ -137,7 +162,8 @@ class TierWrite:
             reply = self._relation(part)
         else:
             reply = self._delete(part)
-        self.applied.append([request_id, op, compact_json(reply), self.now])
+        if record:
+            self.applied.append([request_id, op, compact_json(reply), self.now])
         return reply
 
     def _put(self, part: PutPart) -> dict[str, Any]:
@@ -155,6 +181,11 @@ class TierWrite:
             self.created[lid] = created_at
             self.learning_put[lid] = learning_row(item, lid, self.confidence[lid], created_at, self.now)
             self.confidence_dirty.discard(lid)
+            self.texts[lid] = embedding_text(item.description, item.insight)
+            if item.embedding is not None:
+                self.vectors[lid] = normalise(item.embedding)[0].tolist()
+            elif not is_new:
+                self.vectors[lid] = None  # the text may have changed: its old vector would mislead
             reply["idx"].append(index)
             reply["ids"].append(lid)
             reply["created"].append(is_new)
@@ -186,6 +217,13 @@ class TierWrite:
         self.relations[key] = [*key, part.weight, self.now]
         return {}
 
+    def _embed(self, part: EmbedPart) -> dict[str, Any]:
+        for lid, vector in part.rows:
+            # a learning deleted or edited since it was queued gets no (stale) vector
+            if self._exists(lid) and lid not in self.texts:
+                self.vectors[lid] = vector
+        return {}
+
     def _delete(self, part: DeletePart) -> dict[str, Any]:
         lid = part.learning_id
         for key in self.stored_relations | set(self.relations):
@@ -198,6 +236,8 @@ class TierWrite:
         self.usage.pop(lid, None)
         self.usage_dirty.discard(lid)
         self.confidence_dirty.discard(lid)
+        self.texts.pop(lid, None)
+        self.vectors.pop(lid, None)
         return {"deleted": True}
 
     def script(self) -> tuple[str, dict[str, Any]]:
@@ -226,6 +266,16 @@ class TierWrite:
             [self.usage[lid].row(lid) for lid in sorted(self.usage_dirty)],
         )
         add(
+            put_script("learning_embeddings", ("learning_id", "embedding"), 1, "vec"),
+            "vec",
+            [[lid, vector] for lid, vector in self.vectors.items() if vector is not None],
+        )
+        add(
+            rm_script("learning_embeddings", ("learning_id",), "vec_gone"),
+            "vec_gone",
+            [[lid] for lid, vector in self.vectors.items() if vector is None],
+        )
+        add(
             rm_script("learning_relations", RELATION_COLS[:3], "rel_gone"),
             "rel_gone",
             [list(k) for k, row in self.relations.items() if row is None],
@@ -249,3 +299,12 @@ class TierWrite:
         """(learnings this commit adds, learnings it removes)."""
         now_exist = {lid for lid, created in self.created.items() if created is not None}
         return sorted(now_exist - self.existed), sorted(self.existed - now_exist)
+
+    def derived_changes(self) -> DerivedChanges:
+        """What the keyword and vector indexes must take from this commit."""
+        return DerivedChanges(
+            texts=list(self.texts.items()),
+            vectors=[(lid, v) for lid, v in self.vectors.items() if v is not None],
+            deleted=[lid for lid, created in self.created.items() if created is None],
+            stale=[lid for lid, v in self.vectors.items() if v is None],
+        )

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from protocol import constants as C
 from protocol.errors import RETRYABLE, DecodeError, ErrorCode, ProtocolError, ValidationFailed
-from protocol.models import REQUESTS
+from protocol.ops import REQUESTS
 
 _ENVELOPE_KEYS = frozenset({"v", "id", "op", "body"})
 

@@ -20,6 +20,9 @@ OP_OUTCOME_RECORD: Final = "outcome.record"
 OP_RELATION_PUT: Final = "relation.put"
 OP_RELATION_LIST: Final = "relation.list"
 OP_STATS: Final = "stats"
+OP_SEARCH: Final = "search"
+OP_REINDEX: Final = "index.rebuild"
+OP_REEMBED: Final = "embeddings.rebuild"
 
 # Operations that change stored data: they go through the write queue and are idempotent by request id.
 WRITE_OPS: Final = frozenset({OP_LEARNING_PUT, OP_LEARNING_DELETE, OP_OUTCOME_RECORD, OP_RELATION_PUT})
@@ -68,6 +71,18 @@ MAX_ATTRIBUTIONS_PER_OUTCOME: Final = 500
 MAX_LIST_LIMIT: Final = 1000
 DEFAULT_LIST_LIMIT: Final = 100
 MAX_AGENT_FIELD_CHARS: Final = 256
+
+# Embeddings (seed 000, decision 6): 384-dim, L2-normalised, from this model unless a client sends its own.
+EMBEDDING_DIM: Final = 384
+EMBEDDING_MODEL: Final = "all-MiniLM-L6-v2"
+
+# Search.
+SEARCH_MODES: Final = ("hybrid", "semantic", "keyword")
+DEFAULT_SEARCH_LIMIT: Final = 10
+MAX_SEARCH_LIMIT: Final = 100
+MAX_SEARCH_DEPTH: Final = 3
+MAX_QUERY_CHARS: Final = 2000
+EXPANSION_RELATIONS: Final = ("related_to", "derived_from", "specializes")
 
 # Learning defaults. A new learning's Beta prior carries PRIOR_STRENGTH pseudo-observations split by its
 # confidence, so confidence == alpha / (alpha + beta) holds from the start (0.5 gives seed 000's 1, 1).

@@ -80,6 +80,15 @@ OutcomeKind = Literal["helpful", "ignored", "contradicted"]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Source = Annotated[dict[str, Any], AfterValidator(_source), AfterValidator(_json_value(C.MAX_PATTERN_BYTES, "source"))]
 Pattern = Annotated[Any, AfterValidator(_json_value(C.MAX_PATTERN_BYTES, "pattern"))]
+
+
+def _nonzero(vector: list[float]) -> list[float]:
+    if not any(vector):
+        raise ValueError("an all-zero vector has no direction")
+    return vector
+
+
+Vector = Annotated[list[float], Field(min_length=C.EMBEDDING_DIM, max_length=C.EMBEDDING_DIM), AfterValidator(_nonzero)]
 Text = Annotated[str, Field(min_length=1)]
 ShortText = Annotated[str, Field(min_length=1, max_length=C.MAX_AGENT_FIELD_CHARS)]
 Millis = Annotated[int, Field(ge=0)]
@@ -127,6 +136,8 @@ class LearningIn(Body):
     pattern: Pattern = None
     confidence: Probability = C.DEFAULT_CONFIDENCE
     source: Source = Field(default_factory=lambda: {"type": C.DEFAULT_SOURCE_TYPE})
+    embedding: Vector | None = None
+    embedding_model: Literal["all-MiniLM-L6-v2"] | None = None
 
 
 class LearningPutRequest(Body):
@@ -278,9 +289,10 @@ class StatsRequest(Body):
 
 
 class Summary(Reply):
-    """Mean and 99th percentile of recent samples."""
+    """Mean, median and 99th percentile of recent samples."""
 
     mean: float
+    p50: float
     p99: float
     samples: int
 
@@ -312,30 +324,9 @@ class StatsReply(Reply):
     rss_mb: float
     cpu_percent: float
     uptime_s: float
-
-
-REQUESTS: dict[str, type[Body]] = {
-    C.OP_PING: PingRequest,
-    C.OP_HELLO: HelloRequest,
-    C.OP_LEARNING_PUT: LearningPutRequest,
-    C.OP_LEARNING_GET: LearningGetRequest,
-    C.OP_LEARNING_LIST: LearningListRequest,
-    C.OP_LEARNING_DELETE: LearningDeleteRequest,
-    C.OP_OUTCOME_RECORD: OutcomeRecordRequest,
-    C.OP_RELATION_PUT: RelationPutRequest,
-    C.OP_RELATION_LIST: RelationListRequest,
-    C.OP_STATS: StatsRequest,
-}
-
-REPLIES: dict[str, type[Reply]] = {
-    C.OP_PING: PingReply,
-    C.OP_HELLO: EmptyReply,
-    C.OP_LEARNING_PUT: LearningPutReply,
-    C.OP_LEARNING_GET: LearningGetReply,
-    C.OP_LEARNING_LIST: LearningListReply,
-    C.OP_LEARNING_DELETE: LearningDeleteReply,
-    C.OP_OUTCOME_RECORD: OutcomeRecordReply,
-    C.OP_RELATION_PUT: EmptyReply,
-    C.OP_RELATION_LIST: RelationListReply,
-    C.OP_STATS: StatsReply,
-}
+    embedder: str
+    embedding_queue_depth: int
+    embeddings_per_s: float
+    visibility_lag_ms: Summary
+    keyword_entries: int
+    vectors: int

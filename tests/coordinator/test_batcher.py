@@ -16,7 +16,8 @@ from coordinator.tiers import TierSet
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
-from protocol.models import REQUESTS, LearningGetRequest, RelationListRequest
+from protocol.models import LearningGetRequest, RelationListRequest
+from protocol.ops import REQUESTS
 from tests.helpers import learning
 
 NOW = 1_800_000_000_000

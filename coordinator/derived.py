@@ -1,0 +1,262 @@
+"""Derived data: the keyword index, one vector index per tier, and the embedding worker that feeds them.
+
+CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are rebuilt from
+`learning` and `learning_embeddings`, and learnings without an embedding are queued for the worker. After
+each commit the batcher reports what changed (`after_commit`) before the acks go out: keyword entries are
+updated at once; new texts go to the worker, which embeds them in batches and hands the vectors back to the
+batcher as an internal write, so `learning_embeddings` keeps one writer. A failure here never touches a
+source write: it only delays when a learning becomes findable by meaning.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from coordinator.embedder import Embedder, embedding_text
+from coordinator.errors import Rejected
+from coordinator.keywords import KeywordIndex
+from coordinator.metrics import summarize
+from coordinator.tiers import Tier, TierSet
+from coordinator.vectors import VectorIndex
+from coordinator.writes import DerivedChanges
+from protocol.errors import ErrorCode
+from protocol.search import RebuildRequest
+
+log = logging.getLogger(__name__)
+
+_BATCH = 64
+_PAGE = 5000  # rows read per query while rebuilding a tier's derived data
+_LAG_WINDOW = 2048
+# Learnings queued for embedding at most. Writes can outpace the model (≈ 250 texts/s here) for as long as
+# they like: past this bound new entries are not queued, and once the queue drains the worker looks up the
+# learnings still without a vector in CozoDB. Memory stays bounded and nothing is forgotten.
+_QUEUE_LIMIT = 50_000
+
+
+@dataclass(slots=True)
+class Pending:
+    """A learning waiting for its embedding; `since` is when its write committed (monotonic seconds)."""
+
+    tier: str
+    learning_id: str
+    text: str
+    since: float
+
+
+# Receives (tier, [(learning id, vector)]) and commits it through the batcher; False if the queue is full.
+StoreVectors = Callable[[str, list[tuple[str, list[float]]]], bool]
+
+
+class Derived:
+    """Keyword and vector indexes of the open tiers, and the embedding queue."""
+
+    def __init__(self, exact_limit: int, embeddings: bool) -> None:
+        self.keywords = KeywordIndex()
+        self.embeddings = embeddings  # whether a worker will embed what is queued
+        self.vectors: dict[str, VectorIndex] = {}
+        self.exact_limit = exact_limit
+        self.embedder: Embedder | None = None
+        self._queue: deque[Pending] = deque()
+        self._ready = threading.Condition()
+        self._lags: deque[float] = deque(maxlen=_LAG_WINDOW)
+        self._since: dict[str, float] = {}  # learning id -> commit time, while its vector is pending
+        self.embedded = 0
+        self._rate: deque[tuple[float, int]] = deque(maxlen=64)
+        self._tiers: dict[str, Tier] = {}
+        self._behind: set[str] = set()  # tiers with learnings left out of a full queue
+
+    # --- loading and change tracking ---------------------------------------------------------------
+
+    def load_tier(self, tier: Tier) -> None:
+        """Rebuild a tier's keyword entries and vectors from CozoDB; queue learnings lacking a vector."""
+        started = time.monotonic()
+        self._tiers[tier.name] = tier
+        self.keywords.drop_tier(tier.name)
+        index = VectorIndex(self.exact_limit)
+        self.vectors[tier.name] = index
+        texts: dict[str, str] = {}
+        for page in _pages(tier, "?[id, description, insight] := *learning{id, description, insight}"):
+            entries = [(lid, embedding_text(d, i)) for lid, d, i in page]
+            self.keywords.upsert(tier.name, entries)
+            texts.update(entries)
+        for page in _pages(tier, "?[id, embedding] := *learning_embeddings{learning_id: id, embedding}"):
+            live = [(lid, v) for lid, v in page if lid in texts]
+            if live:
+                index.upsert([lid for lid, _ in live], np.asarray([v for _, v in live], dtype=np.float32))
+        missing = [lid for lid in texts if lid not in index]
+        self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
+        log.info(
+            "derived data for tier %s: %d keyword entries, %d vectors (%s), %d to embed, %.0f ms",
+            tier.name,
+            len(texts),
+            len(index),
+            "hnsw" if index.uses_hnsw else "exact",
+            len(missing),
+            (time.monotonic() - started) * 1000,
+        )
+
+    def after_commit(self, tier: str, changes: DerivedChanges) -> None:
+        """What a commit changed: new or edited texts, vectors stored with it, learnings deleted."""
+        index = self.vectors.get(tier)
+        self.keywords.remove(changes.deleted)
+        if index is not None:
+            index.remove(changes.deleted + changes.stale)
+        self.keywords.upsert(tier, changes.texts)
+        if changes.vectors and index is not None:
+            ids = [lid for lid, _ in changes.vectors]
+            index.upsert(ids, np.asarray([v for _, v in changes.vectors], dtype=np.float32))
+            self._landed(ids)
+        given = {lid for lid, _ in changes.vectors}
+        waiting = [(lid, text) for lid, text in changes.texts if lid not in given]
+        self.enqueue(tier, waiting, since=time.monotonic())
+
+    def enqueue(self, tier: str, entries: list[tuple[str, str]], since: float | None) -> None:
+        """Queue learnings for embedding (a no-op without an embedder configured)."""
+        if not entries or not self.embeddings:
+            return
+        with self._ready:
+            room = _QUEUE_LIMIT - len(self._queue)
+            if room < len(entries):
+                self._behind.add(tier)
+            for lid, text in entries[: max(0, room)]:
+                self._queue.append(Pending(tier, lid, text, since if since is not None else time.monotonic()))
+                if since is not None:
+                    self._since[lid] = since
+            self._ready.notify()
+
+    def _landed(self, ids: list[str]) -> None:
+        now = time.monotonic()
+        with self._ready:
+            for lid in ids:
+                since = self._since.pop(lid, None)
+                if since is not None:
+                    self._lags.append((now - since) * 1000)
+
+    # --- the worker --------------------------------------------------------------------------------
+
+    def run_worker(self, load: Callable[[], Embedder], store: StoreVectors, stopping: threading.Event) -> None:
+        """Load the model, then embed queued learnings in batches until `stopping` is set."""
+        try:
+            self.embedder = load()
+        except Exception:
+            log.exception("the embedding model could not be loaded; search works by keywords only")
+            with self._ready:
+                self.embeddings = False
+                self._queue.clear()
+                self._since.clear()
+            return
+        while not stopping.is_set():
+            with self._ready:
+                behind = sorted(self._behind) if not self._queue else []
+                self._behind.difference_update(behind)
+            for name in behind:
+                self._catch_up(self._tiers[name])
+            with self._ready:
+                if not self._queue:
+                    self._ready.wait(0.2)
+                    continue
+                batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
+            try:
+                vectors = self.embedder.encode([p.text for p in batch])
+            except Exception:
+                log.exception("embedding %d learnings failed; they stay findable by keywords", len(batch))
+                continue
+            by_tier: dict[str, list[tuple[str, list[float]]]] = {}
+            for pending, vector in zip(batch, vectors, strict=True):
+                by_tier.setdefault(pending.tier, []).append((pending.learning_id, vector.tolist()))
+            for tier, rows in by_tier.items():
+                while not store(tier, rows) and not stopping.is_set():
+                    time.sleep(0.05)  # the write queue is full: the source writes go first
+            with self._ready:
+                self.embedded += len(batch)
+                self._rate.append((time.monotonic(), self.embedded))
+
+    # --- figures -----------------------------------------------------------------------------------
+
+    def _catch_up(self, tier: Tier) -> None:
+        rows = tier.run(
+            "?[id, description, insight] := *learning{id, description, insight}, "
+            f"not *learning_embeddings{{learning_id: id}} :limit {_QUEUE_LIMIT}"
+        )
+        log.info("tier %s: %d learnings without a vector queued for embedding", tier.name, len(rows))
+        self.enqueue(tier.name, [(lid, embedding_text(d, i)) for lid, d, i in rows], since=None)
+
+    def requeue(self, tier: Tier) -> int:
+        """Queue every learning of a tier for embedding again (after a model change); returns how many."""
+        count = 0
+        for page in _pages(tier, "?[id, description, insight] := *learning{id, description, insight}"):
+            self.enqueue(tier.name, [(lid, embedding_text(d, i)) for lid, d, i in page], since=None)
+            count += len(page)
+        return count
+
+    def status(self) -> str:
+        """The embedder's state for `stats`: its model name, "loading", or "none"."""
+        if self.embedder is not None:
+            return self.embedder.name
+        return "loading" if self.embeddings else "none"
+
+    def queue_depth(self) -> int:
+        """Learnings waiting for an embedding."""
+        return len(self._queue)
+
+    def embeddings_per_s(self) -> float:
+        """Recent embedding throughput."""
+        with self._ready:
+            if len(self._rate) < 2:
+                return 0.0
+            (t0, n0), (t1, n1) = self._rate[0], self._rate[-1]
+        return (n1 - n0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def lag_summary(self) -> dict[str, float]:
+        """Visibility lag (commit -> searchable by meaning), milliseconds, over recent learnings."""
+        with self._ready:
+            samples = list(self._lags)
+        return summarize(samples)
+
+
+def _pages(tier: Tier, script: str) -> Iterator[list[list[Any]]]:
+    """A whole relation, _PAGE rows at a time, so a large tier's vectors never sit in memory as lists at once."""
+    offset = 0
+    while True:
+        rows = tier.run(f"{script} :order id :limit {_PAGE} :offset {offset}")
+        if rows:
+            yield rows
+        if len(rows) < _PAGE:
+            return
+        offset += _PAGE
+
+
+def rebuild_index(tiers: TierSet, derived: Derived, body: RebuildRequest) -> dict[str, Any]:
+    """`index.rebuild`: rebuild keyword entries and vectors of the named tiers (default all) from CozoDB."""
+    chosen = _chosen(tiers, body)
+    for tier in chosen:
+        derived.load_tier(tier)
+    return {"tiers": [t.name for t in chosen], "count": sum(len(derived.vectors[t.name]) for t in chosen)}
+
+
+def reembed(tiers: TierSet, derived: Derived, body: RebuildRequest) -> dict[str, Any]:
+    """`embeddings.rebuild`: queue every learning of the named tiers (default all) for a new embedding."""
+    if not derived.embeddings:
+        raise Rejected(ErrorCode.BAD_REQUEST, "this coordinator runs without an embedder (--embedder none)")
+    chosen = _chosen(tiers, body)
+    return {"tiers": [t.name for t in chosen], "count": sum(derived.requeue(t) for t in chosen)}
+
+
+def _chosen(tiers: TierSet, body: RebuildRequest) -> list[Tier]:
+    if body.tiers is None:
+        return tiers.open_all()
+    chosen = []
+    for name in body.tiers:
+        tier = tiers.get(name, create=False)
+        if tier is None:
+            raise Rejected(ErrorCode.NOT_FOUND, f"no tier {name!r} in this data directory")
+        chosen.append(tier)
+    return chosen

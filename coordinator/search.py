@@ -1,0 +1,196 @@
+"""The `search` operation: semantic and keyword candidates fused by rank, weighed by confidence, filtered,
+optionally expanded over relations, each result with a line saying why it is there.
+
+Ranking: each candidate list (semantic by cosine similarity, keyword by BM25) is cut to a pool of
+`max(50, 5 * limit)`, semantic matches below cosine 0.15 left out. A candidate scores
+`sum(1 / (60 + rank))` over the lists it appears in (reciprocal rank fusion, ranks from 1), times
+`0.5 + confidence`, so a proven learning outranks an equally relevant unproven one. Only the tiers the
+context allows are read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.derived import Derived
+from coordinator.embedder import Vectors, normalise
+from coordinator.records import JOINED_BODY, JOINED_HEAD, learning_wire
+from coordinator.tiers import Tier, TierSet
+from protocol import constants as C
+from protocol.search import SearchRequest
+
+_RRF_K = 60
+# Below this cosine similarity a vector match says nothing (unrelated MiniLM texts score around 0-0.1), so it
+# is not a semantic candidate: tiny tiers would otherwise return everything, and noise would crowd expansion.
+_SEMANTIC_FLOOR = 0.15
+_MIN_POOL = 50
+_HOP_DECAY = 0.5
+
+
+@dataclass
+class Candidate:
+    """One learning on its way to the results."""
+
+    learning_id: str
+    tier: str
+    semantic: tuple[int, float] | None = None  # (rank, cosine)
+    keyword: tuple[int, list[str]] | None = None  # (rank, matched words)
+    via: str | None = None  # "related_to from <id>" for learnings reached by expansion
+    score: float = 0.0
+    row: dict[str, Any] = field(default_factory=dict)
+
+    def fused(self) -> float:
+        """Reciprocal rank fusion of the lists this learning appears in."""
+        total = 0.0
+        if self.semantic is not None:
+            total += 1.0 / (_RRF_K + self.semantic[0])
+        if self.keyword is not None:
+            total += 1.0 / (_RRF_K + self.keyword[0])
+        return total
+
+    def reasoning(self) -> str:
+        """One short line: which signals found it, and how."""
+        parts = []
+        if self.semantic is not None:
+            parts.append(f"semantic {self.semantic[1]:.2f}")
+        if self.keyword is not None:
+            words = ", ".join(f"'{w}'" for w in self.keyword[1][:3])
+            parts.append(f"keyword {words}" if words else "keyword")
+        line = ", ".join(parts)
+        if self.via is not None:
+            line = f"{line}; via {self.via}" if line else f"via {self.via}"
+        return f"{line}; confidence {self.row['confidence']:.2f}"
+
+
+def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, Any]:
+    """The `search` reply body."""
+    read = [t for name in body.context.tiers() if (t := tiers.get(name, create=False)) is not None]
+    by_name = {t.name: t for t in read}
+    pool = max(_MIN_POOL, 5 * body.limit)
+    found: dict[str, Candidate] = {}
+    query = _query_vector(derived, body)
+    if query is not None and body.mode != "keyword":
+        hits = [
+            (lid, score, t.name)
+            for t in read
+            if t.name in derived.vectors
+            for lid, score in derived.vectors[t.name].search(query, pool)
+        ]
+        hits.sort(key=lambda h: -h[1])
+        hits = [h for h in hits if h[1] >= _SEMANTIC_FLOOR]
+        for rank, (lid, score, tier) in enumerate(hits[:pool], start=1):
+            found[lid] = Candidate(lid, tier, semantic=(rank, score))
+    # Keywords run in hybrid and keyword mode, and stand in for semantic search when no vector is to be had.
+    if body.text is not None and (body.mode != "semantic" or query is None):
+        for rank, (lid, tier, _, words) in enumerate(derived.keywords.search(body.text, list(by_name), pool), 1):
+            found.setdefault(lid, Candidate(lid, tier)).keyword = (rank, words)
+    results = _admit(by_name, body, list(found.values()))
+    for c in results:
+        c.score = c.fused() * (0.5 + c.row["confidence"])
+    results.sort(key=lambda c: -c.score)
+    results = results[: body.limit]
+    if body.depth:
+        results += _expand(by_name, body, results, {c.learning_id for c in found.values()})
+        results.sort(key=lambda c: -c.score)
+        results = results[: body.limit]
+    return {
+        "results": [{"learning": c.row, "score": c.score, "tier": c.tier, "reasoning": c.reasoning()} for c in results]
+    }
+
+
+def _query_vector(derived: Derived, body: SearchRequest) -> Vectors | None:
+    if body.vector is not None:
+        given: Vectors = normalise(body.vector)[0]
+        return given
+    if body.text is None or body.mode == "keyword" or derived.embedder is None:
+        return None
+    vector: Vectors = derived.embedder.encode([body.text])[0]
+    return vector
+
+
+def _admit(by_name: dict[str, Tier], body: SearchRequest, candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates that exist and pass the filters, with their stored rows filled in."""
+    admitted = []
+    for tier_name, tier in by_name.items():
+        mine = {c.learning_id: c for c in candidates if c.tier == tier_name}
+        if not mine:
+            continue
+        rows = tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}", {"ids": list(mine)})
+        for row in rows:
+            learning = learning_wire(row, tier_name)
+            if _passes(body, learning):
+                mine[learning["id"]].row = learning
+                admitted.append(mine[learning["id"]])
+    if not body.include_superseded and admitted:
+        superseded = _superseded(by_name, [c.learning_id for c in admitted])
+        admitted = [c for c in admitted if c.learning_id not in superseded]
+    return admitted
+
+
+def _passes(body: SearchRequest, learning: dict[str, Any]) -> bool:
+    if body.scope_prefix is not None and not learning["scope"].startswith(body.scope_prefix):
+        return False
+    if body.category is not None and learning["category"] != body.category:
+        return False
+    if body.since is not None and learning["created_at"] < body.since:
+        return False
+    if body.until is not None and learning["created_at"] > body.until:
+        return False
+    return body.min_confidence is None or learning["confidence"] >= body.min_confidence
+
+
+def _superseded(by_name: dict[str, Tier], ids: list[str]) -> set[str]:
+    """Which of these learnings another learning supersedes (the relation may live in any tier read)."""
+    gone: set[str] = set()
+    for tier in by_name.values():
+        rows = tier.run(
+            "?[to_id] := to_id in $ids, *learning_relations:by_to{to_id, from_id, relation_type}, "
+            "relation_type = 'supersedes'",
+            {"ids": ids},
+        )
+        gone.update(row[0] for row in rows)
+    return gone
+
+
+def _expand(by_name: dict[str, Tier], body: SearchRequest, hits: list[Candidate], seen: set[str]) -> list[Candidate]:
+    """Learnings up to `depth` hops from the hits over related_to, derived_from and specializes, either way."""
+    added: list[Candidate] = []
+    frontier = list(hits)
+    seen = seen | {c.learning_id for c in hits}
+    types = list(C.EXPANSION_RELATIONS)
+    for _ in range(body.depth):
+        if not frontier:
+            break
+        parents = {c.learning_id: c for c in frontier}
+        reached: dict[str, Candidate] = {}
+        for tier in by_name.values():
+            rows = tier.run(
+                "?[a, t, b] := a in $ids, t in $types, "
+                "*learning_relations{from_id: a, relation_type: t, to_id: b}\n"
+                "?[a, t, b] := a in $ids, t in $types, "
+                "*learning_relations:by_to{to_id: a, from_id: b, relation_type: t}",
+                {"ids": list(parents), "types": types},
+            )
+            for parent_id, relation, other in rows:
+                if other in seen or other in reached:
+                    continue
+                parent = parents[parent_id]
+                owner = _owner(by_name, other)
+                if owner is None:  # outside the tiers this context may read
+                    continue
+                reached[other] = Candidate(
+                    other, owner, via=f"{relation} from {parent_id}", score=parent.score * _HOP_DECAY
+                )
+        admitted = _admit(by_name, body, list(reached.values()))
+        seen |= set(reached)
+        added += admitted
+        frontier = admitted
+    return added
+
+
+def _owner(by_name: dict[str, Tier], learning_id: str) -> str | None:
+    for name, tier in by_name.items():
+        if tier.run("?[id] := id = $id, *learning{id}", {"id": learning_id}):
+            return name
+    return None

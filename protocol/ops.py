@@ -1,0 +1,35 @@
+"""Every operation by name, with the model its request body must match (protocol version 1)."""
+
+from __future__ import annotations
+
+from protocol import constants as C
+from protocol.models import (
+    Body,
+    HelloRequest,
+    LearningDeleteRequest,
+    LearningGetRequest,
+    LearningListRequest,
+    LearningPutRequest,
+    OutcomeRecordRequest,
+    PingRequest,
+    RelationListRequest,
+    RelationPutRequest,
+    StatsRequest,
+)
+from protocol.search import RebuildRequest, SearchRequest
+
+REQUESTS: dict[str, type[Body]] = {
+    C.OP_PING: PingRequest,
+    C.OP_HELLO: HelloRequest,
+    C.OP_LEARNING_PUT: LearningPutRequest,
+    C.OP_LEARNING_GET: LearningGetRequest,
+    C.OP_LEARNING_LIST: LearningListRequest,
+    C.OP_LEARNING_DELETE: LearningDeleteRequest,
+    C.OP_OUTCOME_RECORD: OutcomeRecordRequest,
+    C.OP_RELATION_PUT: RelationPutRequest,
+    C.OP_RELATION_LIST: RelationListRequest,
+    C.OP_STATS: StatsRequest,
+    C.OP_SEARCH: SearchRequest,
+    C.OP_REINDEX: RebuildRequest,
+    C.OP_REEMBED: RebuildRequest,
+}

@@ -1,0 +1,91 @@
+"""Models of the semantic-memory operations: `search`, `index.rebuild` and `embeddings.rebuild`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from protocol import constants as C
+from protocol.models import Body, Category, LearningOut, Millis, Probability, Reply, Tier, Vector
+from protocol.scopes import validate_tier
+
+
+class SearchContext(Body):
+    """Which tiers a search reads: always the user tier, plus a project's and an enterprise's if named."""
+
+    project: Annotated[str, Field(min_length=1, max_length=C.MAX_SCOPE_CHARS)] | None = None
+    enterprise: Annotated[str, Field(min_length=1, max_length=C.MAX_ORG_CHARS)] | None = None
+
+    @model_validator(mode="after")
+    def _valid_names(self) -> SearchContext:
+        if self.project is not None:
+            validate_tier(C.TIER_PROJECT_PREFIX + self.project)
+        if self.enterprise is not None:
+            validate_tier(C.TIER_ENTERPRISE_PREFIX + self.enterprise)
+        return self
+
+    def tiers(self) -> list[str]:
+        """The tier names this context reads, user tier first."""
+        names = [C.TIER_USER]
+        if self.project is not None:
+            names.append(C.TIER_PROJECT_PREFIX + self.project)
+        if self.enterprise is not None:
+            names.append(C.TIER_ENTERPRISE_PREFIX + self.enterprise)
+        return names
+
+
+class SearchRequest(Body):
+    """`search`: learnings by meaning and by words, ranked, filtered, optionally expanded over relations."""
+
+    text: Annotated[str, Field(min_length=1, max_length=C.MAX_QUERY_CHARS)] | None = None
+    vector: Vector | None = None
+    limit: Annotated[int, Field(ge=1, le=C.MAX_SEARCH_LIMIT)] = C.DEFAULT_SEARCH_LIMIT
+    context: SearchContext = Field(default_factory=SearchContext)
+    scope_prefix: Annotated[str, Field(max_length=C.MAX_SCOPE_CHARS)] | None = None
+    category: Category | None = None
+    since: Millis | None = None
+    until: Millis | None = None
+    min_confidence: Probability | None = None
+    depth: Annotated[int, Field(ge=0, le=C.MAX_SEARCH_DEPTH)] = 0
+    include_superseded: bool = False
+    include_archived: bool = False
+    mode: Literal["hybrid", "semantic", "keyword"] = "hybrid"
+
+    @model_validator(mode="after")
+    def _coherent(self) -> SearchRequest:
+        if self.text is None and self.vector is None:
+            raise ValueError("give 'text', 'vector' or both")
+        if self.mode == "keyword" and self.text is None:
+            raise ValueError("mode 'keyword' needs 'text'")
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise ValueError("'since' is after 'until'")
+        return self
+
+
+class SearchHit(Reply):
+    """One result: the learning, its fused score, its tier and why it is there."""
+
+    learning: LearningOut
+    score: float
+    tier: str
+    reasoning: str
+
+
+class SearchReply(Reply):
+    """Results, best first."""
+
+    results: list[SearchHit]
+
+
+class RebuildRequest(Body):
+    """`index.rebuild` / `embeddings.rebuild`: for the named tiers (default every tier on disk)."""
+
+    tiers: list[Tier] | None = None
+
+
+class RebuildReply(Reply):
+    """How much work was started: vectors indexed, or learnings queued for embedding."""
+
+    tiers: list[str]
+    count: int
