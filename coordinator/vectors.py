@@ -84,6 +84,12 @@ class VectorIndex:
                     self._hnsw.mark_deleted(last)
                 self._ids.pop()
 
+    def similarity(self, learning_id: str, query: Vectors) -> float | None:
+        """Cosine similarity of one learning to the query; None if it has no vector."""
+        with self._lock:
+            row = self._rows.get(learning_id)
+            return None if row is None else float(self._matrix[row] @ query.reshape(-1))
+
     def search(self, query: Vectors, k: int) -> list[tuple[str, float]]:
         """The `k` nearest learnings by cosine similarity, best first."""
         with self._lock:
