@@ -184,12 +184,32 @@ class GrooveClient:
         project: str | None = None,
         enterprise: str | None = None,
         mode: str | None = None,
-        **filters: Any,
+        scope_prefix: str | None = None,
+        category: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        min_confidence: float | None = None,
+        depth: int | None = None,
+        include_superseded: bool | None = None,
+        include_archived: bool | None = None,
     ) -> list[SearchHit]:
-        """Learnings by meaning and words; `filters` are the protocol's other search fields (scope_prefix,
-        category, since, until, min_confidence, depth, include_superseded, include_archived)."""
+        """Learnings by meaning and words, best first; see PROTOCOL.md `search` for each field."""
         context = _clean(project=project, enterprise=enterprise)
-        body = _clean(text=text, vector=vector, limit=limit, mode=mode, context=context or None, **filters)
+        body = _clean(
+            text=text,
+            vector=vector,
+            limit=limit,
+            mode=mode,
+            context=context or None,
+            scope_prefix=scope_prefix,
+            category=category,
+            since=since,
+            until=until,
+            min_confidence=min_confidence,
+            depth=depth,
+            include_superseded=include_superseded,
+            include_archived=include_archived,
+        )
         return SearchReply.model_validate(self.call(C.OP_SEARCH, body)).results
 
     def reindex(self, tiers: list[str] | None = None) -> RebuildReply:

@@ -348,7 +348,8 @@ class Coordinator:
         rss_mb, cpu = self.metrics.resources()
         return {
             "tiers": [{"tier": t.name, "learnings": t.learnings, "path": str(t.path)} for t in self.tiers.opened()],
-            "tiers_on_disk": len(self.tiers.on_disk()),
+            "tiers_on_disk": len(disk := self.tiers.on_disk()),
+            "disk_tiers": disk,
             "write_queue_depth": self.batcher.queue.qsize(),
             "write_queue_capacity": self.batcher.capacity,
             "batches_committed": self.metrics.batches_committed,

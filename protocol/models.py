@@ -310,6 +310,7 @@ class StatsReply(Reply):
 
     tiers: list[TierStats]
     tiers_on_disk: int
+    disk_tiers: list[str]
     write_queue_depth: int
     write_queue_capacity: int
     batches_committed: int

@@ -100,3 +100,26 @@ def test_serve_explains_an_unusable_data_dir_or_endpoint(tmp_path: Path, coordin
     assert taken.returncode == 2
     assert f"cannot listen on {coordinator.endpoint}" in taken.stderr
     assert "Traceback" not in result.stderr + taken.stderr
+
+
+def test_search_and_reindex(coordinator: RunningCoordinator) -> None:
+    ep = ("--endpoint", coordinator.endpoint)
+    lid = json.loads(
+        run_groove(*ep, "learn", "the socket test is flaky under load", "--scope", "project:/srv/api", "--json").stdout
+    )["id"]
+    assert run_groove(*ep, "search", "flaky socket").stdout.strip() == "no learnings found"  # user tier only
+    shown = run_groove(*ep, "search", "flaky socket", "--project", "/srv/api")
+    assert "keyword 'flaky', 'socket'" in shown.stdout
+    assert lid in shown.stdout
+    hits = json.loads(run_groove(*ep, "search", "flaky", "--project", "/srv/api", "--json").stdout)
+    assert [h["learning"]["id"] for h in hits] == [lid]
+    rebuilt = run_groove(*ep, "reindex")
+    assert rebuilt.returncode == 0
+    assert rebuilt.stdout.startswith("rebuilt 2 tier(s)")
+    assert "rebuilding indexes" in rebuilt.stderr
+    refused = run_groove(*ep, "reembed")
+    assert refused.returncode == 1
+    assert "without an embedder" in refused.stderr
+    bad = run_groove(*ep, "search", "x", "--project", "")
+    assert bad.returncode == 1
+    assert "bad_request" in bad.stderr

@@ -88,3 +88,18 @@ def test_without_a_model_hybrid_search_falls_back_to_keywords(
     hits = client.search("first failure")
     assert [h.learning.id for h in hits] == [lid]
     assert client.stats().embedder == "none"
+
+
+@pytest.mark.slow
+def test_reembed_recomputes_every_vector(semantic: tuple[GrooveClient, list[str]]) -> None:
+    client, ids = semantic
+    before = client.stats().vectors
+    reply = client.reembed()
+    assert reply.count >= len(ids)
+    deadline = time.monotonic() + 180
+    while client.stats().embedding_queue_depth:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert client.stats().vectors == before
+    pair = PAIRS[0]
+    assert client.search(pair["query"], limit=3, mode="semantic")[0].learning.id == ids[0]
