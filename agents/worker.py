@@ -4,7 +4,9 @@ Workloads:
 - `basic`: a seeded mix of writing learnings (50 %), recording outcomes on learnings it wrote (30 %) and
   reading them back to check their content (20 %); at the end it reads back every learning it was told
   was stored.
-- `writes`: single-learning `learning.put` requests only, `in_flight` at a time (the write benchmark).
+- `writes`: single-learning `learning.put` requests only, `in_flight` at a time or paced at `rate` per
+  second (the write benchmarks).
+- `search`: vector searches with random query vectors, `in_flight` at a time (the search benchmark).
 
 The report is one JSON object; `latencies_file` receives every acked write's latency in milliseconds and
 `acked_file` the ids of the learnings acked and the outcomes acked per learning (for loss checks).
@@ -74,6 +76,7 @@ class Report:
     writes: int = 0
     outcomes: int = 0
     reads: int = 0
+    searches: int = 0
     errors: int = 0
     mismatches: int = 0
     verified: int = 0
@@ -104,6 +107,7 @@ class WorkerSpec:
     latencies_file: Path | None = None
     acked_file: Path | None = None
     start_at: float | None = None  # wall-clock time to begin at, so many workers share one window
+    rate: float | None = None  # operations per second to pace the writes workload at (default: flat out)
 
 
 class _Run:
@@ -125,8 +129,10 @@ class _Run:
 
     def writes(self) -> None:
         r = self.report
-        chunk = self.spec.in_flight * 8
+        chunk = 1 if self.spec.rate else self.spec.in_flight * 8
         while self.more(r.writes + r.errors):
+            if self.spec.rate:
+                time.sleep(max(0.0, self.began + (r.writes + r.errors) / self.spec.rate - time.monotonic()))
             n = min(chunk, self.limit - r.writes - r.errors)
             calls = [
                 (C.OP_LEARNING_PUT, {"learnings": [learning_text(self.rng, self.rng.choice(self.spec.scopes))]})
@@ -140,6 +146,25 @@ class _Run:
                 r.writes += 1
                 self.latencies.append(result.latency_s)
                 self.acked[result.body["ids"][0]] = 0
+
+    def searches(self) -> None:
+        """Vector searches with random unit query vectors, `in_flight` at a time."""
+        r = self.report
+        while self.more(r.searches + r.errors):
+            calls = [
+                (C.OP_SEARCH, {"vector": self._random_unit(), "limit": 10}) for _ in range(self.spec.in_flight * 8)
+            ]
+            for result in self.client.call_many(calls, window=self.spec.in_flight):
+                if result.error is not None:
+                    r.error(result.error)
+                else:
+                    r.searches += 1
+                    self.latencies.append(result.latency_s)
+
+    def _random_unit(self) -> list[float]:
+        v = [self.rng.gauss(0.0, 1.0) for _ in range(C.EMBEDDING_DIM)]
+        norm = sum(x * x for x in v) ** 0.5
+        return [x / norm for x in v]
 
     def basic(self) -> None:
         r, rng, client = self.report, self.rng, self.client
@@ -193,8 +218,8 @@ def run_worker(spec: WorkerSpec) -> Report:
         if spec.start_at is not None:
             time.sleep(max(0.0, spec.start_at - time.time()))
         run = _Run(spec, client)
-        if spec.workload == "writes":
-            run.writes()
+        if spec.workload in ("writes", "search"):
+            run.writes() if spec.workload == "writes" else run.searches()
             run.report.elapsed_s = time.monotonic() - run.began
         else:
             run.basic()

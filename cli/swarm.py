@@ -28,7 +28,8 @@ def groove_argv(*args: str) -> list[str]:
 
 @click.command(name="agent")
 @click.option("--agent-id", default=lambda: f"agent-{os.getpid()}", help="Name in the coordinator's registry.")
-@click.option("--workload", type=click.Choice(["basic", "writes"]), default="basic", show_default=True)
+@click.option("--workload", type=click.Choice(["basic", "writes", "search"]), default="basic", show_default=True)
+@click.option("--rate", type=click.FloatRange(0.1), help="Writes per second to pace the writes workload at.")
 @click.option("--duration", type=click.FloatRange(0.1), help="Seconds to run.")
 @click.option("--count", type=click.IntRange(1), help="Operations to run (whichever limit comes first).")
 @click.option(

@@ -32,7 +32,7 @@ from protocol.search import RebuildRequest
 
 log = logging.getLogger(__name__)
 
-_BATCH = 64
+_BATCH = 256  # texts per encode call: the model sorts them by length, so bigger calls pad less
 _PAGE = 5000  # rows read per query while rebuilding a tier's derived data
 _LAG_WINDOW = 2048
 # Learnings queued for embedding at most. Writes can outpace the model (≈ 250 texts/s here) for as long as
