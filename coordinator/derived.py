@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 _BATCH = 256  # texts per encode call: the model sorts them by length, so bigger calls pad less
 _PAGE = 5000  # rows read per query while rebuilding a tier's derived data
 _LAG_WINDOW = 2048
+_PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier loads
 # Learnings queued for embedding at most. Writes can outpace the model (≈ 250 texts/s here) for as long as
 # they like: past this bound new entries are not queued, and once the queue drains the worker looks up the
 # learnings still without a vector in CozoDB. Memory stays bounded and nothing is forgotten.
@@ -91,6 +92,8 @@ class Derived:
             live = [(lid, v) for lid, v in page if lid in texts]
             if live:
                 index.upsert([lid for lid, _ in live], np.asarray([v for _, v in live], dtype=np.float32))
+            if len(index) % _PROGRESS_EVERY < len(live):
+                log.info("tier %s: %d of %d vectors loaded", tier.name, len(index), len(texts))
         missing = [lid for lid in texts if lid not in index]
         self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
         log.info(

