@@ -44,12 +44,11 @@ _QUEUE_LIMIT = 50_000
 
 @dataclass(slots=True)
 class Pending:
-    """A learning waiting for its embedding; `since` is when its write committed (monotonic seconds)."""
+    """A learning waiting for its embedding."""
 
     tier: str
     learning_id: str
     text: str
-    since: float
 
 
 # Receives (tier, [(learning id, vector)]) and commits it through the batcher; False if the queue is full.
@@ -110,6 +109,9 @@ class Derived:
         """What a commit changed: new or edited texts, vectors stored with it, learnings deleted."""
         index = self.vectors.get(tier)
         self.keywords.remove(changes.deleted)
+        with self._ready:
+            for lid in changes.deleted:
+                self._since.pop(lid, None)
         if index is not None:
             index.remove(changes.deleted + changes.stale)
         self.keywords.upsert(tier, changes.texts)
@@ -122,7 +124,10 @@ class Derived:
         self.enqueue(tier, waiting, since=time.monotonic())
 
     def enqueue(self, tier: str, entries: list[tuple[str, str]], since: float | None) -> None:
-        """Queue learnings for embedding (a no-op without an embedder configured)."""
+        """Queue learnings for embedding (a no-op without an embedder configured).
+
+        `since` is when their write committed; their visibility lag is measured from it (None: not measured).
+        """
         if not entries or not self.embeddings:
             return
         with self._ready:
@@ -130,7 +135,7 @@ class Derived:
             if room < len(entries):
                 self._behind.add(tier)
             for lid, text in entries[: max(0, room)]:
-                self._queue.append(Pending(tier, lid, text, since if since is not None else time.monotonic()))
+                self._queue.append(Pending(tier, lid, text))
                 if since is not None:
                     self._since[lid] = since
             self._ready.notify()
