@@ -83,8 +83,7 @@ class Derived:
         index = VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
         texts: dict[str, str] = {}
-        for page in _pages(tier, "?[id, description, insight] := *learning{id, description, insight}"):
-            entries = [(lid, embedding_text(d, i)) for lid, d, i in page]
+        for entries in _texts(tier):
             self.keywords.upsert(tier.name, entries)
             texts.update(entries)
         for page in _pages(tier, "?[id, embedding] := *learning_embeddings{learning_id: id, embedding}"):
@@ -200,9 +199,9 @@ class Derived:
     def requeue(self, tier: Tier) -> int:
         """Queue every learning of a tier for embedding again (after a model change); returns how many."""
         count = 0
-        for page in _pages(tier, "?[id, description, insight] := *learning{id, description, insight}"):
-            self.enqueue(tier.name, [(lid, embedding_text(d, i)) for lid, d, i in page], since=None)
-            count += len(page)
+        for entries in _texts(tier):
+            self.enqueue(tier.name, entries, since=None)
+            count += len(entries)
         return count
 
     def status(self) -> str:
@@ -228,6 +227,12 @@ class Derived:
         with self._ready:
             samples = list(self._lags)
         return summarize(samples)
+
+
+def _texts(tier: Tier) -> Iterator[list[tuple[str, str]]]:
+    """Every learning of a tier as (id, the text it is embedded and indexed by), a page at a time."""
+    for page in _pages(tier, "?[id, description, insight] := *learning{id, description, insight}"):
+        yield [(lid, embedding_text(d, i)) for lid, d, i in page]
 
 
 def _pages(tier: Tier, script: str) -> Iterator[list[list[Any]]]:
