@@ -170,6 +170,7 @@ def swarm_command(
                     f"  {now - started:5.1f}s  writes {s.writes_committed:7d} ({rate:6.0f}/s)  "
                     f"queue {s.write_queue_depth:4d}  batch {s.batch_size.mean:5.1f}  "
                     f"commit p99 {s.commit_ms.p99:6.2f} ms  agents {s.agents_alive}/{s.agents_known}  "
+                    f"embed queue {s.embedding_queue_depth:5d}  "
                     f"RSS {s.rss_mb:4.0f} MB  CPU {s.cpu_percent:3.0f}%",
                     err=True,
                 )
