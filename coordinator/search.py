@@ -19,7 +19,7 @@ from typing import Any
 from coordinator.derived import Derived
 from coordinator.embedder import Vectors, normalise
 from coordinator.keywords import query_terms
-from coordinator.records import JOINED_BODY, JOINED_HEAD, learning_wire
+from coordinator.records import JOINED_BODY, JOINED_HEAD, LEARNING_COLS, learning_wire
 from coordinator.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.search import SearchRequest
@@ -31,6 +31,7 @@ _KEYWORD_ONLY = 0.6
 _SEMANTIC_FLOOR = 0.15
 _MIN_POOL = 50
 _HOP_DECAY = 0.5
+_COL = {name: i for i, name in enumerate(LEARNING_COLS)}
 
 
 @dataclass
@@ -43,7 +44,13 @@ class Candidate:
     keyword: tuple[list[str], float] | None = None  # (query words it contains, their share of the query)
     via: str | None = None  # "related_to from <id>" for learnings reached by expansion
     score: float = 0.0
-    row: dict[str, Any] = field(default_factory=dict)
+    row: list[Any] = field(default_factory=list)  # the stored row (JOINED_HEAD order), decoded only if returned
+
+    @property
+    def confidence(self) -> float:
+        """The learning's stored confidence."""
+        value: float = self.row[_COL["confidence"]]
+        return value
 
     def relevance(self) -> float:
         """Cosine plus a keyword bonus; keyword share alone for a learning without a vector."""
@@ -63,7 +70,7 @@ class Candidate:
         line = ", ".join(parts)
         if self.via is not None:
             line = f"{line}; via {self.via}" if line else f"via {self.via}"
-        return f"{line}; confidence {self.row['confidence']:.2f}"
+        return f"{line}; confidence {self.confidence:.2f}"
 
 
 def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, Any]:
@@ -98,17 +105,16 @@ def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, A
                     # outside the semantic pool but embedded: its own cosine, not the keyword-only rule
                     candidate.semantic = index.similarity(lid, query) if query is not None else None
             candidate.keyword = (words, len(words) / terms)
-    results = _admit(by_name, body, list(found.values()))
-    for c in results:
-        c.score = c.relevance() * (0.8 + 0.4 * c.row["confidence"])
-    results.sort(key=lambda c: -c.score)
-    results = results[: body.limit]
+    results = _best(by_name, body, list(found.values()))
     if body.depth:
         results += _expand(by_name, body, results, {c.learning_id for c in found.values()})
         results.sort(key=lambda c: -c.score)
         results = results[: body.limit]
     return {
-        "results": [{"learning": c.row, "score": c.score, "tier": c.tier, "reasoning": c.reasoning()} for c in results]
+        "results": [
+            {"learning": learning_wire(c.row, c.tier), "score": c.score, "tier": c.tier, "reasoning": c.reasoning()}
+            for c in results
+        ]
     }
 
 
@@ -122,35 +128,61 @@ def _query_vector(derived: Derived, body: SearchRequest) -> Vectors | None:
     return vector
 
 
+def _best(by_name: dict[str, Tier], body: SearchRequest, candidates: list[Candidate]) -> list[Candidate]:
+    """The `limit` best admitted candidates by score.
+
+    Rows are fetched most relevant first, a few at a time: confidence scales a relevance by 0.8 to 1.2, so
+    once the limit is filled and the next candidate's relevance times 1.2 cannot beat the weakest score
+    kept, no later candidate can either, and the rest are never read.
+    """
+    candidates.sort(key=lambda c: -c.relevance())
+    kept: list[Candidate] = []
+    step = 2 * body.limit + 8
+    for start in range(0, len(candidates), step):
+        if len(kept) >= body.limit and candidates[start].relevance() * 1.2 <= kept[body.limit - 1].score:
+            break
+        for c in _admit(by_name, body, candidates[start : start + step]):
+            c.score = c.relevance() * (0.8 + 0.4 * c.confidence)
+            kept.append(c)
+        kept.sort(key=lambda c: -c.score)
+    return kept[: body.limit]
+
+
 def _admit(by_name: dict[str, Tier], body: SearchRequest, candidates: list[Candidate]) -> list[Candidate]:
     """The candidates that exist and pass the filters, with their stored rows filled in."""
     admitted = []
+    # A supersedes relation lives in the tier of the newer learning: the same tier's is checked in the
+    # query itself; other tiers' only when the context reads more than one.
+    unsuperseded = (
+        "" if body.include_superseded else ", not *learning_relations:by_to{to_id: id, relation_type: 'supersedes'}"
+    )
     for tier_name, tier in by_name.items():
         mine = {c.learning_id: c for c in candidates if c.tier == tier_name}
         if not mine:
             continue
-        rows = tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}", {"ids": list(mine)})
+        rows = tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}{unsuperseded}", {"ids": list(mine)})
         for row in rows:
-            learning = learning_wire(row, tier_name)
-            if _passes(body, learning):
-                mine[learning["id"]].row = learning
-                admitted.append(mine[learning["id"]])
-    if not body.include_superseded and admitted:
+            if _passes(body, row):
+                candidate = mine[row[0]]
+                candidate.row = row
+                admitted.append(candidate)
+    if not body.include_superseded and admitted and len(by_name) > 1:
         superseded = _superseded(by_name, [c.learning_id for c in admitted])
         admitted = [c for c in admitted if c.learning_id not in superseded]
     return admitted
 
 
-def _passes(body: SearchRequest, learning: dict[str, Any]) -> bool:
-    if body.scope_prefix is not None and not learning["scope"].startswith(body.scope_prefix):
+def _passes(body: SearchRequest, row: list[Any]) -> bool:
+    if body.scope_prefix is not None and not row[_COL["scope"]].startswith(body.scope_prefix):
         return False
-    if body.category is not None and learning["category"] != body.category:
+    if body.category is not None and row[_COL["category"]] != body.category:
         return False
-    if body.since is not None and learning["created_at"] < body.since:
+    created_at = row[_COL["created_at"]]
+    if body.since is not None and created_at < body.since:
         return False
-    if body.until is not None and learning["created_at"] > body.until:
+    if body.until is not None and created_at > body.until:
         return False
-    return body.min_confidence is None or learning["confidence"] >= body.min_confidence
+    return body.min_confidence is None or row[_COL["confidence"]] >= body.min_confidence
 
 
 def _superseded(by_name: dict[str, Tier], ids: list[str]) -> set[str]:
