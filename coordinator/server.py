@@ -35,7 +35,7 @@ from coordinator.registry import Registry
 from coordinator.search import search
 from coordinator.tiers import TierSet
 from protocol import constants as C
-from protocol.codec import Request, decode_request, encode_error, encode_ok, validate_body
+from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, validate_body
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
 from protocol.models import HelloRequest
@@ -246,7 +246,7 @@ class Coordinator:
             self._reads_pending += 1
             self.readers.submit(self._read, peer, request, body)
 
-    def _write(self, peer: bytes, request: Request, body: BaseModel) -> None:
+    def _write(self, peer: bytes, request: RequestEnvelope, body: BaseModel) -> None:
         known = self._replies.get(request.id) or self._waiters.get(request.id)
         if known is not None:
             if known[0] != request.op:
@@ -313,7 +313,7 @@ class Coordinator:
                 frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]
         self._outbox().send_multipart(frames)
 
-    def _read(self, peer: bytes, request: Request, body: BaseModel) -> None:
+    def _read(self, peer: bytes, request: RequestEnvelope, body: BaseModel) -> None:
         try:
             result = self._dispatch_read(request.op, body)
             payload = encode_ok(request.id, result)

@@ -35,7 +35,7 @@ def unpack(data: bytes) -> Any:
 
 
 @dataclass(slots=True)
-class Request:
+class RequestEnvelope:
     """A decoded request envelope; `body` is still the raw map."""
 
     id: str
@@ -48,7 +48,7 @@ def encode_request(request_id: str, op: str, body: dict[str, Any]) -> bytes:
     return pack({"v": C.PROTOCOL_VERSION, "id": request_id, "op": op, "body": body})
 
 
-def decode_request(data: bytes) -> Request:
+def decode_request(data: bytes) -> RequestEnvelope:
     """Decode and check a request envelope (not yet its body); raises ProtocolError with the code to answer."""
     if len(data) > C.MAX_MESSAGE_BYTES:
         raise DecodeError(f"message is {len(data)} bytes; the limit is {C.MAX_MESSAGE_BYTES}")
@@ -76,10 +76,10 @@ def decode_request(data: bytes) -> Request:
     body = value.get("body", {})
     if not isinstance(body, dict):
         raise DecodeError(f"'body' must be a map, got {type(body).__name__}", request_id)
-    return Request(request_id, op, body)
+    return RequestEnvelope(request_id, op, body)
 
 
-def validate_body(request: Request) -> BaseModel:
+def validate_body(request: RequestEnvelope) -> BaseModel:
     """The request's body as its operation's model; raises ValidationFailed with a readable message."""
     try:
         return REQUESTS[request.op].model_validate(request.body)
@@ -114,7 +114,7 @@ def encode_error(request_id: str | None, code: ErrorCode, message: str, retry_af
 
 
 @dataclass(slots=True)
-class Reply:
+class ReplyEnvelope:
     """A decoded reply envelope."""
 
     id: str | None
@@ -123,7 +123,7 @@ class Reply:
     error: dict[str, Any] | None
 
 
-def decode_reply(data: bytes) -> Reply:
+def decode_reply(data: bytes) -> ReplyEnvelope:
     """Decode a reply envelope; raises DecodeError if it is not one."""
     value = unpack(data)
     if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
@@ -133,8 +133,8 @@ def decode_reply(data: bytes) -> Reply:
         body = value.get("body")
         if not isinstance(body, dict):
             raise DecodeError("reply has ok=true but no 'body' map")
-        return Reply(rid, True, body, None)
+        return ReplyEnvelope(rid, True, body, None)
     error = value.get("error")
     if not isinstance(error, dict) or not isinstance(error.get("code"), str):
         raise DecodeError("reply has ok=false but no 'error' map with a 'code'")
-    return Reply(rid, False, {}, error)
+    return ReplyEnvelope(rid, False, {}, error)
