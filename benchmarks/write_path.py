@@ -21,12 +21,19 @@ from cli.output import table
 @click.option("--agents", "agent_counts", default="1,8,32", show_default=True, help="Comma-separated counts.")
 @click.option("--in-flight", type=int, default=1, show_default=True, help="Requests in flight per agent.")
 @click.option("--modes", default="batched,unbatched", show_default=True)
-def main(duration: float, agent_counts: str, in_flight: int, modes: str) -> None:
+@click.option(
+    "--embedder",
+    type=click.Choice(["none", "minilm"]),
+    default="none",
+    show_default=True,
+    help="none measures the write path alone; minilm adds the embedding worker beside it.",
+)
+def main(duration: float, agent_counts: str, in_flight: int, modes: str, embedder: str) -> None:
     """Run every configuration and print a table, then one JSON line."""
     rows = []
     results = []
     for mode in modes.split(","):
-        serve_args = ["--max-batch", "1"] if mode == "unbatched" else []
+        serve_args = ["--embedder", embedder] + (["--max-batch", "1"] if mode == "unbatched" else [])
         for n in (int(x) for x in agent_counts.split(",")):
             click.echo(f"running {mode} with {n} agents for {duration:g} s ...", err=True)
             summary = run_fleet(n, duration, serve_args, in_flight).summary() | {"mode": mode}
@@ -69,6 +76,7 @@ def main(duration: float, agent_counts: str, in_flight: int, modes: str) -> None
             {
                 "bench": "write_path",
                 "in_flight": in_flight,
+                "embedder": embedder,
                 "duration_s": duration,
                 "machine": machine(),
                 "results": results,
