@@ -107,7 +107,7 @@ def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, A
             candidate.keyword = (words, len(words) / terms)
     results = _best(by_name, body, list(found.values()))
     if body.depth:
-        results += _expand(by_name, body, results, {c.learning_id for c in found.values()})
+        results += _expand(tiers, by_name, body, results, {c.learning_id for c in found.values()})
         results.sort(key=lambda c: -c.score)
         results = results[: body.limit]
     return {
@@ -198,7 +198,9 @@ def _superseded(by_name: dict[str, Tier], ids: list[str]) -> set[str]:
     return gone
 
 
-def _expand(by_name: dict[str, Tier], body: SearchRequest, hits: list[Candidate], seen: set[str]) -> list[Candidate]:
+def _expand(
+    tiers: TierSet, by_name: dict[str, Tier], body: SearchRequest, hits: list[Candidate], seen: set[str]
+) -> list[Candidate]:
     """Learnings up to `depth` hops from the hits over related_to, derived_from and specializes, either way."""
     added: list[Candidate] = []
     frontier = list(hits)
@@ -208,6 +210,7 @@ def _expand(by_name: dict[str, Tier], body: SearchRequest, hits: list[Candidate]
         if not frontier:
             break
         parents = {c.learning_id: c for c in frontier}
+        links: dict[str, tuple[str, str]] = {}  # reached id -> (parent id, relation)
         reached: dict[str, Candidate] = {}
         for tier in by_name.values():
             rows = tier.run(
@@ -218,24 +221,17 @@ def _expand(by_name: dict[str, Tier], body: SearchRequest, hits: list[Candidate]
                 {"ids": list(parents), "types": types},
             )
             for parent_id, relation, other in rows:
-                if other in seen or other in reached:
-                    continue
-                parent = parents[parent_id]
-                owner = _owner(by_name, other)
-                if owner is None:  # outside the tiers this context may read
-                    continue
+                if other not in seen:
+                    links.setdefault(other, (parent_id, relation))
+        # where each reached learning lives, in one lookup; those outside the context's tiers are left out
+        for other, tier in tiers.locate_open(list(links)).items():
+            if tier.name in by_name:
+                parent_id, relation = links[other]
                 reached[other] = Candidate(
-                    other, owner, via=f"{relation} from {parent_id}", score=parent.score * _HOP_DECAY
+                    other, tier.name, via=f"{relation} from {parent_id}", score=parents[parent_id].score * _HOP_DECAY
                 )
         admitted = _admit(by_name, body, list(reached.values()))
         seen |= set(reached)
         added += admitted
         frontier = admitted
     return added
-
-
-def _owner(by_name: dict[str, Tier], learning_id: str) -> str | None:
-    for name, tier in by_name.items():
-        if tier.run("?[id] := id = $id, *learning{id}", {"id": learning_id}):
-            return name
-    return None
