@@ -217,9 +217,29 @@ def stats(client: GrooveClient, as_json: bool) -> None:
                 ("agents", f"{s.agents_alive} alive of {s.agents_known} known"),
                 ("requests", f"{s.requests_served} served, {s.replies_dropped} replies dropped"),
                 ("process", f"RSS {s.rss_mb:.0f} MB, CPU {s.cpu_percent:.0f} %, up {s.uptime_s:.0f} s"),
+                ("embedder", s.embedder),
+                (
+                    "embedding",
+                    f"{s.embedding_queue_depth} queued, {s.embeddings_per_s:.0f}/s, visibility lag "
+                    f"p50 {s.visibility_lag_ms.p50:.0f} ms p99 {s.visibility_lag_ms.p99:.0f} ms",
+                ),
+                (
+                    "indexes",
+                    f"{s.keyword_entries} keyword entries, {s.vectors} vectors "
+                    f"({', '.join(f'{t} {state}' for t, state in s.vector_index.items()) or 'no tier'})",
+                ),
+                ("row cache", f"{s.row_cache.rows} rows, {s.row_cache.hits} hits, {s.row_cache.misses} misses"),
             ]
         )
     )
+    if s.op_ms:
+        click.echo()
+        click.echo(
+            table(
+                ("op", "recent", "mean ms", "p50 ms", "p99 ms"),
+                [(op, m.samples, f"{m.mean:.2f}", f"{m.p50:.2f}", f"{m.p99:.2f}") for op, m in s.op_ms.items()],
+            )
+        )
 
 
 @click.command()

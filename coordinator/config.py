@@ -41,6 +41,7 @@ class Settings(BaseModel):
     log_level: str = Field("info", pattern="^(debug|info|warning|error)$")
     embedder: Literal["minilm", "none"] = "minilm"
     exact_limit: int = Field(20_000, ge=0, le=10_000_000)
+    row_cache: int = Field(100_000, ge=0, le=10_000_000)
 
 
 def load_file(path: Path) -> dict[str, Any]:

@@ -24,9 +24,12 @@ from coordinator.embedder import Embedder, embedding_text
 from coordinator.errors import Rejected
 from coordinator.keywords import KeywordIndex
 from coordinator.metrics import summarize
+from coordinator.records import JOINED_BODY, JOINED_HEAD
+from coordinator.rowcache import RowCache, Supersessions
 from coordinator.tiers import Tier, TierSet
 from coordinator.vectors import VectorIndex
 from coordinator.writes import DerivedChanges
+from protocol.constants import RELATION_SUPERSEDES
 from protocol.errors import ErrorCode
 from protocol.search import RebuildRequest
 
@@ -58,8 +61,10 @@ StoreVectors = Callable[[str, list[tuple[str, list[float]]]], bool]
 class Derived:
     """Keyword and vector indexes of the open tiers, and the embedding queue."""
 
-    def __init__(self, exact_limit: int, embeddings: bool) -> None:
+    def __init__(self, exact_limit: int, embeddings: bool, row_cache: int = 100_000) -> None:
         self.keywords = KeywordIndex()
+        self.rows = RowCache(row_cache)
+        self.supersessions = Supersessions()
         self.embeddings = embeddings  # whether a worker will embed what is queued
         self.vectors: dict[str, VectorIndex] = {}
         self.exact_limit = exact_limit
@@ -80,6 +85,18 @@ class Derived:
         started = time.monotonic()
         self._tiers[tier.name] = tier
         self.keywords.drop_tier(tier.name)
+        self.rows.drop_tier(tier.name)
+        self.supersessions.load(
+            tier.name,
+            [
+                (f, t)
+                for f, t in tier.run(
+                    "?[from_id, to_id] := *learning_relations{from_id, relation_type, to_id}, relation_type = $type",
+                    {"type": RELATION_SUPERSEDES},
+                )
+            ],
+        )
+        self._warm_rows(tier)
         index = VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
         texts: dict[str, str] = {}
@@ -104,8 +121,20 @@ class Derived:
             (time.monotonic() - started) * 1000,
         )
 
+    def _warm_rows(self, tier: Tier) -> None:
+        """Fill the row cache with the tier's first learnings, as far as it has room."""
+        room = self.rows.capacity - len(self.rows)
+        stamp = self.rows.stamp()  # before reading: a commit meanwhile keeps its learnings out
+        pages = _pages(tier, f"?[{JOINED_HEAD}] := {JOINED_BODY}")
+        while room > 0 and (page := next(pages, None)) is not None:
+            self.rows.fill(tier.name, page[:room], stamp)
+            room -= len(page)
+
     def after_commit(self, tier: str, changes: DerivedChanges) -> None:
-        """What a commit changed: new or edited texts, vectors stored with it, learnings deleted."""
+        """What a commit changed: rows, new or edited texts, vectors stored with it, learnings deleted."""
+        # first, so that no later failure here can leave a stale row to be read after the acks
+        self.rows.invalidate(tier, changes.touched)
+        self.supersessions.apply(tier, changes.supersedes_put, changes.supersedes_gone)
         index = self.vectors.get(tier)
         self.keywords.remove(changes.deleted)
         with self._ready:
@@ -236,15 +265,24 @@ def _texts(tier: Tier) -> Iterator[list[tuple[str, str]]]:
 
 
 def _pages(tier: Tier, script: str) -> Iterator[list[list[Any]]]:
-    """A whole relation, _PAGE rows at a time, so a large tier's vectors never sit in memory as lists at once."""
-    offset = 0
+    """A whole relation, _PAGE rows at a time, so a large tier's vectors never sit in memory as lists at once.
+
+    `script` is a rule whose first column is its relation's first key, named `id`. Pages follow that key
+    (keyset paging): `:order ... :offset` would sort the whole relation again for every page, which made
+    loading 100k vectors take minutes. A stored relation is scanned in key order, so a page without
+    `:order` holds the smallest ids past the cursor.
+    """
+    after: str | None = None
     while True:
-        rows = tier.run(f"{script} :order id :limit {_PAGE} :offset {offset}")
+        if after is None:
+            rows = tier.run(f"{script} :limit {_PAGE}")
+        else:
+            rows = tier.run(f"{script}, id > $after :limit {_PAGE}", {"after": after})
         if rows:
             yield rows
         if len(rows) < _PAGE:
             return
-        offset += _PAGE
+        after = max(row[0] for row in rows)
 
 
 def rebuild_index(tiers: TierSet, derived: Derived, body: RebuildRequest) -> dict[str, Any]:

@@ -30,6 +30,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._batch_sizes: deque[float] = deque(maxlen=_WINDOW)
         self._commit_ms: deque[float] = deque(maxlen=_WINDOW)
+        self._op_ms: dict[str, deque[float]] = {}
         self.batches_committed = 0
         self.writes_committed = 0
         self.writes_rejected = 0
@@ -52,6 +53,20 @@ class Metrics:
         with self._lock:
             sizes, times = list(self._batch_sizes), list(self._commit_ms)
         return summarize(sizes), summarize(times)
+
+    def record_op(self, op: str, ms: float) -> None:
+        """One request of `op` answered, `ms` after the socket loop received it."""
+        with self._lock:
+            window = self._op_ms.get(op)
+            if window is None:
+                window = self._op_ms[op] = deque(maxlen=_WINDOW)
+            window.append(ms)
+
+    def op_summaries(self) -> dict[str, dict[str, float]]:
+        """Service time by operation (received -> reply handed to the socket loop), over recent requests."""
+        with self._lock:
+            windows = {op: list(window) for op, window in self._op_ms.items()}
+        return {op: summarize(samples) for op, samples in sorted(windows.items())}
 
     def resources(self) -> tuple[float, float]:
         """(RSS in MB, CPU percent since the previous call)."""

@@ -105,9 +105,9 @@ def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, A
                     # outside the semantic pool but embedded: its own cosine, not the keyword-only rule
                     candidate.semantic = index.similarity(lid, query) if query is not None else None
             candidate.keyword = (words, len(words) / terms)
-    results = _best(by_name, body, list(found.values()))
+    results = _best(derived, by_name, body, list(found.values()))
     if body.depth:
-        results += _expand(tiers, by_name, body, results, {c.learning_id for c in found.values()})
+        results += _expand(tiers, derived, by_name, body, results, {c.learning_id for c in found.values()})
         results.sort(key=lambda c: -c.score)
         results = results[: body.limit]
     return {
@@ -128,7 +128,9 @@ def _query_vector(derived: Derived, body: SearchRequest) -> Vectors | None:
     return vector
 
 
-def _best(by_name: dict[str, Tier], body: SearchRequest, candidates: list[Candidate]) -> list[Candidate]:
+def _best(
+    derived: Derived, by_name: dict[str, Tier], body: SearchRequest, candidates: list[Candidate]
+) -> list[Candidate]:
     """The `limit` best admitted candidates by score.
 
     Rows are fetched most relevant first, a few at a time: confidence scales a relevance by 0.8 to 1.2, so
@@ -141,33 +143,37 @@ def _best(by_name: dict[str, Tier], body: SearchRequest, candidates: list[Candid
     for start in range(0, len(candidates), step):
         if len(kept) >= body.limit and candidates[start].relevance() * 1.2 <= kept[body.limit - 1].score:
             break
-        for c in _admit(by_name, body, candidates[start : start + step]):
+        for c in _admit(derived, by_name, body, candidates[start : start + step]):
             c.score = c.relevance() * (0.8 + 0.4 * c.confidence)
             kept.append(c)
         kept.sort(key=lambda c: -c.score)
     return kept[: body.limit]
 
 
-def _admit(by_name: dict[str, Tier], body: SearchRequest, candidates: list[Candidate]) -> list[Candidate]:
+def _admit(
+    derived: Derived, by_name: dict[str, Tier], body: SearchRequest, candidates: list[Candidate]
+) -> list[Candidate]:
     """The candidates that exist and pass the filters, with their stored rows filled in."""
     admitted = []
-    # A supersedes relation lives in the tier of the newer learning: the same tier's is checked in the
-    # query itself; other tiers' only when the context reads more than one.
-    unsuperseded = (
-        "" if body.include_superseded else ", not *learning_relations:by_to{to_id: id, relation_type: 'supersedes'}"
-    )
     for tier_name, tier in by_name.items():
         mine = {c.learning_id: c for c in candidates if c.tier == tier_name}
         if not mine:
             continue
-        rows = tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}{unsuperseded}", {"ids": list(mine)})
-        for row in rows:
+        rows = derived.rows.get(tier_name, list(mine))
+        missing = [lid for lid in mine if lid not in rows]
+        if missing:
+            stamp = derived.rows.stamp()
+            read = tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}", {"ids": missing})
+            derived.rows.fill(tier_name, read, stamp)
+            rows.update((row[0], row) for row in read)
+        for lid, row in rows.items():
             if _passes(body, row):
-                candidate = mine[row[0]]
+                candidate = mine[lid]
                 candidate.row = row
                 admitted.append(candidate)
-    if not body.include_superseded and admitted and len(by_name) > 1:
-        superseded = _superseded(by_name, [c.learning_id for c in admitted])
+    if not body.include_superseded and admitted:
+        # a supersedes relation lives in the tier of the newer learning: any tier read may hold one
+        superseded = derived.supersessions.superseded(list(by_name), [c.learning_id for c in admitted])
         admitted = [c for c in admitted if c.learning_id not in superseded]
     return admitted
 
@@ -185,21 +191,13 @@ def _passes(body: SearchRequest, row: list[Any]) -> bool:
     return body.min_confidence is None or row[_COL["confidence"]] >= body.min_confidence
 
 
-def _superseded(by_name: dict[str, Tier], ids: list[str]) -> set[str]:
-    """Which of these learnings another learning supersedes (the relation may live in any tier read)."""
-    gone: set[str] = set()
-    for tier in by_name.values():
-        rows = tier.run(
-            "?[to_id] := to_id in $ids, *learning_relations:by_to{to_id, from_id, relation_type}, "
-            "relation_type = 'supersedes'",
-            {"ids": ids},
-        )
-        gone.update(row[0] for row in rows)
-    return gone
-
-
 def _expand(
-    tiers: TierSet, by_name: dict[str, Tier], body: SearchRequest, hits: list[Candidate], seen: set[str]
+    tiers: TierSet,
+    derived: Derived,
+    by_name: dict[str, Tier],
+    body: SearchRequest,
+    hits: list[Candidate],
+    seen: set[str],
 ) -> list[Candidate]:
     """Learnings up to `depth` hops from the hits over related_to, derived_from and specializes, either way."""
     added: list[Candidate] = []
@@ -230,7 +228,7 @@ def _expand(
                 reached[other] = Candidate(
                     other, tier.name, via=f"{relation} from {parent_id}", score=parents[parent_id].score * _HOP_DECAY
                 )
-        admitted = _admit(by_name, body, list(reached.values()))
+        admitted = _admit(derived, by_name, body, list(reached.values()))
         seen |= set(reached)
         added += admitted
         frontier = admitted

@@ -65,7 +65,9 @@ class Coordinator:
         self.settings = settings
         self.metrics = Metrics()
         self.registry = Registry()
-        self.derived = Derived(settings.exact_limit, embeddings=settings.embedder != "none")
+        self.derived = Derived(
+            settings.exact_limit, embeddings=settings.embedder != "none", row_cache=settings.row_cache
+        )
         self.tiers = TierSet(settings.data_dir, on_open=self.derived.load_tier)
         self.batcher = Batcher(
             self.tiers,
@@ -89,7 +91,8 @@ class Coordinator:
         self._local = threading.local()
         self._pushers: list[zmq.Socket[bytes]] = []
         self._pushers_lock = threading.Lock()
-        self._waiters: dict[str, tuple[str, list[bytes]]] = {}  # request id -> (op, peers awaiting the ack)
+        # request id -> (op, peers awaiting the ack, when it was received)
+        self._waiters: dict[str, tuple[str, list[bytes], float]] = {}
         self._replies: dict[str, tuple[str, bytes]] = {}  # request id -> (op, reply payload), oldest first
         self._closing = False
         self._reads_pending = 0  # socket thread only
@@ -151,7 +154,7 @@ class Coordinator:
                 self._drain_inbox()
             if self.router in events:
                 self._drain_router()
-        for request_id, (_, peers) in self._waiters.items():  # only if the writer died: nothing else will answer
+        for request_id, (_, peers, _) in self._waiters.items():  # only if the writer died: nothing else will answer
             for peer in peers:
                 self._error(peer, request_id, ErrorCode.INTERNAL, "the coordinator's writer stopped; retry")
         self.readers.shutdown(wait=True)
@@ -183,7 +186,8 @@ class Coordinator:
                 continue
             for i in range(1, len(frames), 3):
                 request_id, payload, cacheable = frames[i].decode(), frames[i + 1], frames[i + 2]
-                op, peers = self._waiters.pop(request_id)
+                op, peers, received = self._waiters.pop(request_id)
+                self.metrics.record_op(op, (time.perf_counter() - received) * 1000)
                 if cacheable == b"1" and self.settings.reply_cache:
                     self._replies[request_id] = (op, payload)
                     if len(self._replies) > self.settings.reply_cache:
@@ -244,7 +248,7 @@ class Coordinator:
                 )
                 return
             self._reads_pending += 1
-            self.readers.submit(self._read, peer, request, body)
+            self.readers.submit(self._read, peer, request, body, time.perf_counter())
 
     def _write(self, peer: bytes, request: RequestEnvelope, body: BaseModel) -> None:
         known = self._replies.get(request.id) or self._waiters.get(request.id)
@@ -279,7 +283,7 @@ class Coordinator:
                 retry_after_ms=C.DEFAULT_BUSY_RETRY_MS,
             )
             return
-        self._waiters[request.id] = (request.op, [peer])
+        self._waiters[request.id] = (request.op, [peer], time.perf_counter())
 
     def _ping(self) -> dict[str, Any]:
         return {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
@@ -313,7 +317,7 @@ class Coordinator:
                 frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]
         self._outbox().send_multipart(frames)
 
-    def _read(self, peer: bytes, request: RequestEnvelope, body: BaseModel) -> None:
+    def _read(self, peer: bytes, request: RequestEnvelope, body: BaseModel, received: float) -> None:
         try:
             result = self._dispatch_read(request.op, body)
             payload = encode_ok(request.id, result)
@@ -322,6 +326,7 @@ class Coordinator:
         except Exception:
             log.exception("%s %s failed", request.op, request.id)
             payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
+        self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000)
         self._outbox().send_multipart([_READ, peer, payload])
 
     def _dispatch_read(self, op: str, body: Any) -> dict[str, Any]:
@@ -370,4 +375,7 @@ class Coordinator:
             "visibility_lag_ms": self.derived.lag_summary(),
             "keyword_entries": len(self.derived.keywords),
             "vectors": sum(len(index) for index in self.derived.vectors.values()),
+            "vector_index": {name: index.state for name, index in sorted(self.derived.vectors.items())},
+            "row_cache": {"rows": len(rows := self.derived.rows), "hits": rows.hits, "misses": rows.misses},
+            "op_ms": self.metrics.op_summaries(),
         }

@@ -23,6 +23,7 @@ from coordinator.records import (
     rm_script,
 )
 from coordinator.tiers import Tier
+from protocol.constants import RELATION_SUPERSEDES as SUPERSEDES
 from protocol.models import LearningIn, compact_json
 
 RelKey = tuple[str, str, str]
@@ -84,6 +85,9 @@ class DerivedChanges:
     vectors: list[tuple[str, list[float]]]  # vectors stored
     deleted: list[str]  # learnings gone
     stale: list[str]  # learnings whose stored vector was dropped because their text changed
+    touched: list[str]  # learnings whose stored row or usage changed (or that are gone)
+    supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
+    supersedes_gone: list[tuple[str, str]]  # ... and removed
 
 
 class TierWrite:
@@ -307,4 +311,14 @@ class TierWrite:
             vectors=[(lid, v) for lid, v in self.vectors.items() if v is not None],
             deleted=[lid for lid, created in self.created.items() if created is None],
             stale=[lid for lid, v in self.vectors.items() if v is None],
+            touched=sorted(
+                {lid for lid, created in self.created.items() if created is None}
+                | set(self.learning_put)
+                | self.usage_dirty
+                | self.confidence_dirty
+            ),
+            supersedes_put=[
+                (k[0], k[2]) for k, row in self.relations.items() if row is not None and k[1] == SUPERSEDES
+            ],
+            supersedes_gone=[(k[0], k[2]) for k, row in self.relations.items() if row is None and k[1] == SUPERSEDES],
         )

@@ -43,6 +43,7 @@ DEFAULT_SOURCE_TYPE: Final = "user_created"
 
 # Relation types (seed 000, decision 12).
 RELATION_TYPES: Final = ("supersedes", "contradicts", "derived_from", "related_to", "specializes")
+RELATION_SUPERSEDES: Final = "supersedes"
 RELATION_DIRECTIONS: Final = ("out", "in", "both")
 
 # Attribution outcomes (seed 000, UsageStats::record_outcome).

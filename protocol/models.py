@@ -305,6 +305,14 @@ class TierStats(Reply):
     path: str
 
 
+class RowCacheStats(Reply):
+    """The search row cache: rows held, and lookups answered from it or not since start."""
+
+    rows: int
+    hits: int
+    misses: int
+
+
 class StatsReply(Reply):
     """The coordinator's state and recent performance."""
 
@@ -331,3 +339,6 @@ class StatsReply(Reply):
     visibility_lag_ms: Summary
     keyword_entries: int
     vectors: int
+    vector_index: dict[str, str]
+    row_cache: RowCacheStats
+    op_ms: dict[str, Summary]

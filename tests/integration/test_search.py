@@ -11,7 +11,7 @@ import pytest
 
 from agents import BadRequest, GrooveClient, NotFound
 from protocol import constants as C
-from tests.helpers import learning
+from tests.helpers import RunningCoordinator, learning
 
 
 def axis(i: int, tilt: int | None = None) -> list[float]:
@@ -166,3 +166,45 @@ def test_reindex_rebuilds_from_stored_vectors(client: GrooveClient) -> None:
         client.reindex(["project:/nowhere"])
     with pytest.raises(BadRequest):
         client.reembed()  # this coordinator has no embedder
+
+
+def test_search_reflects_every_acked_change(client: GrooveClient) -> None:
+    """Search rows come from an in-memory cache: each acked write must show in the very next search."""
+    lid = put(client, "pin the toolchain version", axis(13), confidence=0.5)
+    first = client.search(vector=axis(13))[0].learning
+    assert first.usage.times_helpful == 0
+    for _ in range(3):
+        client.record_outcome([(lid, "helpful")])
+        hit = client.search(vector=axis(13))[0].learning
+        assert hit.usage.times_helpful == first.usage.times_helpful + 1
+        assert hit.confidence > first.confidence
+        first = hit
+    client.put_learnings([learning(id=lid, description="pin the compiler version", embedding=axis(13))])
+    assert client.search(vector=axis(13))[0].learning.description == "pin the compiler version"
+
+
+def test_supersedes_across_tiers_and_its_removal(coordinator: RunningCoordinator, client: GrooveClient) -> None:
+    old = put(client, "format with black", axis(14))
+    new = put(client, "format with ruff", axis(14, tilt=15), scope="project:/srv/web")
+    client.relate(new, "supersedes", old)
+    # the relation lives in the project tier: only a context that reads it hides the old learning
+    assert ids(client.search(vector=axis(14), project="/srv/web")) == [new]
+    assert ids(client.search(vector=axis(14))) == [old]
+    coordinator.stop()
+    coordinator.restart()  # supersessions are derived: rebuilt from the stored relations
+    assert ids(client.search(vector=axis(14), project="/srv/web")) == [new]
+    client.delete(new)  # its relations go with it
+    assert ids(client.search(vector=axis(14), project="/srv/web")) == [old]
+
+
+def test_stats_report_search_service_time(client: GrooveClient) -> None:
+    put(client, "measure before optimising", axis(16))
+    for _ in range(5):
+        client.search(vector=axis(16))
+    stats = client.stats()
+    assert stats.op_ms[C.OP_SEARCH].samples == 5
+    assert 0 < stats.op_ms[C.OP_SEARCH].p50 <= stats.op_ms[C.OP_SEARCH].p99
+    assert stats.op_ms[C.OP_LEARNING_PUT].samples == 1
+    assert stats.vector_index == {"user": "exact"}
+    assert stats.row_cache.rows >= 1
+    assert stats.row_cache.hits >= 4

@@ -1,0 +1,64 @@
+"""The vector index: exact and HNSW search agree, removals move rows, and a background graph build keeps
+every change made while it runs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from coordinator.vectors import VectorIndex
+
+
+def unit_rows(n: int, seed: int) -> np.ndarray:
+    rows = np.random.default_rng(seed).normal(size=(n, 384)).astype(np.float32)
+    normalised: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return normalised
+
+
+def test_exact_search_ranks_by_cosine() -> None:
+    index = VectorIndex(exact_limit=100)
+    vectors = unit_rows(50, seed=1)
+    index.upsert([f"v{i}" for i in range(50)], vectors)
+    hits = index.search(vectors[7], 5)
+    assert hits[0][0] == "v7"
+    assert abs(hits[0][1] - 1.0) < 1e-5
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert index.state == "exact"
+    assert not index.uses_hnsw
+
+
+def test_removal_moves_the_last_row_and_forgets_the_id() -> None:
+    index = VectorIndex(exact_limit=100)
+    vectors = unit_rows(10, seed=2)
+    index.upsert([f"v{i}" for i in range(10)], vectors)
+    index.remove(["v3", "v9", "unknown"])
+    assert len(index) == 8
+    assert "v3" not in index
+    assert "v8" in index
+    assert index.search(vectors[8], 1)[0][0] == "v8"
+    assert all(lid not in ("v3", "v9") for lid, _ in index.search(vectors[3], 8))
+
+
+def test_a_background_build_keeps_changes_made_while_it_runs() -> None:
+    index = VectorIndex(exact_limit=1500)
+    vectors = unit_rows(4000, seed=3)
+    ids = [f"v{i}" for i in range(4000)]
+    index.upsert(ids[:2000], vectors[:2000])  # crosses the limit: the graph is built from a snapshot
+    assert index.state in ("building", "hnsw")
+    # while it builds: searches stay exact, and rows are added, replaced and removed
+    assert index.search(vectors[5], 1)[0][0] == "v5"
+    index.upsert(ids[2000:], vectors[2000:])
+    index.upsert(["v10"], vectors[3999:4000])  # v10 now points where v3999 does
+    index.remove([f"v{i}" for i in range(100, 400)])
+    assert index.wait_built(timeout=120)
+    assert index.state == "hnsw"
+    live = [i for i in range(4000) if not 100 <= i < 400 and i != 10]
+    assert len(index) == len(live) + 1
+    found = sum(index.search(vectors[i], 1)[0][0] == ids[i] for i in live[::10])
+    assert found >= 0.98 * len(live[::10])
+    removed = {f"v{i}" for i in range(100, 400)}
+    for i in range(100, 400, 20):
+        assert not removed & {lid for lid, _ in index.search(vectors[i], 10)}
+    assert {lid for lid, _ in index.search(vectors[3999], 2)} == {"v10", "v3999"}
+    # the graph keeps serving changes after it took over
+    index.upsert(["fresh"], unit_rows(1, seed=4))
+    assert index.search(unit_rows(1, seed=4)[0], 1)[0][0] == "fresh"
