@@ -15,6 +15,7 @@ import zmq
 
 from agents.transport import Result, Transport
 from protocol import constants as C
+from protocol.loop import InjectPrepareReply, ParamOut, ParamsListReply
 from protocol.models import (
     LearningGetReply,
     LearningListReply,
@@ -165,9 +166,43 @@ class GrooveClient:
         self, attributions: Sequence[tuple[str, str] | dict[str, str]], session_id: str | None = None
     ) -> int:
         """Apply (learning id, "helpful"|"ignored"|"contradicted") attributions; returns how many applied."""
+        return self.close_session(attributions, session_id=session_id).applied
+
+    def close_session(
+        self,
+        attributions: Sequence[tuple[str, str] | dict[str, str]] = (),
+        *,
+        injection_id: str | None = None,
+        success: bool | None = None,
+        session_id: str | None = None,
+    ) -> OutcomeRecordReply:
+        """`outcome.record` in full: attributions, plus the injection they close and whether the session
+        succeeded (injected learnings left unattributed count as ignored; `success` updates the system's
+        adaptive parameters)."""
         items = [a if isinstance(a, dict) else {"learning_id": a[0], "outcome": a[1]} for a in attributions]
-        body = _clean(attributions=items, session_id=session_id)
-        return OutcomeRecordReply.model_validate(self.call(C.OP_OUTCOME_RECORD, body)).applied
+        body = _clean(attributions=items, session_id=session_id, injection_id=injection_id, success=success)
+        return OutcomeRecordReply.model_validate(self.call(C.OP_OUTCOME_RECORD, body))
+
+    # --- the learning loop -----------------------------------------------------------------------------
+
+    def inject(
+        self,
+        session_id: str,
+        *,
+        task: str | None = None,
+        project: str | None = None,
+        enterprise: str | None = None,
+        budget: int | None = None,
+        seed: int | None = None,
+    ) -> InjectPrepareReply:
+        """`inject.prepare`: the learnings for a new session, recorded as given to it, and their block."""
+        context = _clean(project=project, enterprise=enterprise)
+        body = _clean(session_id=session_id, task=task, context=context or None, budget=budget, seed=seed)
+        return InjectPrepareReply.model_validate(self.call(C.OP_INJECT_PREPARE, body))
+
+    def params(self) -> list[ParamOut]:
+        """The system's adaptive parameters."""
+        return ParamsListReply.model_validate(self.call(C.OP_PARAMS_LIST, {})).params
 
     def relate(self, from_id: str, relation_type: str, to_id: str, weight: float | None = None) -> None:
         """Store `from_id --relation_type--> to_id`."""

@@ -135,7 +135,7 @@ class Batcher:
     def process(self, items: list[WriteItem], now: int) -> None:
         """Plan, deduplicate, commit and answer one batch."""
         started = time.perf_counter()
-        planner = Planner(self.tiers, [item.body for item in items])
+        planner = Planner(self.tiers, [item.body for item in items], now)
         for item in items:
             try:
                 item.parts = planner.plan(item.op, item.body)

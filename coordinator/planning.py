@@ -7,13 +7,27 @@ before anything is written.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator.errors import Rejected, not_found
+from coordinator.adaptive import SessionResult, updates
+from coordinator.errors import Rejected, already_closed, not_found
+from coordinator.injection import InjectRecord
+from coordinator.records import INJECTION_COLS
 from coordinator.tiers import Tier, TierSet
-from coordinator.writes import DeletePart, EmbedPart, OutcomePart, Part, PutPart, RelationPart
+from coordinator.writes import (
+    DeletePart,
+    EmbedPart,
+    InjectPart,
+    OutcomePart,
+    Part,
+    PutPart,
+    RelationPart,
+    SessionClose,
+)
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
@@ -31,15 +45,40 @@ class StoreVectors(BaseModel):
     rows: list[tuple[str, list[float]]]
 
 
+@dataclass(frozen=True)
+class Injected:
+    """A stored injection, as an outcome needs it."""
+
+    learnings: list[tuple[str, str]]  # (learning id, tier)
+    had_task: bool
+    closed: bool  # its outcome was recorded already
+
+
+def load_injections(user: Tier, ids: list[str]) -> dict[str, Injected]:
+    """These stored injections (unknown ids are left out)."""
+    rows = user.run(
+        "?[injection_id, learnings_json, had_task, outcome_at] := injection_id in $ids, "
+        "*injections{injection_id, learnings_json, had_task, outcome_at}",
+        {"ids": ids},
+    )
+    return {r[0]: Injected([(a, b) for a, b in json.loads(r[1])], r[2], r[3] is not None) for r in rows}
+
+
 class Planner:
     """Plans the requests of one batch; every learning the batch names is located up front, with one query
     per tier for the whole batch rather than one per request.
     """
 
-    def __init__(self, tiers: TierSet, bodies: list[BaseModel]) -> None:
+    def __init__(self, tiers: TierSet, bodies: list[BaseModel], now: int) -> None:
         self.tiers = tiers
+        self.now = now
         named: list[str] = []
         given: list[str] = []
+        closing = [b.injection_id for b in bodies if isinstance(b, OutcomeRecordRequest) and b.injection_id]
+        self.injections = load_injections(tiers.open_user(), closing) if closing else {}
+        self.closing: set[str] = set()  # injections an outcome of this batch closes
+        for injected in self.injections.values():
+            named.extend(lid for lid, _ in injected.learnings)
         for body in bodies:
             if isinstance(body, OutcomeRecordRequest):
                 named.extend(a.learning_id for a in body.attributions)
@@ -67,6 +106,8 @@ class Planner:
             return self._delete(body)
         if isinstance(body, StoreVectors):
             return {body.tier: EmbedPart(body.rows)} if self.tiers.get(body.tier, create=False) else {}
+        if isinstance(body, InjectRecord):
+            return self._inject(body)
         raise Rejected(ErrorCode.UNKNOWN_OP, f"{op} is not a write operation")
 
     def _put(self, body: LearningPutRequest) -> dict[str, Part]:
@@ -94,10 +135,55 @@ class Planner:
         if missing:
             more = " ..." if len(missing) > 5 else ""
             raise Rejected(ErrorCode.NOT_FOUND, f"no learnings with ids {', '.join(missing[:5])}{more}")
+        attributions = [(a.learning_id, a.outcome) for a in body.attributions]
+        injected: set[str] = set()
+        session: SessionClose | None = None
+        if body.injection_id is not None:
+            injection = self.injections.get(body.injection_id)
+            if injection is None:
+                raise Rejected(ErrorCode.NOT_FOUND, f"no injection with id {body.injection_id}")
+            if injection.closed or body.injection_id in self.closing:
+                raise already_closed(body.injection_id)
+            # learnings deleted since they were injected are left out of the session's figures
+            given = [lid for lid, _ in injection.learnings if lid in self.found]
+            injected = set(given)
+            said = {lid for lid, _ in attributions}
+            implied = [lid for lid in given if lid not in said]
+            attributions += [(lid, C.OUTCOME_IGNORED) for lid in implied]
+            judged = [outcome for lid, outcome in attributions if lid in injected]
+            result = SessionResult(
+                success=bool(body.success),
+                injected=len(given),
+                helpful=judged.count(C.OUTCOME_HELPFUL),
+                ignored=judged.count(C.OUTCOME_IGNORED),
+                contradicted=judged.count(C.OUTCOME_CONTRADICTED),
+                had_task=injection.had_task,
+            )
+            self.closing.add(body.injection_id)
+            session = SessionClose(body.injection_id, updates(result) if body.success is not None else {}, len(implied))
         parts: dict[str, OutcomePart] = {}
-        for a in body.attributions:
-            tier = self.found[a.learning_id].name
-            parts.setdefault(tier, OutcomePart([])).attributions.append((a.learning_id, a.outcome))
+        for lid, outcome in attributions:
+            tier = self.found[lid].name
+            parts.setdefault(tier, OutcomePart([])).attributions.append((lid, outcome, lid in injected))
+        if session is not None:
+            parts.setdefault(C.TIER_USER, OutcomePart([])).session = session
+        return dict(parts)
+
+    def _inject(self, body: InjectRecord) -> dict[str, Part]:
+        parts: dict[str, InjectPart] = {}
+        for lid, tier in body.learnings:
+            parts.setdefault(tier, InjectPart([])).learning_ids.append(lid)
+        record = [
+            body.injection_id,
+            body.session_id,
+            self.now,
+            json.dumps(body.learnings),
+            body.had_task,
+            json.dumps(body.params),
+            None,
+        ]
+        assert len(record) == len(INJECTION_COLS)
+        parts.setdefault(C.TIER_USER, InjectPart([])).record = record
         return dict(parts)
 
     def _relation(self, body: RelationPutRequest) -> dict[str, Part]:
@@ -131,7 +217,13 @@ def combine(op: str, body: BaseModel, replies: list[dict[str, Any]]) -> dict[str
                 created[index] = was_new
         return {"ids": ids, "created": created}
     if op == C.OP_OUTCOME_RECORD:
-        return {"applied": sum(int(r.get("applied", 0)) for r in replies)}
+        return {
+            "applied": sum(int(r.get("applied", 0)) for r in replies),
+            "ignored": sum(int(r.get("ignored", 0)) for r in replies),
+        }
+    if op == C.OP_INJECT_PREPARE:
+        assert isinstance(body, InjectRecord)
+        return body.reply
     if op == C.OP_LEARNING_DELETE:
         return {"deleted": any(r.get("deleted", False) for r in replies)}
     return {}

@@ -36,6 +36,7 @@ USAGE_COLS = (
     "confidence_beta",
 )
 RELATION_COLS = ("from_id", "relation_type", "to_id", "weight", "created_at")
+INJECTION_COLS = ("injection_id", "session_id", "created_at", "learnings_json", "had_task", "params_json", "outcome_at")
 
 # `?[cols] := *learning{cols}, *usage_stats{...}` with the usage columns renamed to stay distinct.
 _U = [f"u_{c}" for c in USAGE_COLS[1:]]
@@ -75,9 +76,14 @@ class UsageRow:
         """A new learning's stats: PRIOR_STRENGTH pseudo-observations split so alpha/(alpha+beta) = confidence."""
         return cls(0, 0, 0, 0, None, C.PRIOR_STRENGTH * confidence, C.PRIOR_STRENGTH * (1.0 - confidence))
 
-    def record_outcome(self, outcome: str, now: int) -> None:
-        """Seed 000 `UsageStats::record_outcome`, step for step."""
-        self.times_injected += 1
+    def record_outcome(self, outcome: str, now: int, injected: bool = False) -> None:
+        """Seed 000 `UsageStats::record_outcome`, step for step.
+
+        `injected`: the learning was given to the session by `inject.prepare`, which counted the injection
+        already, so it is not counted twice.
+        """
+        if not injected:
+            self.times_injected += 1
         self.last_used = now
         if outcome == "helpful":
             self.times_helpful += 1
@@ -88,6 +94,11 @@ class UsageRow:
         else:
             self.times_contradicted += 1
             self.beta += C.CONTRADICTED_BETA_STEP
+
+    def inject(self, now: int) -> None:
+        """`inject.prepare` gave this learning to a session."""
+        self.times_injected += 1
+        self.last_used = now
 
     @property
     def confidence(self) -> float:

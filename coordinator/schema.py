@@ -85,6 +85,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        2,
+        "injections: what each session was given, for outcome.record to close the loop",
+        (
+            Step(
+                "injections",
+                """:create injections {
+                    injection_id: String =>
+                    session_id: String, created_at: Int, learnings_json: String, had_task: Bool,
+                    params_json: String, outcome_at: Int?
+                }""",
+            ),
+        ),
+    ),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version

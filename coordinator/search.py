@@ -75,6 +75,16 @@ class Candidate:
 
 def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, Any]:
     """The `search` reply body."""
+    return {
+        "results": [
+            {"learning": learning_wire(c.row, c.tier), "score": c.score, "tier": c.tier, "reasoning": c.reasoning()}
+            for c in find(tiers, derived, body)
+        ]
+    }
+
+
+def find(tiers: TierSet, derived: Derived, body: SearchRequest) -> list[Candidate]:
+    """The best candidates for a search, scored, with their stored rows, best first."""
     read = [t for name in body.context.tiers() if (t := tiers.get(name, create=False)) is not None]
     by_name = {t.name: t for t in read}
     pool = max(_MIN_POOL, 5 * body.limit)
@@ -110,12 +120,7 @@ def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, A
         results += _expand(tiers, derived, by_name, body, results, {c.learning_id for c in found.values()})
         results.sort(key=lambda c: -c.score)
         results = results[: body.limit]
-    return {
-        "results": [
-            {"learning": learning_wire(c.row, c.tier), "score": c.score, "tier": c.tier, "reasoning": c.reasoning()}
-            for c in results
-        ]
-    }
+    return results
 
 
 def _query_vector(derived: Derived, body: SearchRequest) -> Vectors | None:

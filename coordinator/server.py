@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import queue
 import signal
 import sys
 import threading
@@ -28,6 +29,7 @@ from coordinator.config import Settings
 from coordinator.derived import Derived, rebuild_index, reembed
 from coordinator.embedder import MiniLM
 from coordinator.errors import Rejected
+from coordinator.injection import InjectRecord, params_list, prepare
 from coordinator.metrics import Metrics
 from coordinator.planning import OP_STORE_VECTORS, StoreVectors
 from coordinator.reads import get_learning, list_learnings, list_relations
@@ -38,12 +40,13 @@ from protocol import constants as C
 from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, validate_body
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
+from protocol.loop import InjectPrepareRequest
 from protocol.models import HelloRequest
 
 log = logging.getLogger(__name__)
 
 _OUTBOX = "inproc://groove-outbox"
-_READ, _WRITE = b"R", b"W"
+_READ, _WRITE, _CHOSEN = b"R", b"W", b"C"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
@@ -96,6 +99,8 @@ class Coordinator:
         self._replies: dict[str, tuple[str, bytes]] = {}  # request id -> (op, reply payload), oldest first
         self._closing = False
         self._reads_pending = 0  # socket thread only
+        # injections chosen on reader threads, waiting for the socket thread to queue their write
+        self._chosen: queue.SimpleQueue[tuple[bytes, str, InjectRecord, float]] = queue.SimpleQueue()
         self.router: zmq.Socket[bytes] = self.context.socket(zmq.ROUTER)
         self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
         self.endpoint = settings.bind
@@ -184,6 +189,11 @@ class Coordinator:
                 self._reads_pending -= 1
                 self._send(frames[1], frames[2])
                 continue
+            if frames[0] == _CHOSEN:
+                self._reads_pending -= 1
+                peer, request_id, record, received = self._chosen.get_nowait()
+                self._write(peer, request_id, C.OP_INJECT_PREPARE, record, received)
+                continue
             for i in range(1, len(frames), 3):
                 request_id, payload, cacheable = frames[i].decode(), frames[i + 1], frames[i + 2]
                 op, peers, received = self._waiters.pop(request_id)
@@ -230,13 +240,15 @@ class Coordinator:
             return
         op = request.op
         if op in C.WRITE_OPS:
-            self._write(peer, request, body)
+            self._write(peer, request.id, op, body, time.perf_counter())
         elif op == C.OP_PING:
             self._send(peer, encode_ok(request.id, self._ping()))
         elif op == C.OP_HELLO:
             assert isinstance(body, HelloRequest)
             self.registry.hello(peer, body.agent_id, body.role, body.pid, body.host)
             self._send(peer, encode_ok(request.id, {}))
+        elif op == C.OP_INJECT_PREPARE and self._known(peer, request.id, op):
+            return  # a retry: answered from the stored reply, or when the first attempt commits
         else:
             if self._reads_pending >= _MAX_PENDING_READS:
                 self._error(
@@ -250,40 +262,46 @@ class Coordinator:
             self._reads_pending += 1
             self.readers.submit(self._read, peer, request, body, time.perf_counter())
 
-    def _write(self, peer: bytes, request: RequestEnvelope, body: BaseModel) -> None:
-        known = self._replies.get(request.id) or self._waiters.get(request.id)
-        if known is not None:
-            if known[0] != request.op:
-                self._error(
-                    peer,
-                    request.id,
-                    ErrorCode.BAD_REQUEST,
-                    f"request id {request.id} was already used for {known[0]}; use a new id per request",
-                )
-            elif request.id in self._replies:
-                self._send(peer, self._replies[request.id][1])
-            elif peer not in self._waiters[request.id][1]:
-                self._waiters[request.id][1].append(peer)
+    def _known(self, peer: bytes, request_id: str, op: str) -> bool:
+        """Answer a request id seen before (or join its waiters); False if it is new."""
+        known = self._replies.get(request_id) or self._waiters.get(request_id)
+        if known is None:
+            return False
+        if known[0] != op:
+            self._error(
+                peer,
+                request_id,
+                ErrorCode.BAD_REQUEST,
+                f"request id {request_id} was already used for {known[0]}; use a new id per request",
+            )
+        elif request_id in self._replies:
+            self._send(peer, self._replies[request_id][1])
+        elif peer not in self._waiters[request_id][1]:
+            self._waiters[request_id][1].append(peer)
+        return True
+
+    def _write(self, peer: bytes, request_id: str, op: str, body: BaseModel, received: float) -> None:
+        if self._known(peer, request_id, op):
             return
         if self._closing:
             self._error(
                 peer,
-                request.id,
+                request_id,
                 ErrorCode.BUSY,
                 "coordinator is shutting down; retry after it restarts",
                 retry_after_ms=1000,
             )
             return
-        if not self.batcher.submit(WriteItem(request.id, request.op, body)):
+        if not self.batcher.submit(WriteItem(request_id, op, body)):
             self._error(
                 peer,
-                request.id,
+                request_id,
                 ErrorCode.BUSY,
                 f"write queue is full ({self.batcher.capacity} requests); retry shortly",
                 retry_after_ms=C.DEFAULT_BUSY_RETRY_MS,
             )
             return
-        self._waiters[request.id] = (request.op, [peer], time.perf_counter())
+        self._waiters[request_id] = (op, [peer], received)
 
     def _ping(self) -> dict[str, Any]:
         return {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
@@ -318,8 +336,13 @@ class Coordinator:
         self._outbox().send_multipart(frames)
 
     def _read(self, peer: bytes, request: RequestEnvelope, body: BaseModel, received: float) -> None:
+        if request.op == C.OP_INJECT_PREPARE:
+            self._choose(peer, request, body, received)
+            return
         try:
             result = self._dispatch_read(request.op, body)
+            if request.op == C.OP_SEARCH:
+                result["took_ms"] = (time.perf_counter() - received) * 1000
             payload = encode_ok(request.id, result)
         except Rejected as exc:
             payload = encode_error(request.id, exc.code, exc.message)
@@ -327,6 +350,22 @@ class Coordinator:
             log.exception("%s %s failed", request.op, request.id)
             payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
         self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000)
+        self._outbox().send_multipart([_READ, peer, payload])
+
+    def _choose(self, peer: bytes, request: RequestEnvelope, body: BaseModel, received: float) -> None:
+        """Choose an injection here; the socket thread queues its write, and the ack goes out after the commit."""
+        assert isinstance(body, InjectPrepareRequest)
+        try:
+            record = prepare(self.tiers, self.derived, body)
+        except Rejected as exc:
+            payload = encode_error(request.id, exc.code, exc.message)
+        except Exception:
+            log.exception("%s %s failed", request.op, request.id)
+            payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
+        else:
+            self._chosen.put((peer, request.id, record, received))
+            self._outbox().send(_CHOSEN)
+            return
         self._outbox().send_multipart([_READ, peer, payload])
 
     def _dispatch_read(self, op: str, body: Any) -> dict[str, Any]:
@@ -344,6 +383,8 @@ class Coordinator:
             return rebuild_index(self.tiers, self.derived, body)
         if op == C.OP_REEMBED:
             return reembed(self.tiers, self.derived, body)
+        if op == C.OP_PARAMS_LIST:
+            return params_list(self.tiers)
         raise Rejected(ErrorCode.UNKNOWN_OP, f"unknown operation {op!r}")
 
     def stats(self) -> dict[str, Any]:

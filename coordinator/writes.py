@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.adaptive import PARAM_COLS, SPECS, AdaptiveParam, from_row, to_row
 from coordinator.embedder import embedding_text, normalise
-from coordinator.errors import not_found
+from coordinator.errors import already_closed, not_found
 from coordinator.records import (
+    INJECTION_COLS,
     LEARNING_COLS,
     RELATION_COLS,
     USAGE_COLS,
@@ -43,10 +45,30 @@ class PutPart:
 
 
 @dataclass(slots=True)
-class OutcomePart:
-    """The attributions of an `outcome.record` for learnings in this tier: (learning id, outcome)."""
+class SessionClose:
+    """The system side of an injected session's outcome: parameter updates, and the injection it closes."""
 
-    attributions: list[tuple[str, str]]
+    injection_id: str
+    updates: dict[str, float]  # parameter -> outcome it is updated toward (weight 1)
+    ignored: int  # injected learnings left unattributed, counted as ignored
+
+
+@dataclass(slots=True)
+class OutcomePart:
+    """An `outcome.record`'s share of a tier: attributions (learning id, outcome, whether `inject.prepare`
+    counted its injection already) and, in the user tier, the session's system side.
+    """
+
+    attributions: list[tuple[str, str, bool]]
+    session: SessionClose | None = None
+
+
+@dataclass(slots=True)
+class InjectPart:
+    """An `inject.prepare`'s share of a tier: the chosen learnings here, and in the user tier the record."""
+
+    learning_ids: list[str]
+    record: list[Any] | None = None  # an `injections` row
 
 
 @dataclass(slots=True)
@@ -74,7 +96,7 @@ class EmbedPart:
     rows: list[tuple[str, list[float]]]
 
 
-Part = PutPart | OutcomePart | RelationPart | DeletePart | EmbedPart
+Part = PutPart | OutcomePart | RelationPart | DeletePart | EmbedPart | InjectPart
 
 
 @dataclass(slots=True)
@@ -96,6 +118,8 @@ class TierWrite:
     def __init__(self, tier: Tier, parts: list[Part], now: int) -> None:
         self.tier = tier
         self.now = now
+        self.params: dict[str, AdaptiveParam] | None = None  # the system parameters, loaded if an outcome needs them
+        self.params_dirty: set[str] = set()
         ids: set[str] = set()
         deleted: set[str] = set()
         for part in parts:
@@ -103,7 +127,11 @@ class TierWrite:
                 # an id the coordinator just made cannot be stored yet: only client-given ids need a lookup
                 ids.update(i for _, i, item in part.entries if item.id is not None)
             elif isinstance(part, OutcomePart):
-                ids.update(i for i, _ in part.attributions)
+                ids.update(i for i, _, _ in part.attributions)
+                if part.session is not None:
+                    self._load_params()
+            elif isinstance(part, InjectPart):
+                ids.update(part.learning_ids)
             elif isinstance(part, RelationPart):
                 ids.update((part.from_id, part.to_id))
             elif isinstance(part, EmbedPart):
@@ -130,9 +158,18 @@ class TierWrite:
         self.learning_put: dict[str, list[Any]] = {}
         self.usage_dirty: set[str] = set()
         self.confidence_dirty: set[str] = set()
+        self.injections: list[list[Any]] = []  # `injections` rows to put
+        self.closed: dict[str, int] = {}  # injection id -> when its outcome was recorded
         self.texts: dict[str, str] = {}  # learnings put in this batch
         self.vectors: dict[str, list[float] | None] = {}  # a vector to store, or None to drop a stale one
         self.applied: list[list[Any]] = []
+
+    def _load_params(self) -> dict[str, AdaptiveParam]:
+        if self.params is None:
+            cols = ", ".join(PARAM_COLS)
+            stored = {row[0]: from_row(row) for row in self.tier.run(f"?[{cols}] := *adaptive_params{{{cols}}}")}
+            self.params = {name: stored.get(name, spec.prior()) for name, spec in SPECS.items()}
+        return self.params
 
     def _load_relations(self, ids: list[str]) -> None:
         cols = ", ".join(RELATION_COLS)
@@ -162,6 +199,8 @@ class TierWrite:
             reply = self._put(part)
         elif isinstance(part, OutcomePart):
             reply = self._outcome(part)
+        elif isinstance(part, InjectPart):
+            reply = self._inject(part)
         elif isinstance(part, RelationPart):
             reply = self._relation(part)
         else:
@@ -196,12 +235,14 @@ class TierWrite:
         return reply
 
     def _outcome(self, part: OutcomePart) -> dict[str, Any]:
-        for lid, _ in part.attributions:
+        for lid, _, _ in part.attributions:
             if not self._exists(lid):
                 raise not_found(lid)
-        for lid, outcome in part.attributions:
+        if part.session is not None and part.session.injection_id in self.closed:
+            raise already_closed(part.session.injection_id)
+        for lid, outcome, injected in part.attributions:
             usage = self.usage[lid]
-            usage.record_outcome(outcome, self.now)
+            usage.record_outcome(outcome, self.now, injected)
             self.usage_dirty.add(lid)
             self.confidence[lid] = usage.confidence
             row = self.learning_put.get(lid)
@@ -209,7 +250,23 @@ class TierWrite:
                 self.confidence_dirty.add(lid)
             else:
                 row[LEARNING_COLS.index("confidence")] = usage.confidence
-        return {"applied": len(part.attributions)}
+        if part.session is None:
+            return {"applied": len(part.attributions)}
+        params = self._load_params()
+        for name, toward in part.session.updates.items():
+            params[name].update(toward)
+            self.params_dirty.add(name)
+        self.closed[part.session.injection_id] = self.now
+        return {"applied": len(part.attributions), "ignored": part.session.ignored}
+
+    def _inject(self, part: InjectPart) -> dict[str, Any]:
+        for lid in part.learning_ids:
+            if self._exists(lid):  # one deleted since it was chosen is simply no longer counted
+                self.usage[lid].inject(self.now)
+                self.usage_dirty.add(lid)
+        if part.record is not None:
+            self.injections.append(part.record)
+        return {}
 
     def _relation(self, part: RelationPart) -> dict[str, Any]:
         for lid in (part.from_id, part.to_id):
@@ -279,6 +336,18 @@ class TierWrite:
             "vec_gone",
             [[lid] for lid, vector in self.vectors.items() if vector is None],
         )
+        add(put_script("injections", INJECTION_COLS, 1, "inj"), "inj", self.injections)
+        add(
+            "{?[injection_id, outcome_at] <- $closed :update injections {injection_id => outcome_at}}",
+            "closed",
+            [[iid, at] for iid, at in self.closed.items()],
+        )
+        if self.params is not None:
+            add(
+                put_script("adaptive_params", PARAM_COLS, 1, "params"),
+                "params",
+                [to_row(name, self.params[name], self.now) for name in sorted(self.params_dirty)],
+            )
         add(
             rm_script("learning_relations", RELATION_COLS[:3], "rel_gone"),
             "rel_gone",

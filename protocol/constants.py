@@ -23,6 +23,8 @@ OP_STATS: Final = "stats"
 OP_SEARCH: Final = "search"
 OP_REINDEX: Final = "index.rebuild"
 OP_REEMBED: Final = "embeddings.rebuild"
+OP_PARAMS_LIST: Final = "params.list"
+OP_INJECT_PREPARE: Final = "inject.prepare"
 
 # Operations that change stored data: they go through the write queue and are idempotent by request id.
 WRITE_OPS: Final = frozenset({OP_LEARNING_PUT, OP_LEARNING_DELETE, OP_OUTCOME_RECORD, OP_RELATION_PUT})
@@ -47,7 +49,10 @@ RELATION_SUPERSEDES: Final = "supersedes"
 RELATION_DIRECTIONS: Final = ("out", "in", "both")
 
 # Attribution outcomes (seed 000, UsageStats::record_outcome).
-OUTCOMES: Final = ("helpful", "ignored", "contradicted")
+OUTCOME_HELPFUL: Final = "helpful"
+OUTCOME_IGNORED: Final = "ignored"
+OUTCOME_CONTRADICTED: Final = "contradicted"
+OUTCOMES: Final = (OUTCOME_HELPFUL, OUTCOME_IGNORED, OUTCOME_CONTRADICTED)
 
 # Scopes (seed 000, decision 5) and the tiers they map to (decision 7).
 SCOPE_GLOBAL: Final = "global"
@@ -94,6 +99,16 @@ PRIOR_STRENGTH: Final = 2.0
 HELPFUL_ALPHA_STEP: Final = 1.0
 IGNORED_BETA_STEP: Final = 0.1
 CONTRADICTED_BETA_STEP: Final = 1.5
+
+# The learning loop (seed 000 decision 11, seed 001 "Adaptive Parameters").
+PARAM_INJECTION_BUDGET: Final = "injection_budget"
+PARAM_CONFIDENCE_THRESHOLD: Final = "confidence_threshold"
+PARAM_SIMILARITY_THRESHOLD: Final = "semantic_similarity_threshold"
+MAX_INJECTION_BUDGET: Final = 20
+# The block `inject.prepare` renders for a CLAUDE.md-style file sits between these lines, so it can be
+# found and replaced in place.
+INJECT_BEGIN: Final = "<!-- groove:learnings:begin -->"
+INJECT_END: Final = "<!-- groove:learnings:end -->"
 
 # Suggested client behaviour.
 DEFAULT_BUSY_RETRY_MS: Final = 50

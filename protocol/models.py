@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from protocol import constants as C
 from protocol.ids import is_uuid7
@@ -237,14 +237,27 @@ class Attribution(Body):
 class OutcomeRecordRequest(Body):
     """`outcome.record`: apply attributions to learnings' usage statistics and confidence."""
 
-    attributions: Annotated[list[Attribution], Field(min_length=1, max_length=C.MAX_ATTRIBUTIONS_PER_OUTCOME)]
+    attributions: Annotated[list[Attribution], Field(max_length=C.MAX_ATTRIBUTIONS_PER_OUTCOME)] = Field(
+        default_factory=list
+    )
     session_id: ShortText | None = None
+    injection_id: LearningId | None = None
+    success: bool | None = None
+
+    @model_validator(mode="after")
+    def _coherent(self) -> OutcomeRecordRequest:
+        if not self.attributions and self.injection_id is None:
+            raise ValueError("give 'attributions', an 'injection_id', or both")
+        if self.success is not None and self.injection_id is None:
+            raise ValueError("'success' needs the 'injection_id' of the session's injection")
+        return self
 
 
 class OutcomeRecordReply(Reply):
-    """How many attributions were applied."""
+    """How many attributions were applied; `ignored`: injected learnings left unattributed, counted ignored."""
 
     applied: int
+    ignored: int = 0
 
 
 class RelationPutRequest(Body):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from protocol import constants as C
+from protocol.loop import InjectPrepareRequest, ParamsListRequest
 from protocol.models import (
     Body,
     HelloRequest,
@@ -32,4 +33,6 @@ REQUESTS: dict[str, type[Body]] = {
     C.OP_SEARCH: SearchRequest,
     C.OP_REINDEX: RebuildRequest,
     C.OP_REEMBED: RebuildRequest,
+    C.OP_PARAMS_LIST: ParamsListRequest,
+    C.OP_INJECT_PREPARE: InjectPrepareRequest,
 }

@@ -76,6 +76,7 @@ class SearchReply(Reply):
     """Results, best first."""
 
     results: list[SearchHit]
+    took_ms: float = 0.0
 
 
 class RebuildRequest(Body):

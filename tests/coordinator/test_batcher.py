@@ -96,7 +96,7 @@ def test_outcomes_for_one_learning_in_one_batch_all_count(h: Harness) -> None:
     items = [
         h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}) for _ in range(10)
     ]
-    assert all(r == {"applied": 1} for r in h.run(*items))
+    assert all(r == {"applied": 1, "ignored": 0} for r in h.run(*items))
     assert h.get(lid)["usage"]["times_helpful"] == 10
 
 
@@ -105,13 +105,13 @@ def test_a_retried_request_id_applies_once(h: Harness, tmp_path: Path) -> None:
     body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
     first = h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me"))
     second = h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me"))
-    assert first == second == [{"applied": 1}]
+    assert first == second == [{"applied": 1, "ignored": 0}]
     assert h.get(lid)["usage"]["times_helpful"] == 1
     # also after the tiers are closed and reopened (a restart): the applied id is stored with the data
     h.tiers.close()
     again = Harness(tmp_path)
     try:
-        assert again.run(again.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me")) == [{"applied": 1}]
+        assert again.run(again.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me")) == [{"applied": 1, "ignored": 0}]
         assert again.get(lid)["usage"]["times_helpful"] == 1
     finally:
         again.tiers.close()
@@ -140,7 +140,7 @@ def test_bad_items_are_isolated_from_the_rest_of_the_batch(h: Harness) -> None:
     assert isinstance(replies[0], dict)
     assert isinstance(replies[1], Rejected)
     assert replies[1].code == ErrorCode.NOT_FOUND
-    assert replies[2] == {"applied": 1}
+    assert replies[2] == {"applied": 1, "ignored": 0}
     assert isinstance(replies[3], Rejected)
     assert replies[3].code == ErrorCode.BAD_REQUEST
     usage = h.get(lid)["usage"]
@@ -195,9 +195,9 @@ def test_put_then_delete_in_one_batch(h: Harness) -> None:
 def test_a_retry_is_answered_from_its_stored_reply_even_when_it_could_not_apply_now(h: Harness) -> None:
     (lid,) = put(h, learning())
     body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
-    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [{"applied": 1}]
+    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [{"applied": 1, "ignored": 0}]
     h.ok(C.OP_LEARNING_DELETE, {"id": lid})
-    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [{"applied": 1}]
+    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [{"applied": 1, "ignored": 0}]
     (fresh,) = h.run(h.item(C.OP_OUTCOME_RECORD, body))
     assert isinstance(fresh, Rejected)
     assert fresh.code == ErrorCode.NOT_FOUND
@@ -239,7 +239,10 @@ def test_a_deleted_id_can_be_used_again_in_another_tier(h: Harness) -> None:
     assert h.ok(C.OP_LEARNING_PUT, {"learnings": [learning(scope="project:/q", id=lid)]})["created"] == [True]
     assert h.get(lid)["tier"] == "project:/q"
     assert h.get(lid)["usage"]["times_helpful"] == 0
-    assert h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"}]}) == {"applied": 1}
+    assert h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"}]}) == {
+        "applied": 1,
+        "ignored": 0,
+    }
 
 
 def test_request_ids_are_remembered_for_the_idempotency_window_only(h: Harness) -> None:

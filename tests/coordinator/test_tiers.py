@@ -8,7 +8,7 @@ import pytest
 
 from coordinator.config import Settings, build
 from coordinator.errors import ConfigError
-from coordinator.schema import CURRENT_VERSION, applied_version
+from coordinator.schema import CURRENT_VERSION, MIGRATIONS, applied_version
 from coordinator.tiers import TierSet, tier_dir
 from protocol.ids import uuid7
 
@@ -25,7 +25,7 @@ def test_layout_is_stable_and_distinct(tmp_path: Path) -> None:
 def test_migrations_run_once(tmp_path: Path) -> None:
     tiers = TierSet(tmp_path)
     user = tiers.open_user()
-    assert user.migrated == [CURRENT_VERSION]
+    assert user.migrated == [m.version for m in MIGRATIONS]
     assert applied_version(user.db) == CURRENT_VERSION
     tiers.close()
     again = TierSet(tmp_path)
@@ -74,17 +74,19 @@ def test_settings_reject_unknown_keys_and_bad_values(tmp_path: Path) -> None:
 def test_an_interrupted_migration_completes_on_the_next_open(tmp_path: Path) -> None:
     from pycozo.client import Client
 
-    from coordinator.schema import MIGRATIONS, ensure_schema
+    from coordinator.schema import ensure_schema
 
     db = Client("rocksdb", str(tmp_path / "db"), dataframe=False)
     first = MIGRATIONS[0]
     for step in first.steps[:3]:  # a crash after three steps, before the version was recorded
         db.run(step.script)
     assert applied_version(db) == 0
-    assert ensure_schema(db, now=5) == [1]
+    assert ensure_schema(db, now=5) == [m.version for m in MIGRATIONS]
     assert applied_version(db) == CURRENT_VERSION
     relations = {row[0] for row in db.run("::relations")["rows"]}
     assert {s.name for s in first.steps if ":" not in s.name} <= relations
-    assert db.run("?[v, at] := *schema_version{version: v, applied_at: at}")["rows"] == [[1, 5]]
+    assert db.run("?[v, at] := *schema_version{version: v, applied_at: at}")["rows"] == [
+        [m.version, 5] for m in MIGRATIONS
+    ]
     assert ensure_schema(db) == []
     db.close()

@@ -1,0 +1,192 @@
+"""Choosing what an agent session is told: `inject.prepare`, and `params.list`.
+
+Selection follows seed 000 "How They Work Together", with every cut-off Thompson-sampled from the system's
+adaptive parameters for this one session:
+
+1. candidates: with a task text, the best `search` matches in the context's tiers (superseded learnings
+   are already left out: of a `supersedes` chain only the newest remains); without one, the most
+   confident learnings of those tiers;
+2. a learning is dropped if its confidence is below the sampled `confidence_threshold`, if (with a task)
+   its relevance is below the sampled `semantic_similarity_threshold`, or if it was contradicted more
+   often than it helped;
+3. of two candidates joined by `contradicts`, only one stays: in a project context the project tier's,
+   otherwise the better scored;
+4. the best `budget` remain, `budget` being the sampled `injection_budget`, capped by the request's.
+
+The choice runs on a reader thread; recording it (the injection, and each chosen learning's
+`times_injected` and `last_used`) is a write that goes through the batcher like any other, and the reply
+is sent once that write committed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from pydantic import BaseModel
+
+from coordinator import adaptive
+from coordinator.adaptive import SPECS, AdaptiveParam
+from coordinator.derived import Derived
+from coordinator.records import JOINED_BODY, JOINED_HEAD, LEARNING_COLS, UsageRow, learning_wire
+from coordinator.search import Candidate, find
+from coordinator.tiers import Tier, TierSet
+from protocol import constants as C
+from protocol.ids import uuid7
+from protocol.loop import InjectPrepareRequest
+from protocol.search import SearchRequest
+
+_COL = {name: i for i, name in enumerate(LEARNING_COLS)}
+_USAGE = len(LEARNING_COLS)  # where the usage columns start in a joined row
+_POOL = 100  # candidates considered per session
+
+
+class InjectRecord(BaseModel):
+    """An injection chosen on a reader thread, on its way to the batcher (never on the wire)."""
+
+    injection_id: str
+    session_id: str
+    learnings: list[tuple[str, str]]  # (learning id, tier), in the order injected
+    had_task: bool
+    params: dict[str, float]
+    reply: dict[str, Any]
+
+
+def load_params(tier: Tier) -> dict[str, tuple[AdaptiveParam, int | None]]:
+    """Every system parameter with when it was last updated (None: still at its prior)."""
+    stored = {
+        row[0]: (adaptive.from_row(row), row[-1])
+        for row in tier.run(
+            f"?[{', '.join(adaptive.PARAM_COLS)}] := *adaptive_params{{{', '.join(adaptive.PARAM_COLS)}}}"
+        )
+    }
+    return {name: stored.get(name, (spec.prior(), None)) for name, spec in SPECS.items()}
+
+
+def params_list(tiers: TierSet) -> dict[str, Any]:
+    """The `params.list` reply body."""
+    params = load_params(tiers.open_user())
+    return {"params": [adaptive.wire(name, param, at) for name, (param, at) in params.items()]}
+
+
+def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest) -> InjectRecord:
+    """Choose this session's learnings; the returned record still has to be committed."""
+    rng = random.Random(body.seed)
+    params = load_params(tiers.open_user())
+    drawn = {name: param.sample(rng) for name, (param, _) in params.items()}
+    budget = adaptive.budget(drawn[C.PARAM_INJECTION_BUDGET])
+    if body.budget is not None:
+        budget = min(budget, body.budget)
+    min_confidence = SPECS[C.PARAM_CONFIDENCE_THRESHOLD].mapped(drawn[C.PARAM_CONFIDENCE_THRESHOLD])
+    min_relevance = SPECS[C.PARAM_SIMILARITY_THRESHOLD].mapped(drawn[C.PARAM_SIMILARITY_THRESHOLD])
+    sampled = {
+        C.PARAM_INJECTION_BUDGET: float(budget),
+        C.PARAM_CONFIDENCE_THRESHOLD: min_confidence,
+        C.PARAM_SIMILARITY_THRESHOLD: min_relevance,
+    }
+    read = {t.name: t for name in body.context.tiers() if (t := tiers.get(name, create=False)) is not None}
+    if body.task is not None:
+        search = SearchRequest(text=body.task, limit=_POOL, context=body.context)
+        candidates = [c for c in find(tiers, derived, search) if c.relevance() >= min_relevance]
+    else:
+        candidates = _most_confident(derived, read)
+    candidates = [c for c in candidates if c.confidence >= min_confidence and not _more_harm_than_good(c)]
+    candidates = _settle_contradictions(read, body, candidates)
+    chosen = sorted(candidates, key=lambda c: -c.score)[:budget]
+    injection_id = uuid7()
+    learnings = [
+        {"learning": learning_wire(c.row, c.tier), "score": c.score, "reasoning": _why(c, body.task is not None)}
+        for c in chosen
+    ]
+    reply = {
+        "injection_id": injection_id,
+        "learnings": learnings,
+        "markdown": markdown(injection_id, body.session_id, learnings),
+        "params": sampled,
+    }
+    return InjectRecord(
+        injection_id=injection_id,
+        session_id=body.session_id,
+        learnings=[(c.learning_id, c.tier) for c in chosen],
+        had_task=body.task is not None,
+        params=sampled,
+        reply=reply,
+    )
+
+
+def _most_confident(derived: Derived, read: dict[str, Tier]) -> list[Candidate]:
+    """Without a task: the most confident learnings of each tier read, superseded ones left out."""
+    found = []
+    for name, tier in read.items():
+        rows = tier.run(f"?[{JOINED_HEAD}] := {JOINED_BODY} :order -confidence :limit {_POOL}")
+        for row in rows:
+            found.append(Candidate(row[0], name, row=row, score=row[_COL["confidence"]]))
+    superseded = derived.supersessions.superseded(list(read), [c.learning_id for c in found])
+    return [c for c in found if c.learning_id not in superseded]
+
+
+def _more_harm_than_good(c: Candidate) -> bool:
+    usage = UsageRow(*c.row[_USAGE:])
+    return usage.times_contradicted > usage.times_helpful
+
+
+def _settle_contradictions(
+    read: dict[str, Tier], body: InjectPrepareRequest, cands: list[Candidate]
+) -> list[Candidate]:
+    """Of two candidates that contradict each other, keep one (the project tier's in a project context)."""
+    by_id = {c.learning_id: c for c in cands}
+    if len(by_id) < 2:
+        return cands
+    dropped: set[str] = set()
+    project = C.TIER_PROJECT_PREFIX + body.context.project if body.context.project is not None else None
+    for tier in read.values():
+        pairs = tier.run(
+            "?[a, b] := a in $ids, *learning_relations{from_id: a, relation_type: 'contradicts', to_id: b}, b in $ids",
+            {"ids": list(by_id)},
+        )
+        for a, b in pairs:
+            if a in dropped or b in dropped:
+                continue
+            first, second = by_id[a], by_id[b]
+            if project is not None and (first.tier == project) != (second.tier == project):
+                loser = second if first.tier == project else first
+            else:
+                loser = second if first.score >= second.score else first
+            dropped.add(loser.learning_id)
+    return [c for c in cands if c.learning_id not in dropped]
+
+
+def _why(c: Candidate, matched: bool) -> str:
+    if matched:
+        return f"{c.reasoning()}; relevance {c.relevance():.2f}"
+    return f"among the most confident in tier {c.tier}; confidence {c.confidence:.2f}"
+
+
+def markdown(injection_id: str, session_id: str, learnings: list[dict[str, Any]]) -> str:
+    """The block for a CLAUDE.md-style file, between stable markers, grouped by category."""
+    lines = [
+        C.INJECT_BEGIN,
+        f"<!-- groove injection {injection_id} for session {json.dumps(session_id)}; "
+        "report outcomes with this injection id -->",
+        "## Learnings from groove",
+        "",
+    ]
+    if not learnings:
+        lines.append("_No stored learning matched this session._")
+    for category in C.CATEGORIES:
+        group = [item["learning"] for item in learnings if item["learning"]["category"] == category]
+        if not group:
+            continue
+        lines += [f"### {category.replace('_', ' ').capitalize()}", ""]
+        for learning in group:
+            insight = learning["insight"].strip()
+            line = f"- **{_one_line(learning['description'])}**"
+            lines.append(f"{line} {_one_line(insight)}" if insight else line)
+        lines.append("")
+    lines.append(C.INJECT_END)
+    return "\n".join(lines) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

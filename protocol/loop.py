@@ -1,0 +1,65 @@
+"""Models of the learning-loop operations: `params.list` and `inject.prepare`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from protocol import constants as C
+from protocol.models import Body, LearningOut, Reply, ShortText
+from protocol.search import SearchContext
+
+
+class ParamsListRequest(Body):
+    """`params.list`: the system's adaptive parameters."""
+
+
+class ParamOut(Reply):
+    """One adaptive parameter: its Beta posterior over [0, 1] and what that means in its own units."""
+
+    name: str
+    description: str
+    value: float  # posterior mean in [0, 1]
+    mapped: float  # the value in the parameter's units (e.g. learnings per session)
+    low: float  # the units of value 0 ...
+    high: float  # ... and of value 1
+    uncertainty: float
+    observations: int
+    alpha: float
+    beta: float
+    updated_at: int | None
+
+
+class ParamsListReply(Reply):
+    """Every adaptive parameter, stored or still at its prior."""
+
+    params: list[ParamOut]
+
+
+class InjectPrepareRequest(Body):
+    """`inject.prepare`: choose the learnings to give an agent session, and record the choice."""
+
+    session_id: ShortText
+    context: SearchContext = Field(default_factory=SearchContext)
+    task: Annotated[str, Field(min_length=1, max_length=C.MAX_QUERY_CHARS)] | None = None
+    budget: Annotated[int, Field(ge=1, le=C.MAX_INJECTION_BUDGET)] | None = None
+    # Thompson sampling draws at random; a seed makes one injection reproducible (tests, simulations).
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] | None = None
+
+
+class InjectedLearning(Reply):
+    """One chosen learning, its score and why it was chosen."""
+
+    learning: LearningOut
+    score: float
+    reasoning: str
+
+
+class InjectPrepareReply(Reply):
+    """The injection: its id (give it to `outcome.record`), the learnings, the block, the sampled params."""
+
+    injection_id: str
+    learnings: list[InjectedLearning]
+    markdown: str
+    params: dict[str, float]

@@ -1,0 +1,122 @@
+"""The learning loop end to end: adaptive parameters, `inject.prepare`'s selection rules and block, and
+outcomes that close an injection (without the model: task texts match by keywords here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents import BadRequest, Conflict, GrooveClient, NotFound
+from protocol import constants as C
+from tests.helpers import learning
+
+
+def put(client: GrooveClient, text: str, scope: str = "global", **extra: Any) -> str:
+    return client.put_learnings([learning(scope, description=text, insight=f"Because {text}.", **extra)]).ids[0]
+
+
+def chosen(reply: Any) -> list[str]:
+    return [item.learning.id for item in reply.learnings]
+
+
+def test_parameters_start_at_their_priors(client: GrooveClient) -> None:
+    params = {p.name: p for p in client.params()}
+    assert set(params) == {C.PARAM_INJECTION_BUDGET, C.PARAM_CONFIDENCE_THRESHOLD, C.PARAM_SIMILARITY_THRESHOLD}
+    budget = params[C.PARAM_INJECTION_BUDGET]
+    assert budget.observations == 0
+    assert budget.updated_at is None
+    assert budget.value == pytest.approx(budget.alpha / (budget.alpha + budget.beta))
+    assert budget.mapped == pytest.approx(budget.low + budget.value * (budget.high - budget.low))
+    assert (budget.low, budget.high) == (1, C.MAX_INJECTION_BUDGET)
+
+
+def test_inject_picks_matching_learnings_records_them_and_renders_a_block(client: GrooveClient) -> None:
+    flaky = put(client, "the socket test is flaky under load", confidence=0.9)
+    put(client, "prefer tabs in makefiles", confidence=0.9)
+    reply = client.inject("s1", task="why is the socket test flaky", seed=1)
+    assert chosen(reply) == [flaky]
+    assert "keyword" in reply.learnings[0].reasoning
+    assert set(reply.params) == {C.PARAM_INJECTION_BUDGET, C.PARAM_CONFIDENCE_THRESHOLD, C.PARAM_SIMILARITY_THRESHOLD}
+    lines = reply.markdown.splitlines()
+    assert lines[0] == C.INJECT_BEGIN
+    assert lines[-1] == C.INJECT_END
+    assert reply.injection_id in lines[1]
+    assert "### Solution" in lines
+    assert "- **the socket test is flaky under load** Because the socket test is flaky under load." in lines
+    stored = client.get(flaky)
+    assert stored.usage.times_injected == 1
+    assert stored.usage.last_used is not None
+
+
+def test_without_a_task_the_most_confident_are_chosen_within_the_budget(client: GrooveClient) -> None:
+    ids = [put(client, f"learning number {i}", confidence=0.5 + i / 40) for i in range(12)]
+    reply = client.inject("s2", budget=3, seed=2)
+    assert chosen(reply) == ids[::-1][:3]
+    assert reply.params[C.PARAM_INJECTION_BUDGET] <= 3
+    assert all("most confident" in item.reasoning for item in reply.learnings)
+
+
+def test_learnings_that_did_more_harm_than_good_are_never_injected(client: GrooveClient) -> None:
+    harmful = put(client, "disable the linter to ship faster", confidence=0.95)
+    good = put(client, "run the linter before pushing", confidence=0.9)
+    client.record_outcome([(harmful, "helpful"), (harmful, "contradicted"), (harmful, "contradicted")])
+    for seed in range(5):
+        reply = client.inject(f"h{seed}", budget=20, seed=seed)
+        assert harmful not in chosen(reply)
+        assert good in chosen(reply) or reply.params[C.PARAM_CONFIDENCE_THRESHOLD] > 0.9
+
+
+def test_of_a_supersedes_chain_only_the_newest_and_of_a_contradiction_the_project_one(client: GrooveClient) -> None:
+    old = put(client, "use requests for http", confidence=0.95)
+    new = put(client, "use httpx for http", confidence=0.95)
+    client.relate(new, "supersedes", old)
+    mine = put(client, "indent with two spaces", confidence=0.95)
+    theirs = put(client, "indent with four spaces", scope="project:/srv/api", confidence=0.95)
+    client.relate(theirs, "contradicts", mine)
+    reply = client.inject("c1", task="http client and indent", project="/srv/api", budget=20, seed=3)
+    assert new in chosen(reply)
+    assert old not in chosen(reply)
+    assert theirs in chosen(reply)
+    assert mine not in chosen(reply)
+    elsewhere = client.inject("c2", task="http client and indent", budget=20, seed=3)
+    assert mine in chosen(elsewhere)  # without the project, its learning is not read at all
+
+
+def test_an_outcome_closes_its_injection_and_updates_the_parameters(client: GrooveClient) -> None:
+    ids = [put(client, f"fact {i}", confidence=0.9) for i in range(3)]
+    reply = client.inject("s3", budget=3, seed=4)
+    assert sorted(chosen(reply)) == sorted(ids)
+    helpful = chosen(reply)[0]
+    closed = client.close_session([(helpful, "helpful")], injection_id=reply.injection_id, success=True)
+    assert closed.applied == 3
+    assert closed.ignored == 2
+    usage = {lid: client.get(lid).usage for lid in ids}
+    assert usage[helpful].times_injected == 1  # counted once, by inject.prepare
+    assert usage[helpful].times_helpful == 1
+    assert sorted(u.times_ignored for u in usage.values()) == [0, 1, 1]
+    params = {p.name: p for p in client.params()}
+    assert params[C.PARAM_INJECTION_BUDGET].observations == 1
+    assert params[C.PARAM_INJECTION_BUDGET].updated_at is not None
+    assert params[C.PARAM_CONFIDENCE_THRESHOLD].observations == 1
+    assert params[C.PARAM_SIMILARITY_THRESHOLD].observations == 0  # no task text was matched
+    with pytest.raises(Conflict):
+        client.close_session(injection_id=reply.injection_id, success=False)
+    assert client.get(helpful).usage.times_helpful == 1  # the rejected outcome changed nothing
+
+
+def test_bad_outcomes_and_injections_are_rejected(client: GrooveClient) -> None:
+    with pytest.raises(NotFound):
+        client.close_session(injection_id="01a20000-0000-7000-8000-000000000000", success=True)
+    for body in (
+        {"success": True, "attributions": []},
+        {},
+        {"injection_id": "not-an-id"},
+    ):
+        with pytest.raises(BadRequest):
+            client.call(C.OP_OUTCOME_RECORD, body)
+    for body in ({}, {"session_id": "s", "budget": 0}, {"session_id": "s", "budget": 21}, {"session_id": ""}):
+        with pytest.raises(BadRequest):
+            client.call(C.OP_INJECT_PREPARE, body)
+    assert all(p.observations == 0 for p in client.params())
