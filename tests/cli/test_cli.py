@@ -123,3 +123,28 @@ def test_search_and_reindex(coordinator: RunningCoordinator) -> None:
     bad = run_groove(*ep, "search", "x", "--project", "")
     assert bad.returncode == 1
     assert "bad_request" in bad.stderr
+
+
+def test_inject_prints_the_block_and_session_end_closes_it(coordinator: RunningCoordinator) -> None:
+    ep = ("--endpoint", coordinator.endpoint)
+    learned = run_groove(
+        *ep, "learn", "flaky socket tests need a retry budget", "--scope", "project:/srv/api", "--json"
+    )
+    lid = json.loads(learned.stdout)["id"]
+    params = run_groove(*ep, "params")
+    assert params.returncode == 0
+    assert "injection_budget" in params.stdout
+    shown = run_groove(*ep, "inject", "--project", "/srv/api", "--task", "flaky socket tests", "--seed", "1")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == "<!-- groove:learnings:begin -->"
+    assert lines[-1] == "<!-- groove:learnings:end -->"
+    assert any("flaky socket tests need a retry budget" in line for line in lines)
+    injection_id = shown.stderr.split()[1].rstrip(":")
+    ended = run_groove(*ep, "session-end", injection_id, "--success", "--helpful", lid, "--json")
+    assert json.loads(ended.stdout) == {"applied": 1, "ignored": 0}
+    again = run_groove(*ep, "session-end", injection_id, "--failure")
+    assert again.returncode == 1
+    assert "already recorded" in again.stderr
+    observed = json.loads(run_groove(*ep, "params", "--json").stdout)
+    assert {p["name"]: p["observations"] for p in observed}["injection_budget"] == 1

@@ -1,0 +1,104 @@
+"""Learning-loop verbs: `params`, `inject` (prints the block for a CLAUDE.md) and `session-end`."""
+
+from __future__ import annotations
+
+import click
+
+from agents import GrooveClient
+from cli.commands import json_option, with_client
+from cli.output import emit_json, table
+from protocol import constants as C
+
+
+@click.command()
+@json_option
+@with_client
+def params(client: GrooveClient, as_json: bool) -> None:
+    """Show the system's adaptive parameters: posterior, value in their own units, evidence."""
+    found = client.params()
+    if as_json:
+        emit_json([p.model_dump() for p in found])
+        return
+    click.echo(
+        table(
+            ("name", "value", "in units", "range", "alpha", "beta", "observations", "controls"),
+            [
+                (
+                    p.name,
+                    f"{p.value:.3f}",
+                    f"{p.mapped:.2f}",
+                    f"{p.low:g}..{p.high:g}",
+                    f"{p.alpha:.2f}",
+                    f"{p.beta:.2f}",
+                    p.observations,
+                    p.description,
+                )
+                for p in found
+            ],
+        )
+    )
+
+
+@click.command()
+@click.option("--session-id", default="cli", show_default=True, help="The session the learnings are for.")
+@click.option("--project", help="Also read this project's tier (its root, as in project:<root>).")
+@click.option("--enterprise", help="Also read this organisation's enterprise tier.")
+@click.option("--task", help="What the session is about; learnings are matched to it.")
+@click.option("--budget", type=click.IntRange(1, C.MAX_INJECTION_BUDGET), help="At most this many learnings.")
+@click.option("--seed", type=click.IntRange(0), help="Make the sampled thresholds reproducible.")
+@json_option
+@with_client
+def inject(
+    client: GrooveClient,
+    session_id: str,
+    project: str | None,
+    enterprise: str | None,
+    task: str | None,
+    budget: int | None,
+    seed: int | None,
+    as_json: bool,
+) -> None:
+    """Choose the learnings for a new session and print their block for a CLAUDE.md file.
+
+    The injection is recorded; report how the session went with `groove session-end INJECTION_ID`.
+    """
+    reply = client.inject(session_id, task=task, project=project, enterprise=enterprise, budget=budget, seed=seed)
+    if as_json:
+        emit_json(reply.model_dump())
+        return
+    click.echo(reply.markdown, nl=False)
+    drawn = ", ".join(f"{name} {value:.2f}" for name, value in reply.params.items())
+    click.echo(f"injection {reply.injection_id}: {len(reply.learnings)} learning(s); drew {drawn}", err=True)
+
+
+@click.command("session-end")
+@click.argument("injection_id")
+@click.option("--success/--failure", default=None, help="How the session went; updates the adaptive parameters.")
+@click.option("--helpful", "helpful", multiple=True, metavar="ID", help="A learning that helped (repeatable).")
+@click.option("--contradicted", "contradicted", multiple=True, metavar="ID", help="A learning that was wrong.")
+@click.option("--ignored", "ignored", multiple=True, metavar="ID", help="A learning that did not matter.")
+@json_option
+@with_client
+def session_end(
+    client: GrooveClient,
+    injection_id: str,
+    success: bool | None,
+    helpful: tuple[str, ...],
+    contradicted: tuple[str, ...],
+    ignored: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Record a session's outcome for its injection; unnamed injected learnings count as ignored."""
+    attributions = (
+        [(lid, C.OUTCOME_HELPFUL) for lid in helpful]
+        + [(lid, C.OUTCOME_CONTRADICTED) for lid in contradicted]
+        + [(lid, C.OUTCOME_IGNORED) for lid in ignored]
+    )
+    reply = client.close_session(attributions, injection_id=injection_id, success=success)
+    if as_json:
+        emit_json(reply.model_dump())
+        return
+    click.echo(f"applied {reply.applied} attribution(s), {reply.ignored} of them implied ignored")
+
+
+loop_commands = [params, inject, session_end]
