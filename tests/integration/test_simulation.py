@@ -84,9 +84,8 @@ def test_injections_shift_to_helpful_learnings_and_parameters_settle(client: Gro
         window = injected[start : start + WINDOW]
         values = params_at[(start + WINDOW) // (WINDOW // 2) - 1]
         shown = "  ".join(f"{name.split('_')[0]} {value:.3f}" for name, value in values.items())
-        print(
-            f"{start + 1:>4}-{start + WINDOW:<5}  {share('helpful', window):>12.2f}  {share('harmful', window):>13.2f}  {shown}"
-        )
+        sessions = f"{start + 1:>4}-{start + WINDOW:<5}"
+        print(f"{sessions}  {share('helpful', window):>12.2f}  {share('harmful', window):>13.2f}  {shown}")
 
     last = injected[-WINDOW:]
     assert share("helpful", last) >= 2.5 * chance  # clearly more than chance gives them
