@@ -24,6 +24,7 @@ from coordinator.embedder import Embedder, embedding_text
 from coordinator.errors import Rejected
 from coordinator.keywords import KeywordIndex
 from coordinator.metrics import summarize
+from coordinator.neighbours import NearDuplicates
 from coordinator.records import JOINED_BODY, JOINED_HEAD
 from coordinator.rowcache import RowCache, Supersessions
 from coordinator.tiers import Tier, TierSet
@@ -64,9 +65,10 @@ class Derived:
     def __init__(self, exact_limit: int, embeddings: bool, row_cache: int = 100_000) -> None:
         self.keywords = KeywordIndex()
         self.rows = RowCache(row_cache)
+        self.vectors: dict[str, VectorIndex] = {}
+        self.near = NearDuplicates(self.vectors)
         self.supersessions = Supersessions()
         self.embeddings = embeddings  # whether a worker will embed what is queued
-        self.vectors: dict[str, VectorIndex] = {}
         self.exact_limit = exact_limit
         self.embedder: Embedder | None = None
         self._queue: deque[Pending] = deque()
@@ -147,6 +149,7 @@ class Derived:
             ids = [lid for lid, _ in changes.vectors]
             index.upsert(ids, np.asarray([v for _, v in changes.vectors], dtype=np.float32))
             self._landed(ids)
+            self.near.note(tier, ids)
         given = {lid for lid, _ in changes.vectors}
         waiting = [(lid, text) for lid, text in changes.texts if lid not in given]
         self.enqueue(tier, waiting, since=time.monotonic())

@@ -64,6 +64,15 @@ def load_injections(user: Tier, ids: list[str]) -> dict[str, Injected]:
     return {r[0]: Injected([(a, b) for a, b in json.loads(r[1])], r[2], r[3] is not None) for r in rows}
 
 
+def _stored(tier: Tier, key: tuple[str, str, str]) -> bool:
+    rows = tier.run(
+        "?[from_id] := *learning_relations{from_id, relation_type, to_id}, from_id = $f, relation_type = $t, "
+        "to_id = $o",
+        {"f": key[0], "t": key[1], "o": key[2]},
+    )
+    return bool(rows)
+
+
 class Planner:
     """Plans the requests of one batch; every learning the batch names is located up front, with one query
     per tier for the whole batch rather than one per request.
@@ -77,6 +86,7 @@ class Planner:
         closing = [b.injection_id for b in bodies if isinstance(b, OutcomeRecordRequest) and b.injection_id]
         self.injections = load_injections(tiers.open_user(), closing) if closing else {}
         self.closing: set[str] = set()  # injections an outcome of this batch closes
+        self.superseding: set[tuple[str, str, str]] = set()  # supersedes relations this batch adds
         for injected in self.injections.values():
             named.extend(lid for lid, _ in injected.learnings)
         for body in bodies:
@@ -193,7 +203,17 @@ class Planner:
             if lid not in self.found:
                 raise not_found(lid)
         part = RelationPart(body.from_id, body.relation_type, body.to_id, body.weight)
-        return {self.found[body.from_id].name: part}
+        home, other = self.found[body.from_id], self.found[body.to_id]
+        parts: dict[str, Part] = {home.name: part}
+        key = (body.from_id, body.relation_type, body.to_id)
+        if body.relation_type == C.RELATION_SUPERSEDES and key not in self.superseding and not _stored(home, key):
+            # a new supersedes relation lowers the older learning's confidence, once
+            self.superseding.add(key)
+            if other.name == home.name:
+                part.demote = True
+            else:
+                parts[other.name] = RelationPart(*key, body.weight, store=False, demote=True)
+        return parts
 
     def _delete(self, body: LearningDeleteRequest) -> dict[str, Part]:
         owner = self.found.get(body.id)

@@ -5,6 +5,7 @@ The usage update here is seed 000's `UsageStats::record_outcome`, applied to sto
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,12 @@ JOINED_BODY = (
     "*learning{" + ", ".join(LEARNING_COLS) + "}, "
     "*usage_stats{learning_id: id, " + ", ".join(f"{c}: {u}" for c, u in zip(USAGE_COLS[1:], _U, strict=True)) + "}"
 )
+
+
+def content_hash(description: str, insight: str) -> str:
+    """What makes two learnings the same content: their description and insight, case and spacing aside."""
+    normal = "\n".join(" ".join(text.lower().split()) for text in (description, insight))
+    return hashlib.sha256(normal.encode()).hexdigest()
 
 
 def put_script(relation: str, cols: tuple[str, ...], keys: int, param: str, verb: str = "put") -> str:
@@ -94,6 +101,14 @@ class UsageRow:
         else:
             self.times_contradicted += 1
             self.beta += C.CONTRADICTED_BETA_STEP
+
+    def reinforce(self) -> None:
+        """The same content was learned again (seed 003's reinforcement upsert, as Beta evidence)."""
+        self.alpha += C.REINFORCE_ALPHA_STEP
+
+    def demote(self) -> None:
+        """A newer learning superseded this one."""
+        self.beta += C.SUPERSEDED_BETA_STEP
 
     def inject(self, now: int) -> None:
         """`inject.prepare` gave this learning to a session."""

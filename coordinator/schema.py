@@ -7,11 +7,13 @@ crash is finished on the next start instead of failing on a half-made schema.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pycozo.client import Client
 
 from coordinator.errors import StorageError
+from coordinator.records import content_hash
 from protocol.ids import now_ms
 
 
@@ -25,11 +27,21 @@ class Step:
 
 @dataclass(frozen=True)
 class Migration:
-    """A numbered set of steps."""
+    """A numbered set of steps, and optionally a backfill run after them (it must be safe to run twice)."""
 
     version: int
     description: str
     steps: tuple[Step, ...]
+    backfill: Callable[[Client], None] | None = None
+
+
+def _hash_learnings(db: Client) -> None:
+    rows = db.run("?[id, scope, description, insight] := *learning{id, scope, description, insight}")["rows"]
+    if rows:
+        db.run(
+            "?[learning_id, scope, hash] <- $rows :put learning_hashes {learning_id => scope, hash}",
+            {"rows": [[lid, scope, content_hash(d, i)] for lid, scope, d, i in rows]},
+        )
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -99,6 +111,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        3,
+        "content hashes: a learning put again with the same content reinforces the stored one",
+        (
+            Step("learning_hashes", ":create learning_hashes { learning_id: String => scope: String, hash: String }"),
+            Step("learning_hashes:by_hash", "::index create learning_hashes:by_hash { hash, scope }"),
+        ),
+        backfill=_hash_learnings,
+    ),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version
@@ -139,6 +160,8 @@ def ensure_schema(db: Client, now: int | None = None) -> list[int]:
         for step in migration.steps:
             if step.name not in existing:
                 db.run(step.script)
+        if migration.backfill is not None:
+            migration.backfill(db)
         db.run(
             "?[version, applied_at, description] <- [[$v, $at, $d]] "
             ":put schema_version {version => applied_at, description}",

@@ -41,7 +41,7 @@ from protocol.codec import RequestEnvelope, decode_request, encode_error, encode
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
 from protocol.loop import InjectPrepareRequest
-from protocol.models import HelloRequest
+from protocol.models import HelloRequest, RelationPutRequest
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,9 @@ class Coordinator:
             name="groove-embedder",
             daemon=True,
         )
+        self._neighbours = threading.Thread(
+            target=self.derived.near.run, args=(self._relate, self._stop), name="groove-neighbours", daemon=True
+        )
         self.readers = ThreadPoolExecutor(settings.readers, thread_name_prefix="groove-reader")
         self.context = zmq.Context()
         self.started = time.monotonic()
@@ -126,6 +129,7 @@ class Coordinator:
         self.batcher.start()
         if self.derived.embeddings:
             self._embedding_worker.start()
+        self._neighbours.start()
         log.info("coordinator %s serving on %s", __version__, self.endpoint)
 
     def request_stop(self) -> None:
@@ -325,6 +329,15 @@ class Coordinator:
     def _store_vectors(self, tier: str, rows: list[tuple[str, list[float]]]) -> bool:
         item = WriteItem(uuid7(), OP_STORE_VECTORS, StoreVectors(tier=tier, rows=rows), internal=True)
         return self.batcher.submit(item)
+
+    def _relate(self, pairs: list[tuple[str, str, float]]) -> bool:
+        for newer, older, score in pairs:
+            body = RelationPutRequest(
+                from_id=newer, relation_type=C.RELATION_RELATED_TO, to_id=older, weight=min(1.0, score)
+            )
+            if not self.batcher.submit(WriteItem(uuid7(), C.OP_RELATION_PUT, body, internal=True)):
+                return False
+        return True
 
     def _writes_done(self, outcomes: list[Outcome]) -> None:
         frames = [_WRITE]

@@ -145,6 +145,31 @@ class VectorIndex:
             top = top[np.argsort(-scores[top])]
             return [(self._ids[int(i)], float(scores[i])) for i in top]
 
+    def neighbours(self, ids: list[str], threshold: float, k: int = 4) -> list[tuple[str, str, float]]:
+        """(id, other id, cosine) for each of these learnings' nearest others at least `threshold` similar."""
+        with self._lock:
+            rows = [self._rows[lid] for lid in ids if lid in self._rows]
+            if not rows or len(self._ids) < 2:
+                return []
+            queries = self._matrix[rows].copy()
+            k = min(k + 1, len(self._ids))
+            if self._hnsw is not None:
+                self._hnsw.set_ef(max(_HNSW_EF_MIN, 2 * k))
+                labels, distances = self._hnsw.knn_query(queries, k=k)
+                found = [
+                    (self._ids[row], self._ids[int(label)], 1.0 - float(d))
+                    for row, row_labels, row_distances in zip(rows, labels, distances, strict=True)
+                    for label, d in zip(row_labels, row_distances, strict=True)
+                ]
+            else:
+                found = []
+                for start in range(0, len(rows), 64):  # bounded temporaries: 64 x n scores at a time
+                    scores = queries[start : start + 64] @ self._matrix[: len(self._ids)].T
+                    for row, row_scores in zip(rows[start : start + 64], scores, strict=True):
+                        for other in np.flatnonzero(row_scores >= threshold):
+                            found.append((self._ids[row], self._ids[int(other)], float(row_scores[other])))
+        return [(a, b, score) for a, b, score in found if a != b and score >= threshold]
+
     def _start_build(self) -> None:
         """Start building the graph from a snapshot of the matrix (called with the lock held)."""
         snapshot = self._matrix[: len(self._ids)].copy()

@@ -8,6 +8,7 @@ transaction, all or nothing, carrying the applied request ids with the data they
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from coordinator.records import (
     RELATION_COLS,
     USAGE_COLS,
     UsageRow,
+    content_hash,
     learning_row,
     put_script,
     rm_script,
@@ -73,12 +75,14 @@ class InjectPart:
 
 @dataclass(slots=True)
 class RelationPart:
-    """A `relation.put`, stored in the tier of its from_id."""
+    """A `relation.put`: stored in the tier of its from_id; a new `supersedes` also demotes to_id, in its tier."""
 
     from_id: str
     relation_type: str
     to_id: str
     weight: float
+    store: bool = True  # False: this tier holds only to_id, to be demoted
+    demote: bool = False
 
 
 @dataclass(slots=True)
@@ -122,6 +126,23 @@ class TierWrite:
         self.params_dirty: set[str] = set()
         ids: set[str] = set()
         deleted: set[str] = set()
+        # (scope, content hash) -> the learning holding that content, for the learnings this batch puts
+        self.hash_owner: dict[tuple[str, str], str] = {}
+        self.hashes_put: dict[str, list[Any]] = {}  # learning id -> its learning_hashes row
+        hashes = {
+            content_hash(item.description, item.insight)
+            for p in parts
+            if isinstance(p, PutPart)
+            for _, _, item in p.entries
+        }
+        if hashes:
+            owners = tier.run(
+                "?[hash, scope, learning_id] := hash in $hashes, *learning_hashes:by_hash{hash, scope, learning_id}",
+                {"hashes": sorted(hashes)},
+            )
+            for h, scope, owner in owners:
+                self.hash_owner[(scope, h)] = owner
+                ids.add(owner)
         for part in parts:
             if isinstance(part, PutPart):
                 # an id the coordinator just made cannot be stored yet: only client-given ids need a lookup
@@ -212,6 +233,17 @@ class TierWrite:
     def _put(self, part: PutPart) -> dict[str, Any]:
         reply: dict[str, list[Any]] = {"idx": [], "ids": [], "created": []}
         for index, lid, item in part.entries:
+            key = (item.scope, content_hash(item.description, item.insight))
+            owner = self.hash_owner.get(key)
+            if item.id is None and owner is not None and self._exists(owner):
+                # the same content again, in the same scope: reinforce the learning that has it
+                self._set_usage(owner, lambda usage: usage.reinforce())
+                reply["idx"].append(index)
+                reply["ids"].append(owner)
+                reply["created"].append(False)
+                continue
+            self.hash_owner[key] = lid
+            self.hashes_put[lid] = [lid, *key]
             stored_at = self.created.get(lid)
             is_new = stored_at is None
             created_at = self.now if stored_at is None else stored_at
@@ -241,15 +273,7 @@ class TierWrite:
         if part.session is not None and part.session.injection_id in self.closed:
             raise already_closed(part.session.injection_id)
         for lid, outcome, injected in part.attributions:
-            usage = self.usage[lid]
-            usage.record_outcome(outcome, self.now, injected)
-            self.usage_dirty.add(lid)
-            self.confidence[lid] = usage.confidence
-            row = self.learning_put.get(lid)
-            if row is None:
-                self.confidence_dirty.add(lid)
-            else:
-                row[LEARNING_COLS.index("confidence")] = usage.confidence
+            self._set_usage(lid, lambda usage: usage.record_outcome(outcome, self.now, injected))  # noqa: B023
         if part.session is None:
             return {"applied": len(part.attributions)}
         params = self._load_params()
@@ -258,6 +282,18 @@ class TierWrite:
             self.params_dirty.add(name)
         self.closed[part.session.injection_id] = self.now
         return {"applied": len(part.attributions), "ignored": part.session.ignored}
+
+    def _set_usage(self, lid: str, change: Callable[[UsageRow], None]) -> None:
+        """Change a stored learning's usage row; its confidence follows."""
+        usage = self.usage[lid]
+        change(usage)
+        self.usage_dirty.add(lid)
+        self.confidence[lid] = usage.confidence
+        row = self.learning_put.get(lid)
+        if row is None:
+            self.confidence_dirty.add(lid)
+        else:
+            row[LEARNING_COLS.index("confidence")] = usage.confidence
 
     def _inject(self, part: InjectPart) -> dict[str, Any]:
         for lid in part.learning_ids:
@@ -269,13 +305,16 @@ class TierWrite:
         return {}
 
     def _relation(self, part: RelationPart) -> dict[str, Any]:
-        for lid in (part.from_id, part.to_id):
-            if lid in self.created and not self._exists(lid):
-                raise not_found(lid)
-        if not self._exists(part.from_id):
-            raise not_found(part.from_id)
-        key = (part.from_id, part.relation_type, part.to_id)
-        self.relations[key] = [*key, part.weight, self.now]
+        if part.store:
+            for lid in (part.from_id, part.to_id):
+                if lid in self.created and not self._exists(lid):
+                    raise not_found(lid)
+            if not self._exists(part.from_id):
+                raise not_found(part.from_id)
+            key = (part.from_id, part.relation_type, part.to_id)
+            self.relations[key] = [*key, part.weight, self.now]
+        if part.demote and self._exists(part.to_id):
+            self._set_usage(part.to_id, lambda usage: usage.demote())
         return {}
 
     def _embed(self, part: EmbedPart) -> dict[str, Any]:
@@ -294,6 +333,7 @@ class TierWrite:
             return {"deleted": False}
         self.created[lid] = None
         self.learning_put.pop(lid, None)
+        self.hashes_put.pop(lid, None)
         self.usage.pop(lid, None)
         self.usage_dirty.discard(lid)
         self.confidence_dirty.discard(lid)
@@ -315,6 +355,12 @@ class TierWrite:
         add(rm_script("learning", ("id",), "gone"), "gone", gone)
         add(rm_script("usage_stats", ("learning_id",), "gone_u"), "gone_u", gone)
         add(rm_script("learning_embeddings", ("learning_id",), "gone_e"), "gone_e", gone)
+        add(rm_script("learning_hashes", ("learning_id",), "gone_h"), "gone_h", gone)
+        add(
+            put_script("learning_hashes", ("learning_id", "scope", "hash"), 1, "hashes"),
+            "hashes",
+            list(self.hashes_put.values()),
+        )
         add(put_script("learning", LEARNING_COLS, 1, "learning"), "learning", list(self.learning_put.values()))
         add(
             "{?[id, confidence, updated_at] <- $conf :update learning {id => confidence, updated_at}}",

@@ -46,6 +46,7 @@ DEFAULT_SOURCE_TYPE: Final = "user_created"
 # Relation types (seed 000, decision 12).
 RELATION_TYPES: Final = ("supersedes", "contradicts", "derived_from", "related_to", "specializes")
 RELATION_SUPERSEDES: Final = "supersedes"
+RELATION_RELATED_TO: Final = "related_to"
 RELATION_DIRECTIONS: Final = ("out", "in", "both")
 
 # Attribution outcomes (seed 000, UsageStats::record_outcome).
@@ -99,6 +100,13 @@ PRIOR_STRENGTH: Final = 2.0
 HELPFUL_ALPHA_STEP: Final = 1.0
 IGNORED_BETA_STEP: Final = 0.1
 CONTRADICTED_BETA_STEP: Final = 1.5
+# Learning the same content again adds this to alpha: at the uniform prior, confidence 0.5 -> 0.6 (seed 003
+# adds 0.1), approaching 1 the more often it recurs.
+REINFORCE_ALPHA_STEP: Final = 0.5
+# Being superseded weighs like a contradiction.
+SUPERSEDED_BETA_STEP: Final = 1.5
+# Two learnings of one tier whose embeddings are at least this similar are near-duplicates: related_to.
+NEAR_DUPLICATE_COSINE: Final = 0.9
 
 # The learning loop (seed 000 decision 11, seed 001 "Adaptive Parameters").
 PARAM_INJECTION_BUDGET: Final = "injection_budget"

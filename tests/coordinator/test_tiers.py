@@ -90,3 +90,31 @@ def test_an_interrupted_migration_completes_on_the_next_open(tmp_path: Path) -> 
     ]
     assert ensure_schema(db) == []
     db.close()
+
+
+def test_the_content_hash_migration_backfills_stored_learnings(tmp_path: Path) -> None:
+    from pycozo.client import Client
+
+    from coordinator.records import content_hash
+    from coordinator.schema import ensure_schema
+
+    db = Client("rocksdb", str(tmp_path / "db"), dataframe=False)
+    db.run(":create schema_version { version: Int => applied_at: Int, description: String }")
+    for migration in MIGRATIONS[:2]:  # a tier made by a coordinator of schema version 2
+        for step in migration.steps:
+            db.run(step.script)
+        db.run(
+            "?[version, applied_at, description] <- [[$v, 1, 'old']] "
+            ":put schema_version {version => applied_at, description}",
+            {"v": migration.version},
+        )
+    db.run(
+        "?[id, scope, category, description, pattern_json, insight, confidence, created_at, updated_at, source_type, "
+        "source_json] <- [['a', 'global', 'solution', 'Use Result types', '{}', 'errors are values', 0.5, 1, 1, "
+        "'user_created', '{}']] :put learning {id => scope, category, description, pattern_json, insight, confidence, "
+        "created_at, updated_at, source_type, source_json}"
+    )
+    assert ensure_schema(db, now=5) == [3]
+    rows = db.run("?[id, scope, hash] := *learning_hashes{learning_id: id, scope, hash}")["rows"]
+    assert rows == [["a", "global", content_hash("use result  TYPES", "Errors are values")]]
+    db.close()

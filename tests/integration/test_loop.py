@@ -120,3 +120,40 @@ def test_bad_outcomes_and_injections_are_rejected(client: GrooveClient) -> None:
         with pytest.raises(BadRequest):
             client.call(C.OP_INJECT_PREPARE, body)
     assert all(p.observations == 0 for p in client.params())
+
+
+def test_the_same_content_again_reinforces_instead_of_duplicating(client: GrooveClient) -> None:
+    first = client.put_learnings([learning(description="Use Result types", insight="Errors are values.")])
+    again = client.put_learnings([learning(description="  use result   TYPES ", insight="errors are VALUES.")])
+    assert first.created == [True]
+    assert again.ids == first.ids
+    assert again.created == [False]
+    stored = client.get(first.ids[0])
+    assert stored.confidence == pytest.approx(0.6)  # alpha 1 -> 1.5 at the uniform prior
+    twice = client.put_learnings(
+        [learning(description="retry", insight="x"), learning(description="RETRY", insight="x")]
+    )
+    assert twice.ids[0] == twice.ids[1]
+    assert twice.created == [True, False]
+    elsewhere = client.put_learnings(
+        [learning(scope="project:/srv/api", description="Use Result types", insight="Errors are values.")]
+    )
+    assert elsewhere.created == [True]  # another tier and scope: a learning of its own
+    assert len(list(client.iter_learnings())) == 3  # the reinforced one, 'retry', and the project's
+    client.delete(first.ids[0])
+    back = client.put_learnings([learning(description="Use Result types", insight="Errors are values.")])
+    assert back.created == [True]  # the content was forgotten with the learning
+
+
+def test_a_new_supersedes_relation_lowers_the_older_learnings_confidence_once(client: GrooveClient) -> None:
+    old = put(client, "pin dependencies with requirements.txt")
+    new = put(client, "pin dependencies with a lock file")
+    far = put(client, "pin tools in the project tier", scope="project:/srv/api")
+    client.relate(new, "supersedes", old)
+    demoted = client.get(old)
+    assert demoted.confidence == pytest.approx(1.0 / 3.5)  # beta 1 -> 2.5, as a contradiction weighs
+    assert client.get(new).confidence == pytest.approx(0.5)
+    client.relate(new, "supersedes", old, weight=0.5)  # the same relation again: no second demotion
+    assert client.get(old).confidence == pytest.approx(demoted.confidence)
+    client.relate(far, "supersedes", new)  # across tiers: the demotion happens in the older one's tier
+    assert client.get(new).confidence == pytest.approx(1.0 / 3.5)

@@ -208,3 +208,16 @@ def test_stats_report_search_service_time(client: GrooveClient) -> None:
     assert stats.vector_index == {"user": "exact"}
     assert stats.row_cache.rows >= 1
     assert stats.row_cache.hits >= 4
+
+
+def test_near_duplicates_by_meaning_get_related(client: GrooveClient) -> None:
+    older = put(client, "cache the dependency downloads", axis(17))
+    newer = put(client, "keep a cache of downloaded dependencies", axis(17, tilt=18))  # cosine 0.96
+    other = put(client, "unrelated advice", axis(19))
+    deadline = time.monotonic() + 10
+    while not client.relations(newer) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (relation,) = client.relations(newer)
+    assert (relation.from_id, relation.relation_type, relation.to_id) == (newer, "related_to", older)
+    assert relation.weight == pytest.approx(1 / 1.09**0.5, abs=1e-3)
+    assert client.relations(other) == []
