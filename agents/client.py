@@ -15,7 +15,7 @@ import zmq
 
 from agents.transport import Result, Transport
 from protocol import constants as C
-from protocol.loop import InjectPrepareReply, ParamOut, ParamsListReply
+from protocol.loop import InjectPrepareReply, MaintainReply, ParamOut, ParamsListReply
 from protocol.models import (
     LearningGetReply,
     LearningListReply,
@@ -199,6 +199,14 @@ class GrooveClient:
         context = _clean(project=project, enterprise=enterprise)
         body = _clean(session_id=session_id, task=task, context=context or None, budget=budget, seed=seed)
         return InjectPrepareReply.model_validate(self.call(C.OP_INJECT_PREPARE, body))
+
+    def maintain(self, now: int | None = None, tiers: list[str] | None = None) -> MaintainReply:
+        """Run lifecycle maintenance (decay, archive, purge) now, or as if at `now` (milliseconds)."""
+        return MaintainReply.model_validate(self.call(C.OP_MAINTAIN, _clean(now=now, tiers=tiers), timeout=600))
+
+    def restore(self, learning_id: str) -> None:
+        """Bring an archived learning back into search and injection."""
+        self.call(C.OP_LEARNING_RESTORE, {"id": learning_id})
 
     def params(self) -> list[ParamOut]:
         """The system's adaptive parameters."""

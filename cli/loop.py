@@ -1,4 +1,5 @@
-"""Learning-loop verbs: `params`, `inject` (prints the block for a CLAUDE.md) and `session-end`."""
+"""Learning-loop verbs: `params`, `inject` (prints the block for a CLAUDE.md), `session-end`, `maintain`
+and `restore`."""
 
 from __future__ import annotations
 
@@ -101,4 +102,33 @@ def session_end(
     click.echo(f"applied {reply.applied} attribution(s), {reply.ignored} of them implied ignored")
 
 
-loop_commands = [params, inject, session_end]
+@click.command()
+@click.option("--tier", "tiers", multiple=True, help="Only this tier (repeatable); default every tier on disk.")
+@click.option("--now", type=click.IntRange(0), help="Apply the rules as if at this time (ms since the epoch).")
+@json_option
+@with_client
+def maintain(client: GrooveClient, tiers: tuple[str, ...], now: int | None, as_json: bool) -> None:
+    """Decay idle learnings, archive cold ones, purge old archive entries; print what was done."""
+    reply = client.maintain(now=now, tiers=list(tiers) or None)
+    if as_json:
+        emit_json(reply.model_dump())
+        return
+    click.echo(
+        table(
+            ("tier", "decayed", "archived", "purged"),
+            [(t.tier, t.decayed, t.archived, t.purged) for t in reply.tiers],
+        )
+    )
+    click.echo(f"decayed {reply.decayed}, archived {reply.archived}, purged {reply.purged}")
+
+
+@click.command()
+@click.argument("learning_id")
+@with_client
+def restore(client: GrooveClient, learning_id: str) -> None:
+    """Bring an archived learning back into search and injection."""
+    client.restore(learning_id)
+    click.echo(f"restored {learning_id}")
+
+
+loop_commands = [params, inject, session_end, maintain, restore]

@@ -73,6 +73,7 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("log_level", "Log verbosity", type=click.Choice(["debug", "info", "warning", "error"]))
 @setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(["minilm", "none"]))
 @setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
+@setting("maintain_every_s", "Seconds between lifecycle runs (decay, archive, purge); 0 turns them off", type=float)
 @setting("row_cache", "Learning rows kept in memory for search (about 1 KB each); 0 turns it off", type=int)
 @click.option(
     "--endpoint-file",

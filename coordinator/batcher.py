@@ -25,8 +25,10 @@ from coordinator.metrics import Metrics
 from coordinator.planning import Planner, combine
 from coordinator.tiers import Tier, TierSet
 from coordinator.writes import DerivedChanges, Part, TierWrite
+from protocol import constants as C
 from protocol.errors import ErrorCode
-from protocol.ids import now_ms
+from protocol.ids import now_ms, uuid7
+from protocol.loop import MaintainRequest
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ class Batcher:
         max_wait_ms: float,
         capacity: int,
         committed: Committed | None = None,
+        maintain_every_s: float = 0.0,
     ) -> None:
         self.tiers = tiers
         self.metrics = metrics
@@ -80,6 +83,8 @@ class Batcher:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="groove-batcher", daemon=True)
         self._last_prune = 0.0
+        self.maintain_every_s = maintain_every_s  # 0: lifecycle maintenance only on request
+        self._last_maintain = time.monotonic()
 
     def start(self) -> None:
         """Start the writer thread."""
@@ -108,7 +113,7 @@ class Batcher:
             except queue.Empty:
                 if self._stopping.is_set():
                     return
-                self._maybe_prune()
+                self._housekeeping()
                 continue
             items = [first]
             deadline = time.monotonic() + self.max_wait
@@ -131,6 +136,7 @@ class Batcher:
                 log.exception("batch of %d writes failed", len(items))
                 failed = Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator")
                 self.done([(item, failed) for item in items if not item.internal])
+            self._housekeeping()  # also under a steady load, when the queue is never empty
 
     def process(self, items: list[WriteItem], now: int) -> None:
         """Plan, deduplicate, commit and answer one batch."""
@@ -243,7 +249,16 @@ class Batcher:
             else:
                 item.replies[tier_name] = result
 
-    def _maybe_prune(self) -> None:
+    def _housekeeping(self) -> None:
+        """Periodic lifecycle maintenance and pruning of old request ids, between batches."""
+        if self.maintain_every_s and time.monotonic() - self._last_maintain >= self.maintain_every_s:
+            self._last_maintain = time.monotonic()
+            # the tiers open now: one opened later catches up at its next run (decay counts idle time)
+            body = MaintainRequest(tiers=[t.name for t in self.tiers.opened()])
+            try:
+                self.process([WriteItem(uuid7(), C.OP_MAINTAIN, body, internal=True)], now_ms())
+            except Exception:  # the writer outlives a failed run; the next one catches up
+                log.exception("lifecycle maintenance failed")
         if time.monotonic() - self._last_prune < _PRUNE_EVERY_S:
             return
         self._last_prune = time.monotonic()

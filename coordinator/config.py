@@ -42,6 +42,7 @@ class Settings(BaseModel):
     embedder: Literal["minilm", "none"] = "minilm"
     exact_limit: int = Field(20_000, ge=0, le=10_000_000)
     row_cache: int = Field(100_000, ge=0, le=10_000_000)
+    maintain_every_s: float = Field(3600.0, ge=0.0, le=30 * 86400.0)
 
 
 def load_file(path: Path) -> dict[str, Any]:

@@ -23,10 +23,11 @@ import numpy as np
 from coordinator.embedder import Embedder, embedding_text
 from coordinator.errors import Rejected
 from coordinator.keywords import KeywordIndex
+from coordinator.lifecycle import archived_ids
 from coordinator.metrics import summarize
 from coordinator.neighbours import NearDuplicates
 from coordinator.records import JOINED_BODY, JOINED_HEAD
-from coordinator.rowcache import RowCache, Supersessions
+from coordinator.rowcache import Archive, RowCache, Supersessions
 from coordinator.tiers import Tier, TierSet
 from coordinator.vectors import VectorIndex
 from coordinator.writes import DerivedChanges
@@ -68,6 +69,7 @@ class Derived:
         self.vectors: dict[str, VectorIndex] = {}
         self.near = NearDuplicates(self.vectors)
         self.supersessions = Supersessions()
+        self.archive = Archive()
         self.embeddings = embeddings  # whether a worker will embed what is queued
         self.exact_limit = exact_limit
         self.embedder: Embedder | None = None
@@ -98,6 +100,7 @@ class Derived:
                 )
             ],
         )
+        self.archive.load(tier.name, archived_ids(tier))
         self._warm_rows(tier)
         index = VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
@@ -137,6 +140,7 @@ class Derived:
         # first, so that no later failure here can leave a stale row to be read after the acks
         self.rows.invalidate(tier, changes.touched)
         self.supersessions.apply(tier, changes.supersedes_put, changes.supersedes_gone)
+        self.archive.apply(tier, changes.archived, changes.unarchived)
         index = self.vectors.get(tier)
         self.keywords.remove(changes.deleted)
         with self._ready:

@@ -119,11 +119,17 @@ def _most_confident(derived: Derived, read: dict[str, Tier]) -> list[Candidate]:
     """Without a task: the most confident learnings of each tier read, superseded ones left out."""
     found = []
     for name, tier in read.items():
-        rows = tier.run(f"?[{JOINED_HEAD}] := {JOINED_BODY} :order -confidence :limit {_POOL}")
+        # archived ones are left out below: ask for enough to fill the pool anyway
+        rows = tier.run(
+            f"?[{JOINED_HEAD}] := {JOINED_BODY}, not *archived{{learning_id: id}} :order -confidence :limit {_POOL}"
+        )
         for row in rows:
             found.append(Candidate(row[0], name, row=row, score=row[_COL["confidence"]]))
-    superseded = derived.supersessions.superseded(list(read), [c.learning_id for c in found])
-    return [c for c in found if c.learning_id not in superseded]
+    ids = [c.learning_id for c in found]
+    hidden = derived.supersessions.superseded(list(read), ids)
+    for name in read:
+        hidden |= derived.archive.archived(name, ids)
+    return [c for c in found if c.learning_id not in hidden]
 
 
 def _more_harm_than_good(c: Candidate) -> bool:

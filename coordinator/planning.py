@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from coordinator.adaptive import SessionResult, updates
 from coordinator.errors import Rejected, already_closed, not_found
 from coordinator.injection import InjectRecord
+from coordinator.lifecycle import MaintainPart, RestorePart, archived_ids, plan_tier
 from coordinator.records import INJECTION_COLS
 from coordinator.tiers import Tier, TierSet
 from coordinator.writes import (
@@ -31,6 +32,7 @@ from coordinator.writes import (
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
+from protocol.loop import MaintainRequest, RestoreRequest
 from protocol.models import LearningDeleteRequest, LearningPutRequest, OutcomeRecordRequest, RelationPutRequest
 from protocol.scopes import tier_for_scope
 
@@ -94,7 +96,7 @@ class Planner:
                 named.extend(a.learning_id for a in body.attributions)
             elif isinstance(body, RelationPutRequest):
                 named.extend((body.from_id, body.to_id))
-            elif isinstance(body, LearningDeleteRequest):
+            elif isinstance(body, LearningDeleteRequest | RestoreRequest):
                 named.append(body.id)
             elif isinstance(body, LearningPutRequest):
                 given.extend(item.id for item in body.learnings if item.id is not None)
@@ -118,6 +120,10 @@ class Planner:
             return {body.tier: EmbedPart(body.rows)} if self.tiers.get(body.tier, create=False) else {}
         if isinstance(body, InjectRecord):
             return self._inject(body)
+        if isinstance(body, MaintainRequest):
+            return self._maintain(body)
+        if isinstance(body, RestoreRequest):
+            return self._restore(body)
         raise Rejected(ErrorCode.UNKNOWN_OP, f"{op} is not a write operation")
 
     def _put(self, body: LearningPutRequest) -> dict[str, Part]:
@@ -178,6 +184,35 @@ class Planner:
         if session is not None:
             parts.setdefault(C.TIER_USER, OutcomePart([])).session = session
         return dict(parts)
+
+    def _maintain(self, body: MaintainRequest) -> dict[str, Part]:
+        now = body.now if body.now is not None else self.now
+        if body.tiers is None:
+            chosen = self.tiers.open_all()
+        else:
+            chosen = []
+            for name in body.tiers:
+                tier = self.tiers.get(name, create=False)
+                if tier is None:
+                    raise Rejected(ErrorCode.NOT_FOUND, f"no tier {name!r} in this data directory")
+                chosen.append(tier)
+        parts: dict[str, MaintainPart] = {tier.name: plan_tier(tier, now) for tier in chosen}
+        purged = {name: part.purge for name, part in parts.items() if part.purge}
+        for tier in self.tiers.opened():  # relations anywhere may point at a purged learning
+            for name, ids in purged.items():
+                if tier.name != name:
+                    parts.setdefault(tier.name, MaintainPart(now, ran=False)).unlink.extend(ids)
+        return dict(parts)
+
+    def _restore(self, body: RestoreRequest) -> dict[str, Part]:
+        tier = self.found.get(body.id)
+        if tier is None:
+            raise not_found(body.id)
+        if not archived_ids(tier, [body.id]):
+            raise Rejected(
+                ErrorCode.CONFLICT, f"learning {body.id} is not archived; only archived ones can be restored"
+            )
+        return {tier.name: RestorePart(body.id)}
 
     def _inject(self, body: InjectRecord) -> dict[str, Part]:
         parts: dict[str, InjectPart] = {}
@@ -244,6 +279,11 @@ def combine(op: str, body: BaseModel, replies: list[dict[str, Any]]) -> dict[str
     if op == C.OP_INJECT_PREPARE:
         assert isinstance(body, InjectRecord)
         return body.reply
+    if op == C.OP_MAINTAIN:
+        tiers = sorted(replies, key=lambda r: str(r["tier"]))
+        return {key: sum(int(r[key]) for r in tiers) for key in ("decayed", "archived", "purged")} | {"tiers": tiers}
+    if op == C.OP_LEARNING_RESTORE:
+        return replies[0]
     if op == C.OP_LEARNING_DELETE:
         return {"deleted": any(r.get("deleted", False) for r in replies)}
     return {}

@@ -110,6 +110,15 @@ class UsageRow:
         """A newer learning superseded this one."""
         self.beta += C.SUPERSEDED_BETA_STEP
 
+    def decay(self, factor: float) -> None:
+        """Forget evidence: alpha and beta shrink toward the uniform prior (1, 1) by `factor`."""
+        self.alpha = 1.0 + (self.alpha - 1.0) * factor
+        self.beta = 1.0 + (self.beta - 1.0) * factor
+
+    def touch(self, now: int) -> None:
+        """Count as used now (a restored learning starts a fresh idle period)."""
+        self.last_used = now
+
     def inject(self, now: int) -> None:
         """`inject.prepare` gave this learning to a session."""
         self.times_injected += 1

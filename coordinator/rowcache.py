@@ -11,8 +11,8 @@ write:
 - a reader that missed takes a `stamp` before querying CozoDB and offers the rows it read with it;
   `fill` drops every row invalidated after that stamp, since the query may have run before that commit.
 
-`Supersessions` holds every `supersedes` relation of the open tiers (few, and all needed for every
-search), so excluding superseded learnings needs no query either.
+`Supersessions` holds every `supersedes` relation of the open tiers and `Archive` every archived learning
+(few, and needed by every search), so leaving those out needs no query either.
 """
 
 from __future__ import annotations
@@ -131,3 +131,29 @@ class Supersessions:
         with self._lock:
             maps = [self._by_tier[t] for t in tiers if t in self._by_tier]
             return {lid for lid in ids if any(lid in m for m in maps)}
+
+
+class Archive:
+    """The archived learnings of the open tiers, by tier."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_tier: dict[str, set[str]] = {}
+
+    def load(self, tier: str, ids: list[str]) -> None:
+        """Replace a tier's archived learnings."""
+        with self._lock:
+            self._by_tier[tier] = set(ids)
+
+    def apply(self, tier: str, archived: list[str], unarchived: list[str]) -> None:
+        """A commit archived and restored (or purged) these learnings of a tier."""
+        with self._lock:
+            marked = self._by_tier.setdefault(tier, set())
+            marked.difference_update(unarchived)
+            marked.update(archived)
+
+    def archived(self, tier: str, ids: list[str]) -> set[str]:
+        """Which of these learnings of a tier are archived."""
+        with self._lock:
+            marked = self._by_tier.get(tier, set())
+            return {lid for lid in ids if lid in marked}

@@ -120,6 +120,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         backfill=_hash_learnings,
     ),
+    Migration(
+        4,
+        "lifecycle: archived learnings and when maintenance last ran",
+        (
+            Step("archived", ":create archived { learning_id: String => archived_at: Int, reason: String }"),
+            Step("maintenance", ":create maintenance { name: String => at: Int }"),
+        ),
+    ),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -171,8 +171,9 @@ def _admit(
             read = tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}", {"ids": missing})
             derived.rows.fill(tier_name, read, stamp)
             rows.update((row[0], row) for row in read)
+        hidden = set() if body.include_archived else derived.archive.archived(tier_name, list(rows))
         for lid, row in rows.items():
-            if _passes(body, row):
+            if lid not in hidden and _passes(body, row):
                 candidate = mine[lid]
                 candidate.row = row
                 admitted.append(candidate)

@@ -80,6 +80,7 @@ class Coordinator:
             settings.max_wait_ms,
             settings.queue_size,
             committed=self.derived.after_commit,
+            maintain_every_s=settings.maintain_every_s,
         )
         self._stop = threading.Event()
         self._embedding_worker = threading.Thread(

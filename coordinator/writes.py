@@ -15,6 +15,7 @@ from typing import Any
 from coordinator.adaptive import PARAM_COLS, SPECS, AdaptiveParam, from_row, to_row
 from coordinator.embedder import embedding_text, normalise
 from coordinator.errors import already_closed, not_found
+from coordinator.lifecycle import MaintainPart, RestorePart, last_run_row
 from coordinator.records import (
     INJECTION_COLS,
     LEARNING_COLS,
@@ -100,7 +101,7 @@ class EmbedPart:
     rows: list[tuple[str, list[float]]]
 
 
-Part = PutPart | OutcomePart | RelationPart | DeletePart | EmbedPart | InjectPart
+Part = PutPart | OutcomePart | RelationPart | DeletePart | EmbedPart | InjectPart | MaintainPart | RestorePart
 
 
 @dataclass(slots=True)
@@ -112,6 +113,8 @@ class DerivedChanges:
     deleted: list[str]  # learnings gone
     stale: list[str]  # learnings whose stored vector was dropped because their text changed
     touched: list[str]  # learnings whose stored row or usage changed (or that are gone)
+    archived: list[str]  # learnings archived by this commit
+    unarchived: list[str]  # learnings restored (or purged) by it
     supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
     supersedes_gone: list[tuple[str, str]]  # ... and removed
 
@@ -153,6 +156,13 @@ class TierWrite:
                     self._load_params()
             elif isinstance(part, InjectPart):
                 ids.update(part.learning_ids)
+            elif isinstance(part, MaintainPart):
+                ids.update(part.decay)
+                ids.update(lid for lid, _ in part.archive)
+                ids.update(part.purge)
+                deleted.update(part.purge + part.unlink)
+            elif isinstance(part, RestorePart):
+                ids.add(part.learning_id)
             elif isinstance(part, RelationPart):
                 ids.update((part.from_id, part.to_id))
             elif isinstance(part, EmbedPart):
@@ -180,6 +190,9 @@ class TierWrite:
         self.usage_dirty: set[str] = set()
         self.confidence_dirty: set[str] = set()
         self.injections: list[list[Any]] = []  # `injections` rows to put
+        self.archived: dict[str, list[Any]] = {}  # learning id -> `archived` row to put
+        self.unarchived: list[str] = []
+        self.last_run: int | None = None  # when a maintenance run in this batch ran
         self.closed: dict[str, int] = {}  # injection id -> when its outcome was recorded
         self.texts: dict[str, str] = {}  # learnings put in this batch
         self.vectors: dict[str, list[float] | None] = {}  # a vector to store, or None to drop a stale one
@@ -222,6 +235,10 @@ class TierWrite:
             reply = self._outcome(part)
         elif isinstance(part, InjectPart):
             reply = self._inject(part)
+        elif isinstance(part, MaintainPart):
+            reply = self._maintain(part)
+        elif isinstance(part, RestorePart):
+            reply = self._restore(part)
         elif isinstance(part, RelationPart):
             reply = self._relation(part)
         else:
@@ -295,6 +312,32 @@ class TierWrite:
         else:
             row[LEARNING_COLS.index("confidence")] = usage.confidence
 
+    def _maintain(self, part: MaintainPart) -> dict[str, Any]:
+        decayed = archived = purged = 0
+        for lid, factor in part.decay.items():
+            if self._exists(lid):
+                self._set_usage(lid, lambda usage: usage.decay(factor))  # noqa: B023
+                decayed += 1
+        for lid, reason in part.archive:
+            if self._exists(lid):
+                self.archived[lid] = [lid, part.now, reason]
+                archived += 1
+        for lid in part.purge:
+            purged += self._delete(DeletePart(lid, owner=True))["deleted"]
+        for lid in part.unlink:
+            self._delete(DeletePart(lid, owner=False))
+        if part.ran:
+            self.last_run = part.now
+        return {"tier": self.tier.name, "decayed": decayed, "archived": archived, "purged": purged}
+
+    def _restore(self, part: RestorePart) -> dict[str, Any]:
+        if not self._exists(part.learning_id):
+            raise not_found(part.learning_id)
+        self.archived.pop(part.learning_id, None)
+        self.unarchived.append(part.learning_id)
+        self._set_usage(part.learning_id, lambda usage: usage.touch(self.now))
+        return {"id": part.learning_id}
+
     def _inject(self, part: InjectPart) -> dict[str, Any]:
         for lid in part.learning_ids:
             if self._exists(lid):  # one deleted since it was chosen is simply no longer counted
@@ -356,6 +399,18 @@ class TierWrite:
         add(rm_script("usage_stats", ("learning_id",), "gone_u"), "gone_u", gone)
         add(rm_script("learning_embeddings", ("learning_id",), "gone_e"), "gone_e", gone)
         add(rm_script("learning_hashes", ("learning_id",), "gone_h"), "gone_h", gone)
+        add(
+            rm_script("archived", ("learning_id",), "unarchived"),
+            "unarchived",
+            gone + [[lid] for lid in self.unarchived],
+        )
+        add(
+            put_script("archived", ("learning_id", "archived_at", "reason"), 1, "archive"),
+            "archive",
+            list(self.archived.values()),
+        )
+        if self.last_run is not None:
+            add(put_script("maintenance", ("name", "at"), 1, "run"), "run", [last_run_row(self.last_run)])
         add(
             put_script("learning_hashes", ("learning_id", "scope", "hash"), 1, "hashes"),
             "hashes",
@@ -435,5 +490,7 @@ class TierWrite:
             supersedes_put=[
                 (k[0], k[2]) for k, row in self.relations.items() if row is not None and k[1] == SUPERSEDES
             ],
+            archived=sorted(self.archived),
+            unarchived=sorted(set(self.unarchived) | {lid for lid, created in self.created.items() if created is None}),
             supersedes_gone=[(k[0], k[2]) for k, row in self.relations.items() if row is None and k[1] == SUPERSEDES],
         )

@@ -25,9 +25,13 @@ OP_REINDEX: Final = "index.rebuild"
 OP_REEMBED: Final = "embeddings.rebuild"
 OP_PARAMS_LIST: Final = "params.list"
 OP_INJECT_PREPARE: Final = "inject.prepare"
+OP_MAINTAIN: Final = "maintain"
+OP_LEARNING_RESTORE: Final = "learning.restore"
 
 # Operations that change stored data: they go through the write queue and are idempotent by request id.
-WRITE_OPS: Final = frozenset({OP_LEARNING_PUT, OP_LEARNING_DELETE, OP_OUTCOME_RECORD, OP_RELATION_PUT})
+WRITE_OPS: Final = frozenset(
+    {OP_LEARNING_PUT, OP_LEARNING_DELETE, OP_OUTCOME_RECORD, OP_RELATION_PUT, OP_MAINTAIN, OP_LEARNING_RESTORE}
+)
 
 # Learning categories (seed 000, decision 15).
 CATEGORIES: Final = (
@@ -117,6 +121,18 @@ MAX_INJECTION_BUDGET: Final = 20
 # found and replaced in place.
 INJECT_BEGIN: Final = "<!-- groove:learnings:begin -->"
 INJECT_END: Final = "<!-- groove:learnings:end -->"
+
+# Lifecycle (seeds 002 and 003). A learning is idle once neither used nor created for DECAY_IDLE_DAYS; from
+# then on its evidence decays: alpha and beta shrink toward the uniform prior (1, 1) by DECAY_WEEKLY_FACTOR
+# per week idle. Unused for ARCHIVE_IDLE_DAYS, or below ARCHIVE_BELOW_CONFIDENCE, it is archived; archived
+# for PURGE_ARCHIVED_DAYS, it is deleted.
+DAY_MS: Final = 24 * 3600 * 1000
+DECAY_IDLE_DAYS: Final = 30
+DECAY_WEEKLY_FACTOR: Final = 0.9
+ARCHIVE_IDLE_DAYS: Final = 90
+ARCHIVE_BELOW_CONFIDENCE: Final = 0.1
+PURGE_ARCHIVED_DAYS: Final = 365
+ARCHIVE_REASONS: Final = ("unused", "low_confidence")
 
 # Suggested client behaviour.
 DEFAULT_BUSY_RETRY_MS: Final = 50

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from protocol import constants as C
-from protocol.models import Body, LearningOut, Reply, ShortText
+from protocol.models import Body, LearningId, LearningOut, Millis, Reply, ShortText, Tier
 from protocol.search import SearchContext
 
 
@@ -63,3 +63,41 @@ class InjectPrepareReply(Reply):
     learnings: list[InjectedLearning]
     markdown: str
     params: dict[str, float]
+
+
+class MaintainRequest(Body):
+    """`maintain`: decay, archive and purge now (the coordinator also runs it periodically)."""
+
+    # The time the rules are applied at (default: now). For tests and simulations of months passing.
+    now: Millis | None = None
+    tiers: Annotated[list[Tier], Field(min_length=1, max_length=64)] | None = None
+
+
+class TierMaintenance(Reply):
+    """What one maintenance run did in one tier."""
+
+    tier: str
+    decayed: int
+    archived: int
+    purged: int
+
+
+class MaintainReply(Reply):
+    """What a maintenance run did, in total and per tier."""
+
+    decayed: int
+    archived: int
+    purged: int
+    tiers: list[TierMaintenance]
+
+
+class RestoreRequest(Body):
+    """`learning.restore`: bring an archived learning back into search and injection."""
+
+    id: LearningId
+
+
+class RestoreReply(Reply):
+    """The restored learning's id."""
+
+    id: str

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from protocol import constants as C
-from protocol.loop import InjectPrepareRequest, ParamsListRequest
+from protocol.loop import InjectPrepareRequest, MaintainRequest, ParamsListRequest, RestoreRequest
 from protocol.models import (
     Body,
     HelloRequest,
@@ -35,4 +35,6 @@ REQUESTS: dict[str, type[Body]] = {
     C.OP_REEMBED: RebuildRequest,
     C.OP_PARAMS_LIST: ParamsListRequest,
     C.OP_INJECT_PREPARE: InjectPrepareRequest,
+    C.OP_MAINTAIN: MaintainRequest,
+    C.OP_LEARNING_RESTORE: RestoreRequest,
 }

@@ -4,6 +4,7 @@ outcomes that close an injection (without the model: task texts match by keyword
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -157,3 +158,40 @@ def test_a_new_supersedes_relation_lowers_the_older_learnings_confidence_once(cl
     assert client.get(old).confidence == pytest.approx(demoted.confidence)
     client.relate(far, "supersedes", new)  # across tiers: the demotion happens in the older one's tier
     assert client.get(new).confidence == pytest.approx(1.0 / 3.5)
+
+
+def test_lifecycle_decays_archives_restores_and_purges_as_time_moves(client: GrooveClient) -> None:
+    start = int(time.time() * 1000)
+    day = C.DAY_MS
+    doubtful = put(client, "commit generated files", confidence=0.05)
+    used = put(client, "rebase before merging", confidence=0.5)
+    client.record_outcome([(used, "helpful")] * 3)  # alpha 4, beta 1: confidence 0.8
+    cold = put(client, "an old habit")
+    first = client.maintain(now=start + 20 * day)  # nothing idle yet; below 0.1 confidence is archived at once
+    assert (first.decayed, first.archived, first.purged) == (0, 1, 0)
+    assert [h.learning.id for h in client.search("commit generated files")] == []
+    assert [h.learning.id for h in client.search("commit generated files", include_archived=True)] == [doubtful]
+    second = client.maintain(now=start + 44 * day)  # idle for 14 days: evidence shrinks by 0.9 ** 2
+    assert second.decayed == 2
+    assert client.get(used).usage.confidence_alpha == pytest.approx(1 + 3 * 0.81, rel=1e-3)
+    assert client.get(used).confidence == pytest.approx(3.43 / 4.43, rel=1e-3)
+    assert client.maintain(now=start + 44 * day).decayed == 0  # a second run at the same time changes nothing
+    third = client.maintain(now=start + 100 * day)  # unused for 90 days: archived
+    assert third.archived == 2
+    assert client.search("rebase before merging") == []
+    assert used not in [item.learning.id for item in client.inject("lc", budget=20).learnings]
+    client.restore(used)
+    assert [h.learning.id for h in client.search("rebase before merging")] == [used]
+    with pytest.raises(Conflict):
+        client.restore(used)  # not archived any more
+    with pytest.raises(NotFound):
+        client.restore("01a20000-0000-7000-8000-000000000000")
+    late = client.maintain(now=start + 100 * day + 366 * day)  # archived for over a year: purged
+    assert late.purged == 2
+    with pytest.raises(NotFound):
+        client.get(cold)
+    assert client.get(used).id == used  # restored, so only archived again now, not purged
+    with pytest.raises(NotFound):
+        client.maintain(tiers=["project:/nowhere"])
+    with pytest.raises(BadRequest):
+        client.call(C.OP_MAINTAIN, {"now": -1})
