@@ -15,6 +15,13 @@ import zmq
 
 from agents.transport import Result, Transport
 from protocol import constants as C
+from protocol.curation import (
+    PromoteReply,
+    ProposeReply,
+    ReviewDecideReply,
+    ReviewListReply,
+    ReviewOut,
+)
 from protocol.loop import InjectPrepareReply, MaintainReply, ParamOut, ParamsListReply
 from protocol.models import (
     LearningGetReply,
@@ -207,6 +214,29 @@ class GrooveClient:
     def restore(self, learning_id: str) -> None:
         """Bring an archived learning back into search and injection."""
         self.call(C.OP_LEARNING_RESTORE, {"id": learning_id})
+
+    # --- promotion and curation ------------------------------------------------------------------------
+
+    def promote(self, learning_id: str) -> PromoteReply:
+        """Copy a project-tier learning into the user tier (with a derived_from relation to it)."""
+        return PromoteReply.model_validate(self.call(C.OP_LEARNING_PROMOTE, {"id": learning_id}))
+
+    def propose(self, learning_id: str, org: str, note: str | None = None) -> ProposeReply:
+        """Queue a learning for an organisation's curators; the reply lists what the pre-filter flagged."""
+        body = _clean(id=learning_id, org=org, note=note)
+        return ProposeReply.model_validate(self.call(C.OP_LEARNING_PROPOSE, body))
+
+    def reviews(self, org: str, status: str | None = "pending", limit: int | None = None) -> list[ReviewOut]:
+        """An organisation's proposals with this status (None: all), oldest first."""
+        body = {"org": org, "status": status} | _clean(limit=limit)
+        return ReviewListReply.model_validate(self.call(C.OP_REVIEW_LIST, body)).reviews
+
+    def decide(
+        self, org: str, review_id: str, decision: str, curator: str, reason: str | None = None
+    ) -> ReviewDecideReply:
+        """Approve (an enterprise-tier learning is made) or reject (with a reason) a proposal."""
+        body = _clean(org=org, review_id=review_id, decision=decision, curator=curator, reason=reason)
+        return ReviewDecideReply.model_validate(self.call(C.OP_REVIEW_DECIDE, body))
 
     def params(self) -> list[ParamOut]:
         """The system's adaptive parameters."""

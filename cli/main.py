@@ -12,6 +12,7 @@ import click
 import zmq
 
 from cli.commands import client_commands
+from cli.curation import curation_commands
 from cli.loop import loop_commands
 from cli.memory import memory_commands
 from cli.output import fail
@@ -110,7 +111,7 @@ def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) 
     coordinator.serve()
 
 
-for command in [*client_commands, *memory_commands, *loop_commands]:
+for command in [*client_commands, *memory_commands, *loop_commands, *curation_commands]:
     cli.add_command(command)
 cli.add_command(agent_command)
 cli.add_command(swarm_command)

@@ -22,9 +22,10 @@ from pydantic import BaseModel
 
 from coordinator.errors import Rejected, StorageError
 from coordinator.metrics import Metrics
+from coordinator.parts import DerivedChanges, Part
 from coordinator.planning import Planner, combine
 from coordinator.tiers import Tier, TierSet
-from coordinator.writes import DerivedChanges, Part, TierWrite
+from coordinator.writes import TierWrite
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms, uuid7

@@ -26,11 +26,11 @@ from coordinator.keywords import KeywordIndex
 from coordinator.lifecycle import archived_ids
 from coordinator.metrics import summarize
 from coordinator.neighbours import NearDuplicates
+from coordinator.parts import DerivedChanges
 from coordinator.records import JOINED_BODY, JOINED_HEAD
 from coordinator.rowcache import Archive, RowCache, Supersessions
 from coordinator.tiers import Tier, TierSet
 from coordinator.vectors import VectorIndex
-from coordinator.writes import DerivedChanges
 from protocol.constants import RELATION_SUPERSEDES
 from protocol.errors import ErrorCode
 from protocol.search import RebuildRequest

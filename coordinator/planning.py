@@ -17,23 +17,34 @@ from coordinator.adaptive import SessionResult, updates
 from coordinator.errors import Rejected, already_closed, not_found
 from coordinator.injection import InjectRecord
 from coordinator.lifecycle import MaintainPart, RestorePart, archived_ids, plan_tier
-from coordinator.records import INJECTION_COLS
-from coordinator.tiers import Tier, TierSet
-from coordinator.writes import (
+from coordinator.parts import (
+    DecidePart,
     DeletePart,
     EmbedPart,
     InjectPart,
     OutcomePart,
     Part,
+    PromotePart,
+    ProposePart,
     PutPart,
     RelationPart,
     SessionClose,
 )
+from coordinator.records import INJECTION_COLS, JOINED_BODY, JOINED_HEAD, REVIEW_COLS, learning_wire
+from coordinator.risks import scan
+from coordinator.tiers import Tier, TierSet
 from protocol import constants as C
+from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
 from protocol.loop import MaintainRequest, RestoreRequest
-from protocol.models import LearningDeleteRequest, LearningPutRequest, OutcomeRecordRequest, RelationPutRequest
+from protocol.models import (
+    LearningDeleteRequest,
+    LearningIn,
+    LearningPutRequest,
+    OutcomeRecordRequest,
+    RelationPutRequest,
+)
 from protocol.scopes import tier_for_scope
 
 # The internal write the embedding worker sends through the batcher (never on the wire).
@@ -66,6 +77,19 @@ def load_injections(user: Tier, ids: list[str]) -> dict[str, Injected]:
     return {r[0]: Injected([(a, b) for a, b in json.loads(r[1])], r[2], r[3] is not None) for r in rows}
 
 
+def _copy(stored: dict[str, Any], source: dict[str, Any]) -> LearningIn:
+    """A new learning with a stored one's content, global in scope, with its own source."""
+    return LearningIn(
+        scope=C.SCOPE_GLOBAL,
+        category=stored["category"],
+        description=stored["description"],
+        insight=stored["insight"],
+        pattern=stored["pattern"],
+        confidence=stored["confidence"],
+        source=source,
+    )
+
+
 def _stored(tier: Tier, key: tuple[str, str, str]) -> bool:
     rows = tier.run(
         "?[from_id] := *learning_relations{from_id, relation_type, to_id}, from_id = $f, relation_type = $t, "
@@ -89,6 +113,7 @@ class Planner:
         self.injections = load_injections(tiers.open_user(), closing) if closing else {}
         self.closing: set[str] = set()  # injections an outcome of this batch closes
         self.superseding: set[tuple[str, str, str]] = set()  # supersedes relations this batch adds
+        self.deciding: set[str] = set()  # reviews decided in this batch
         for injected in self.injections.values():
             named.extend(lid for lid, _ in injected.learnings)
         for body in bodies:
@@ -96,7 +121,7 @@ class Planner:
                 named.extend(a.learning_id for a in body.attributions)
             elif isinstance(body, RelationPutRequest):
                 named.extend((body.from_id, body.to_id))
-            elif isinstance(body, LearningDeleteRequest | RestoreRequest):
+            elif isinstance(body, LearningDeleteRequest | RestoreRequest | PromoteRequest | ProposeRequest):
                 named.append(body.id)
             elif isinstance(body, LearningPutRequest):
                 given.extend(item.id for item in body.learnings if item.id is not None)
@@ -124,6 +149,12 @@ class Planner:
             return self._maintain(body)
         if isinstance(body, RestoreRequest):
             return self._restore(body)
+        if isinstance(body, PromoteRequest):
+            return self._promote(body)
+        if isinstance(body, ProposeRequest):
+            return self._propose(body)
+        if isinstance(body, ReviewDecideRequest):
+            return self._decide(body)
         raise Rejected(ErrorCode.UNKNOWN_OP, f"{op} is not a write operation")
 
     def _put(self, body: LearningPutRequest) -> dict[str, Part]:
@@ -214,6 +245,76 @@ class Planner:
             )
         return {tier.name: RestorePart(body.id)}
 
+    def _curatable(self, learning_id: str, verb: str) -> tuple[Tier, list[Any]]:
+        """The tier and stored row of a learning that may be promoted or proposed."""
+        tier = self.found.get(learning_id)
+        if tier is None:
+            raise not_found(learning_id)
+        if archived_ids(tier, [learning_id]):
+            raise Rejected(ErrorCode.CONFLICT, f"learning {learning_id} is archived; restore it before you {verb} it")
+        rows = tier.run(f"?[{JOINED_HEAD}] := id = $id, {JOINED_BODY}", {"id": learning_id})
+        return tier, rows[0]
+
+    def _promote(self, body: PromoteRequest) -> dict[str, Part]:
+        tier, row = self._curatable(body.id, "promote")
+        if not tier.name.startswith(C.TIER_PROJECT_PREFIX):
+            raise Rejected(
+                ErrorCode.CONFLICT,
+                f"learning {body.id} is in tier {tier.name!r}; "
+                "only project-tier learnings are promoted to the user tier",
+            )
+        stored = learning_wire(row, tier.name)
+        source = {"type": "promoted", "from_tier": tier.name, "from_id": body.id, "original": stored["source"]}
+        return {C.TIER_USER: PromotePart(uuid7(), _copy(stored, source), body.id)}
+
+    def _propose(self, body: ProposeRequest) -> dict[str, Part]:
+        tier, row = self._curatable(body.id, "propose")
+        if tier.name.startswith(C.TIER_ENTERPRISE_PREFIX):
+            raise Rejected(ErrorCode.CONFLICT, f"learning {body.id} is in an enterprise tier already ({tier.name!r})")
+        stored = learning_wire(row, tier.name)
+        flags = scan(
+            {
+                "description": stored["description"],
+                "insight": stored["insight"],
+                "pattern": json.dumps(stored["pattern"]),
+                "note": body.note or "",
+            }
+        )
+        review = [uuid7(), "pending", json.dumps(stored), tier.name, body.id, body.note, json.dumps(flags), self.now]
+        review += [None, None, None, None]
+        assert len(review) == len(REVIEW_COLS)
+        target = C.TIER_ENTERPRISE_PREFIX + body.org
+        self.tiers.get(target, create=True)
+        return {target: ProposePart(review)}
+
+    def _decide(self, body: ReviewDecideRequest) -> dict[str, Part]:
+        target = C.TIER_ENTERPRISE_PREFIX + body.org
+        tier = self.tiers.get(target, create=False)
+        if tier is None:
+            raise Rejected(ErrorCode.NOT_FOUND, f"organisation {body.org!r} has no enterprise tier, so no reviews")
+        rows = tier.run(
+            "?[status, learning_json] := *pending_reviews{review_id, status, learning_json}, review_id = $id",
+            {"id": body.review_id},
+        )
+        if not rows:
+            raise Rejected(ErrorCode.NOT_FOUND, f"no review {body.review_id} for organisation {body.org!r}")
+        status, snapshot = rows[0]
+        if status != "pending" or body.review_id in self.deciding:
+            raise Rejected(ErrorCode.CONFLICT, f"review {body.review_id} was already decided ({status})")
+        self.deciding.add(body.review_id)
+        part = DecidePart(body.review_id, body.decision, body.curator, body.reason, snapshot)
+        if body.decision == "approve":
+            stored = json.loads(snapshot)
+            source = {
+                "type": "enterprise_curated",
+                "review_id": body.review_id,
+                "curator": body.curator,
+                "from_tier": stored["tier"],
+                "from_id": stored["id"],
+            }
+            part.learning_id, part.item = uuid7(), _copy(stored, source)
+        return {target: part}
+
     def _inject(self, body: InjectRecord) -> dict[str, Part]:
         parts: dict[str, InjectPart] = {}
         for lid, tier in body.learnings:
@@ -282,7 +383,7 @@ def combine(op: str, body: BaseModel, replies: list[dict[str, Any]]) -> dict[str
     if op == C.OP_MAINTAIN:
         tiers = sorted(replies, key=lambda r: str(r["tier"]))
         return {key: sum(int(r[key]) for r in tiers) for key in ("decayed", "archived", "purged")} | {"tiers": tiers}
-    if op == C.OP_LEARNING_RESTORE:
+    if op in (C.OP_LEARNING_RESTORE, C.OP_LEARNING_PROMOTE, C.OP_LEARNING_PROPOSE, C.OP_REVIEW_DECIDE):
         return replies[0]
     if op == C.OP_LEARNING_DELETE:
         return {"deleted": any(r.get("deleted", False) for r in replies)}

@@ -7,8 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.errors import not_found
-from coordinator.records import JOINED_BODY, JOINED_HEAD, RELATION_COLS, learning_wire, relation_wire
+from coordinator.records import (
+    JOINED_BODY,
+    JOINED_HEAD,
+    RELATION_COLS,
+    REVIEW_COLS,
+    learning_wire,
+    relation_wire,
+    review_wire,
+)
 from coordinator.tiers import Tier, TierSet
+from protocol import constants as C
+from protocol.curation import ReviewListRequest
 from protocol.models import LearningGetRequest, LearningListRequest, RelationListRequest
 
 
@@ -75,3 +85,17 @@ def list_relations(tiers: TierSet, body: RelationListRequest) -> dict[str, Any]:
         for tier in tiers.open_all():
             relations.extend(relation_wire(row, tier.name) for row in tier.run(script, params))
     return {"relations": relations}
+
+
+def list_reviews(tiers: TierSet, body: ReviewListRequest) -> dict[str, Any]:
+    """`review.list`: an organisation's proposals with the status asked for, oldest first."""
+    tier = tiers.get(C.TIER_ENTERPRISE_PREFIX + body.org, create=False)
+    if tier is None:
+        return {"reviews": []}  # nothing was ever proposed to this organisation
+    cols = ", ".join(REVIEW_COLS)
+    status = "" if body.status is None else ", status = $status"
+    rows = tier.run(
+        f"?[{cols}] := *pending_reviews{{{cols}}}{status} :order proposed_at, review_id :limit {body.limit}",
+        {"status": body.status},
+    )
+    return {"reviews": [review_wire(row) for row in rows]}

@@ -37,6 +37,20 @@ USAGE_COLS = (
     "confidence_beta",
 )
 RELATION_COLS = ("from_id", "relation_type", "to_id", "weight", "created_at")
+REVIEW_COLS = (
+    "review_id",
+    "status",
+    "learning_json",
+    "from_tier",
+    "from_id",
+    "note",
+    "flags_json",
+    "proposed_at",
+    "decided_at",
+    "curator",
+    "reason",
+    "learning_id",
+)
 INJECTION_COLS = ("injection_id", "session_id", "created_at", "learnings_json", "had_task", "params_json", "outcome_at")
 
 # `?[cols] := *learning{cols}, *usage_stats{...}` with the usage columns renamed to stay distinct.
@@ -195,3 +209,11 @@ def learning_wire(row: list[Any], tier: str) -> dict[str, Any]:
 def relation_wire(row: list[Any], tier: str) -> dict[str, Any]:
     """A learning_relations row (RELATION_COLS order) as the wire's relation map."""
     return dict(zip(RELATION_COLS, row, strict=True)) | {"tier": tier}
+
+
+def review_wire(row: list[Any]) -> dict[str, Any]:
+    """A pending_reviews row (REVIEW_COLS order) as the wire's review map."""
+    review = dict(zip(REVIEW_COLS, row, strict=True))
+    review["learning"] = json.loads(review.pop("learning_json"))
+    review["flags"] = json.loads(review.pop("flags_json"))
+    return review

@@ -128,6 +128,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             Step("maintenance", ":create maintenance { name: String => at: Int }"),
         ),
     ),
+    Migration(
+        5,
+        "curation: an enterprise tier's review queue and its rejection log",
+        (
+            Step(
+                "pending_reviews",
+                """:create pending_reviews {
+                    review_id: String =>
+                    status: String, learning_json: String, from_tier: String, from_id: String, note: String?,
+                    flags_json: String, proposed_at: Int, decided_at: Int?, curator: String?, reason: String?,
+                    learning_id: String?
+                }""",
+            ),
+            Step(
+                "rejection_log",
+                """:create rejection_log {
+                    review_id: String => reason: String, curator: String, rejected_at: Int, learning_json: String
+                }""",
+            ),
+        ),
+    ),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version

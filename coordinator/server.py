@@ -32,7 +32,7 @@ from coordinator.errors import Rejected
 from coordinator.injection import InjectRecord, params_list, prepare
 from coordinator.metrics import Metrics
 from coordinator.planning import OP_STORE_VECTORS, StoreVectors
-from coordinator.reads import get_learning, list_learnings, list_relations
+from coordinator.reads import get_learning, list_learnings, list_relations, list_reviews
 from coordinator.registry import Registry
 from coordinator.search import search
 from coordinator.tiers import TierSet
@@ -399,6 +399,8 @@ class Coordinator:
             return reembed(self.tiers, self.derived, body)
         if op == C.OP_PARAMS_LIST:
             return params_list(self.tiers)
+        if op == C.OP_REVIEW_LIST:
+            return list_reviews(self.tiers, body)
         raise Rejected(ErrorCode.UNKNOWN_OP, f"unknown operation {op!r}")
 
     def stats(self) -> dict[str, Any]:

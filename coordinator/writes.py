@@ -8,18 +8,32 @@ transaction, all or nothing, carrying the applied request ids with the data they
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from coordinator.adaptive import PARAM_COLS, SPECS, AdaptiveParam, from_row, to_row
 from coordinator.embedder import embedding_text, normalise
 from coordinator.errors import already_closed, not_found
 from coordinator.lifecycle import MaintainPart, RestorePart, last_run_row
+from coordinator.parts import (
+    DecidePart,
+    DeletePart,
+    DerivedChanges,
+    EmbedPart,
+    InjectPart,
+    OutcomePart,
+    Part,
+    PromotePart,
+    ProposePart,
+    PutPart,
+    RelationPart,
+)
 from coordinator.records import (
     INJECTION_COLS,
     LEARNING_COLS,
     RELATION_COLS,
+    REVIEW_COLS,
     USAGE_COLS,
     UsageRow,
     content_hash,
@@ -28,8 +42,9 @@ from coordinator.records import (
     rm_script,
 )
 from coordinator.tiers import Tier
+from protocol import constants as C
 from protocol.constants import RELATION_SUPERSEDES as SUPERSEDES
-from protocol.models import LearningIn, compact_json
+from protocol.models import compact_json
 
 RelKey = tuple[str, str, str]
 
@@ -38,85 +53,6 @@ _LOAD = (
     f"?[id, created_at, confidence, {', '.join(USAGE_COLS[1:])}] := id in $ids, "
     f"*learning{{id, created_at, confidence}}, *usage_stats{{learning_id: id, {', '.join(USAGE_COLS[1:])}}}"
 )
-
-
-@dataclass(slots=True)
-class PutPart:
-    """The learnings of a `learning.put` that go to this tier: (index in the request, id, learning)."""
-
-    entries: list[tuple[int, str, LearningIn]]
-
-
-@dataclass(slots=True)
-class SessionClose:
-    """The system side of an injected session's outcome: parameter updates, and the injection it closes."""
-
-    injection_id: str
-    updates: dict[str, float]  # parameter -> outcome it is updated toward (weight 1)
-    ignored: int  # injected learnings left unattributed, counted as ignored
-
-
-@dataclass(slots=True)
-class OutcomePart:
-    """An `outcome.record`'s share of a tier: attributions (learning id, outcome, whether `inject.prepare`
-    counted its injection already) and, in the user tier, the session's system side.
-    """
-
-    attributions: list[tuple[str, str, bool]]
-    session: SessionClose | None = None
-
-
-@dataclass(slots=True)
-class InjectPart:
-    """An `inject.prepare`'s share of a tier: the chosen learnings here, and in the user tier the record."""
-
-    learning_ids: list[str]
-    record: list[Any] | None = None  # an `injections` row
-
-
-@dataclass(slots=True)
-class RelationPart:
-    """A `relation.put`: stored in the tier of its from_id; a new `supersedes` also demotes to_id, in its tier."""
-
-    from_id: str
-    relation_type: str
-    to_id: str
-    weight: float
-    store: bool = True  # False: this tier holds only to_id, to be demoted
-    demote: bool = False
-
-
-@dataclass(slots=True)
-class DeletePart:
-    """A `learning.delete`: the owner tier drops the learning; every tier drops relations that point to it."""
-
-    learning_id: str
-    owner: bool
-
-
-@dataclass(slots=True)
-class EmbedPart:
-    """Vectors the embedding worker computed: stored only for learnings that still exist, unedited."""
-
-    rows: list[tuple[str, list[float]]]
-
-
-Part = PutPart | OutcomePart | RelationPart | DeletePart | EmbedPart | InjectPart | MaintainPart | RestorePart
-
-
-@dataclass(slots=True)
-class DerivedChanges:
-    """What derived data must learn from a commit."""
-
-    texts: list[tuple[str, str]]  # learnings put: (id, text to index and embed)
-    vectors: list[tuple[str, list[float]]]  # vectors stored
-    deleted: list[str]  # learnings gone
-    stale: list[str]  # learnings whose stored vector was dropped because their text changed
-    touched: list[str]  # learnings whose stored row or usage changed (or that are gone)
-    archived: list[str]  # learnings archived by this commit
-    unarchived: list[str]  # learnings restored (or purged) by it
-    supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
-    supersedes_gone: list[tuple[str, str]]  # ... and removed
 
 
 class TierWrite:
@@ -138,6 +74,11 @@ class TierWrite:
             if isinstance(p, PutPart)
             for _, _, item in p.entries
         }
+        hashes.update(
+            content_hash(p.item.description, p.item.insight)
+            for p in parts
+            if isinstance(p, PromotePart | DecidePart) and p.item is not None
+        )
         if hashes:
             owners = tier.run(
                 "?[hash, scope, learning_id] := hash in $hashes, *learning_hashes:by_hash{hash, scope, learning_id}",
@@ -163,6 +104,8 @@ class TierWrite:
                 deleted.update(part.purge + part.unlink)
             elif isinstance(part, RestorePart):
                 ids.add(part.learning_id)
+            elif isinstance(part, PromotePart | ProposePart | DecidePart):
+                pass  # what they add is new; a duplicate's owner is found by its content hash above
             elif isinstance(part, RelationPart):
                 ids.update((part.from_id, part.to_id))
             elif isinstance(part, EmbedPart):
@@ -193,6 +136,9 @@ class TierWrite:
         self.archived: dict[str, list[Any]] = {}  # learning id -> `archived` row to put
         self.unarchived: list[str] = []
         self.last_run: int | None = None  # when a maintenance run in this batch ran
+        self.reviews_put: list[list[Any]] = []  # new `pending_reviews` rows
+        self.decided: list[list[Any]] = []  # [review id, status, decided_at, curator, reason, learning id]
+        self.rejections: list[list[Any]] = []  # `rejection_log` rows
         self.closed: dict[str, int] = {}  # injection id -> when its outcome was recorded
         self.texts: dict[str, str] = {}  # learnings put in this batch
         self.vectors: dict[str, list[float] | None] = {}  # a vector to store, or None to drop a stale one
@@ -239,6 +185,13 @@ class TierWrite:
             reply = self._maintain(part)
         elif isinstance(part, RestorePart):
             reply = self._restore(part)
+        elif isinstance(part, PromotePart):
+            reply = self._promote(part)
+        elif isinstance(part, ProposePart):
+            self.reviews_put.append(part.row)
+            reply = {"review_id": part.row[0], "flags": json.loads(part.row[REVIEW_COLS.index("flags_json")])}
+        elif isinstance(part, DecidePart):
+            reply = self._decide(part)
         elif isinstance(part, RelationPart):
             reply = self._relation(part)
         else:
@@ -338,6 +291,24 @@ class TierWrite:
         self._set_usage(part.learning_id, lambda usage: usage.touch(self.now))
         return {"id": part.learning_id}
 
+    def _promote(self, part: PromotePart) -> dict[str, Any]:
+        put = self._put(PutPart([(0, part.copy_id, part.item)]))
+        copy_id = put["ids"][0]  # the same content in the user tier already: that learning, reinforced
+        key = (copy_id, C.RELATION_DERIVED_FROM, part.original_id)
+        self.relations[key] = [*key, 1.0, self.now]
+        return {"id": copy_id, "created": put["created"][0]}
+
+    def _decide(self, part: DecidePart) -> dict[str, Any]:
+        learning_id = None
+        if part.item is not None and part.learning_id is not None:
+            learning_id = self._put(PutPart([(0, part.learning_id, part.item)]))["ids"][0]
+            status = "approved"
+        else:
+            status = "rejected"
+            self.rejections.append([part.review_id, part.reason, part.curator, self.now, part.snapshot])
+        self.decided.append([part.review_id, status, self.now, part.curator, part.reason, learning_id])
+        return {"review_id": part.review_id, "status": status, "learning_id": learning_id}
+
     def _inject(self, part: InjectPart) -> dict[str, Any]:
         for lid in part.learning_ids:
             if self._exists(lid):  # one deleted since it was chosen is simply no longer counted
@@ -408,6 +379,20 @@ class TierWrite:
             put_script("archived", ("learning_id", "archived_at", "reason"), 1, "archive"),
             "archive",
             list(self.archived.values()),
+        )
+        add(put_script("pending_reviews", REVIEW_COLS, 1, "reviews"), "reviews", self.reviews_put)
+        add(
+            "{?[review_id, status, decided_at, curator, reason, learning_id] <- $decided "
+            ":update pending_reviews {review_id => status, decided_at, curator, reason, learning_id}}",
+            "decided",
+            self.decided,
+        )
+        add(
+            put_script(
+                "rejection_log", ("review_id", "reason", "curator", "rejected_at", "learning_json"), 1, "rejected"
+            ),
+            "rejected",
+            self.rejections,
         )
         if self.last_run is not None:
             add(put_script("maintenance", ("name", "at"), 1, "run"), "run", [last_run_row(self.last_run)])

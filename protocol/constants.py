@@ -27,10 +27,24 @@ OP_PARAMS_LIST: Final = "params.list"
 OP_INJECT_PREPARE: Final = "inject.prepare"
 OP_MAINTAIN: Final = "maintain"
 OP_LEARNING_RESTORE: Final = "learning.restore"
+OP_LEARNING_PROMOTE: Final = "learning.promote"
+OP_LEARNING_PROPOSE: Final = "learning.propose"
+OP_REVIEW_LIST: Final = "review.list"
+OP_REVIEW_DECIDE: Final = "review.decide"
 
 # Operations that change stored data: they go through the write queue and are idempotent by request id.
 WRITE_OPS: Final = frozenset(
-    {OP_LEARNING_PUT, OP_LEARNING_DELETE, OP_OUTCOME_RECORD, OP_RELATION_PUT, OP_MAINTAIN, OP_LEARNING_RESTORE}
+    {
+        OP_LEARNING_PUT,
+        OP_LEARNING_DELETE,
+        OP_OUTCOME_RECORD,
+        OP_RELATION_PUT,
+        OP_MAINTAIN,
+        OP_LEARNING_RESTORE,
+        OP_LEARNING_PROMOTE,
+        OP_LEARNING_PROPOSE,
+        OP_REVIEW_DECIDE,
+    }
 )
 
 # Learning categories (seed 000, decision 15).
@@ -51,6 +65,7 @@ DEFAULT_SOURCE_TYPE: Final = "user_created"
 RELATION_TYPES: Final = ("supersedes", "contradicts", "derived_from", "related_to", "specializes")
 RELATION_SUPERSEDES: Final = "supersedes"
 RELATION_RELATED_TO: Final = "related_to"
+RELATION_DERIVED_FROM: Final = "derived_from"
 RELATION_DIRECTIONS: Final = ("out", "in", "both")
 
 # Attribution outcomes (seed 000, UsageStats::record_outcome).
@@ -133,6 +148,13 @@ ARCHIVE_IDLE_DAYS: Final = 90
 ARCHIVE_BELOW_CONFIDENCE: Final = 0.1
 PURGE_ARCHIVED_DAYS: Final = 365
 ARCHIVE_REASONS: Final = ("unused", "low_confidence")
+
+# Curation (seed 000 decision 8): proposals to an enterprise tier wait in its review queue.
+REVIEW_STATUSES: Final = ("pending", "approved", "rejected")
+REVIEW_DECISIONS: Final = ("approve", "reject")
+# What the proposal pre-filter flags (coordinator/risks.py).
+RISK_KINDS: Final = ("secret", "private_key", "password", "absolute_path", "email")
+MAX_REVIEW_LIST: Final = 500
 
 # Suggested client behaviour.
 DEFAULT_BUSY_RETRY_MS: Final = 50

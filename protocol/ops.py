@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from protocol import constants as C
+from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest, ReviewListRequest
 from protocol.loop import InjectPrepareRequest, MaintainRequest, ParamsListRequest, RestoreRequest
 from protocol.models import (
     Body,
@@ -37,4 +38,8 @@ REQUESTS: dict[str, type[Body]] = {
     C.OP_INJECT_PREPARE: InjectPrepareRequest,
     C.OP_MAINTAIN: MaintainRequest,
     C.OP_LEARNING_RESTORE: RestoreRequest,
+    C.OP_LEARNING_PROMOTE: PromoteRequest,
+    C.OP_LEARNING_PROPOSE: ProposeRequest,
+    C.OP_REVIEW_LIST: ReviewListRequest,
+    C.OP_REVIEW_DECIDE: ReviewDecideRequest,
 }

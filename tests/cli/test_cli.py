@@ -148,3 +148,26 @@ def test_inject_prints_the_block_and_session_end_closes_it(coordinator: RunningC
     assert "already recorded" in again.stderr
     observed = json.loads(run_groove(*ep, "params", "--json").stdout)
     assert {p["name"]: p["observations"] for p in observed}["injection_budget"] == 1
+
+
+def test_promote_propose_review_and_maintain(coordinator: RunningCoordinator) -> None:
+    ep = ("--endpoint", coordinator.endpoint)
+    learned = run_groove(*ep, "learn", "keep fixtures in tests/data", "--scope", "project:/srv/api", "--json")
+    lid = json.loads(learned.stdout)["id"]
+    promoted = run_groove(*ep, "promote", lid)
+    assert promoted.stdout.startswith("promoted as ")
+    proposed = run_groove(*ep, "propose", lid, "--org", "acme", "--note", "email ops@example.com first")
+    assert "flagged email in note: ops@example.com" in proposed.stdout
+    review_id = proposed.stdout.split()[3]
+    listed = run_groove(*ep, "reviews", "--org", "acme")
+    assert review_id in listed.stdout
+    assert "email" in listed.stdout
+    rejected = run_groove(*ep, "review", review_id, "reject", "--org", "acme", "--curator", "dana")
+    assert rejected.returncode == 1
+    assert "reason" in rejected.stderr
+    approved = run_groove(*ep, "review", review_id, "approve", "--org", "acme", "--curator", "dana")
+    assert "approved; enterprise learning" in approved.stdout
+    maintained = run_groove(*ep, "maintain")
+    assert maintained.returncode == 0
+    assert "decayed 0, archived 0, purged 0" in maintained.stdout
+    assert run_groove(*ep, "restore", lid).returncode == 1  # not archived

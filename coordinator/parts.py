@@ -1,0 +1,132 @@
+"""The parts a write request is planned into, one per tier it touches, and what a commit tells derived data.
+
+Planning (planning.py) makes them; `TierWrite` (writes.py) applies them to a tier's working copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.lifecycle import MaintainPart, RestorePart
+from protocol.models import LearningIn
+
+
+@dataclass(slots=True)
+class PutPart:
+    """The learnings of a `learning.put` that go to this tier: (index in the request, id, learning)."""
+
+    entries: list[tuple[int, str, LearningIn]]
+
+
+@dataclass(slots=True)
+class SessionClose:
+    """The system side of an injected session's outcome: parameter updates, and the injection it closes."""
+
+    injection_id: str
+    updates: dict[str, float]  # parameter -> outcome it is updated toward (weight 1)
+    ignored: int  # injected learnings left unattributed, counted as ignored
+
+
+@dataclass(slots=True)
+class OutcomePart:
+    """An `outcome.record`'s share of a tier: attributions (learning id, outcome, whether `inject.prepare`
+    counted its injection already) and, in the user tier, the session's system side.
+    """
+
+    attributions: list[tuple[str, str, bool]]
+    session: SessionClose | None = None
+
+
+@dataclass(slots=True)
+class InjectPart:
+    """An `inject.prepare`'s share of a tier: the chosen learnings here, and in the user tier the record."""
+
+    learning_ids: list[str]
+    record: list[Any] | None = None  # an `injections` row
+
+
+@dataclass(slots=True)
+class RelationPart:
+    """A `relation.put`: stored in the tier of its from_id; a new `supersedes` also demotes to_id, in its tier."""
+
+    from_id: str
+    relation_type: str
+    to_id: str
+    weight: float
+    store: bool = True  # False: this tier holds only to_id, to be demoted
+    demote: bool = False
+
+
+@dataclass(slots=True)
+class DeletePart:
+    """A `learning.delete`: the owner tier drops the learning; every tier drops relations that point to it."""
+
+    learning_id: str
+    owner: bool
+
+
+@dataclass(slots=True)
+class EmbedPart:
+    """Vectors the embedding worker computed: stored only for learnings that still exist, unedited."""
+
+    rows: list[tuple[str, list[float]]]
+
+
+@dataclass(slots=True)
+class PromotePart:
+    """A `learning.promote`, in the user tier: the copy to store and the learning it derives from."""
+
+    copy_id: str
+    item: LearningIn
+    original_id: str
+
+
+@dataclass(slots=True)
+class ProposePart:
+    """A `learning.propose`, in the enterprise tier: the review row to queue (records.REVIEW_COLS order)."""
+
+    row: list[Any]
+
+
+@dataclass(slots=True)
+class DecidePart:
+    """A `review.decide`, in the enterprise tier; an approval carries the learning to store."""
+
+    review_id: str
+    decision: str
+    curator: str
+    reason: str | None
+    snapshot: str  # the proposed learning, as JSON, for the rejection log
+    learning_id: str | None = None
+    item: LearningIn | None = None
+
+
+Part = (
+    PutPart
+    | OutcomePart
+    | RelationPart
+    | DeletePart
+    | EmbedPart
+    | InjectPart
+    | MaintainPart
+    | RestorePart
+    | PromotePart
+    | ProposePart
+    | DecidePart
+)
+
+
+@dataclass(slots=True)
+class DerivedChanges:
+    """What derived data must learn from a commit."""
+
+    texts: list[tuple[str, str]]  # learnings put: (id, text to index and embed)
+    vectors: list[tuple[str, list[float]]]  # vectors stored
+    deleted: list[str]  # learnings gone
+    stale: list[str]  # learnings whose stored vector was dropped because their text changed
+    touched: list[str]  # learnings whose stored row or usage changed (or that are gone)
+    archived: list[str]  # learnings archived by this commit
+    unarchived: list[str]  # learnings restored (or purged) by it
+    supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
+    supersedes_gone: list[tuple[str, str]]  # ... and removed
