@@ -20,6 +20,7 @@ is sent once that write committed.
 
 from __future__ import annotations
 
+import heapq
 import json
 import random
 from typing import Any
@@ -29,8 +30,8 @@ from pydantic import BaseModel
 from coordinator import adaptive
 from coordinator.adaptive import SPECS, AdaptiveParam
 from coordinator.derived import Derived
-from coordinator.records import JOINED_BODY, JOINED_HEAD, LEARNING_COLS, UsageRow, learning_wire
-from coordinator.search import Candidate, find
+from coordinator.records import LEARNING_COLS, UsageRow, learning_wire
+from coordinator.search import Candidate, find, stored_rows
 from coordinator.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.ids import uuid7
@@ -39,7 +40,7 @@ from protocol.search import SearchRequest
 
 _COL = {name: i for i, name in enumerate(LEARNING_COLS)}
 _USAGE = len(LEARNING_COLS)  # where the usage columns start in a joined row
-_POOL = 100  # candidates considered per session
+_POOL = 50  # candidates considered per session: enough for the largest budget after the filters
 
 
 class InjectRecord(BaseModel):
@@ -116,20 +117,23 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest) -> Inj
 
 
 def _most_confident(derived: Derived, read: dict[str, Tier]) -> list[Candidate]:
-    """Without a task: the most confident learnings of each tier read, superseded ones left out."""
+    """Without a task: the most confident learnings of each tier read, superseded and archived ones left out.
+
+    Only (id, confidence) pairs are read and ranked here; sorting whole joined rows in CozoDB took ≈ 60 ms
+    per 5k learnings. The chosen few come from the row cache.
+    """
     found = []
     for name, tier in read.items():
-        # archived ones are left out below: ask for enough to fill the pool anyway
-        rows = tier.run(
-            f"?[{JOINED_HEAD}] := {JOINED_BODY}, not *archived{{learning_id: id}} :order -confidence :limit {_POOL}"
-        )
-        for row in rows:
-            found.append(Candidate(row[0], name, row=row, score=row[_COL["confidence"]]))
-    ids = [c.learning_id for c in found]
-    hidden = derived.supersessions.superseded(list(read), ids)
-    for name in read:
-        hidden |= derived.archive.archived(name, ids)
-    return [c for c in found if c.learning_id not in hidden]
+        pairs = tier.run("?[id, confidence] := *learning{id, confidence}")
+        hidden = derived.archive.archived(name, [lid for lid, _ in pairs])
+        ranked = heapq.nlargest(_POOL + len(hidden), pairs, key=lambda pair: pair[1])
+        best = [lid for lid, _ in ranked if lid not in hidden][:_POOL]
+        rows = stored_rows(derived, tier, best)
+        found += [
+            Candidate(lid, name, row=rows[lid], score=rows[lid][_COL["confidence"]]) for lid in best if lid in rows
+        ]
+    superseded = derived.supersessions.superseded(list(read), [c.learning_id for c in found])
+    return [c for c in found if c.learning_id not in superseded]
 
 
 def _more_harm_than_good(c: Candidate) -> bool:

@@ -164,13 +164,7 @@ def _admit(
         mine = {c.learning_id: c for c in candidates if c.tier == tier_name}
         if not mine:
             continue
-        rows = derived.rows.get(tier_name, list(mine))
-        missing = [lid for lid in mine if lid not in rows]
-        if missing:
-            stamp = derived.rows.stamp()
-            read = tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}", {"ids": missing})
-            derived.rows.fill(tier_name, read, stamp)
-            rows.update((row[0], row) for row in read)
+        rows = stored_rows(derived, tier, list(mine))
         hidden = set() if body.include_archived else derived.archive.archived(tier_name, list(rows))
         for lid, row in rows.items():
             if lid not in hidden and _passes(body, row):
@@ -182,6 +176,18 @@ def _admit(
         superseded = derived.supersessions.superseded(list(by_name), [c.learning_id for c in admitted])
         admitted = [c for c in admitted if c.learning_id not in superseded]
     return admitted
+
+
+def stored_rows(derived: Derived, tier: Tier, ids: list[str]) -> dict[str, list[Any]]:
+    """The joined rows (JOINED_HEAD order) of those of these learnings that exist: cached, else read."""
+    rows = derived.rows.get(tier.name, ids)
+    missing = [lid for lid in ids if lid not in rows]
+    if missing:
+        stamp = derived.rows.stamp()
+        read = tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}", {"ids": missing})
+        derived.rows.fill(tier.name, read, stamp)
+        rows.update((row[0], row) for row in read)
+    return rows
 
 
 def _passes(body: SearchRequest, row: list[Any]) -> bool:
