@@ -36,10 +36,11 @@ def unit(rng: random.Random) -> list[float]:
     return [x / norm for x in v]
 
 
-def preload(client: GrooveClient, rng: random.Random, count: int) -> None:
+def preload(client: GrooveClient, rng: random.Random, count: int, first: int = 0) -> None:
+    """`count` synthetic learnings with random vectors, numbered from `first` (so no two share a text)."""
     batch = 100
     calls = []
-    for start in range(0, count, batch):
+    for start in range(first, first + count, batch):
         items = [
             {
                 "scope": "global",
@@ -49,7 +50,7 @@ def preload(client: GrooveClient, rng: random.Random, count: int) -> None:
                 "insight": "synthetic",
                 "embedding": unit(rng),
             }
-            for i in range(min(batch, count - start))
+            for i in range(min(batch, first + count - start))
         ]
         calls.append((C.OP_LEARNING_PUT, {"learnings": items}))
     for result in client.call_many(calls, window=4, timeout=300):
@@ -82,12 +83,16 @@ def latencies(client: GrooveClient, rng: random.Random, n: int, kind: str) -> di
 
 
 def settle(client: GrooveClient) -> None:
-    """Wait until nothing runs in the background: no learning waits for its embedding, and no tier is still
-    building its HNSW graph (searches are exact, and slower, until then)."""
+    """Wait until nothing runs in the background: no learning waits for its embedding or its near-duplicate
+    check, and no tier is still building its HNSW graph (searches are exact, and slower, until then)."""
 
     def idle() -> bool:
         stats = client.stats()
-        return stats.embedding_queue_depth == 0 and "building" not in stats.vector_index.values()
+        return (
+            stats.embedding_queue_depth == 0
+            and stats.near_duplicate_backlog == 0
+            and "building" not in stats.vector_index.values()
+        )
 
     wait_for(idle)
 
@@ -216,7 +221,7 @@ def main(sizes: str, duration: float, queries: int) -> None:
             result["sizes"] = []
             for size in (int(s) for s in sizes.split(",")):
                 click.echo(f"preloading to {size} learnings ...", err=True)
-                preload(client, rng, max(0, size - loaded))
+                preload(client, rng, max(0, size - loaded), first=loaded)
                 loaded = max(loaded, size)
                 settle(client)
                 row: dict[str, Any] = {"learnings": client.stats().vectors}

@@ -226,7 +226,8 @@ def stats(client: GrooveClient, as_json: bool) -> None:
                 (
                     "indexes",
                     f"{s.keyword_entries} keyword entries, {s.vectors} vectors "
-                    f"({', '.join(f'{t} {state}' for t, state in s.vector_index.items()) or 'no tier'})",
+                    f"({', '.join(f'{t} {state}' for t, state in s.vector_index.items()) or 'no tier'}), "
+                    f"{s.near_duplicate_backlog} awaiting a near-duplicate check",
                 ),
                 ("row cache", f"{s.row_cache.rows} rows, {s.row_cache.hits} hits, {s.row_cache.misses} misses"),
             ]

@@ -36,6 +36,11 @@ class NearDuplicates:
         self.skipped = 0  # learnings not checked because the backlog was full
         self.related = 0
 
+    def backlog(self) -> int:
+        """Learnings waiting to be checked."""
+        with self._ready:
+            return len(self._pending)
+
     def note(self, tier: str, ids: list[str]) -> None:
         """These learnings of a tier now have vectors."""
         with self._ready:

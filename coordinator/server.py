@@ -432,6 +432,7 @@ class Coordinator:
             "visibility_lag_ms": self.derived.lag_summary(),
             "keyword_entries": len(self.derived.keywords),
             "vectors": sum(len(index) for index in self.derived.vectors.values()),
+            "near_duplicate_backlog": self.derived.near.backlog(),
             "vector_index": {name: index.state for name, index in sorted(self.derived.vectors.items())},
             "row_cache": {"rows": len(rows := self.derived.rows), "hits": rows.hits, "misses": rows.misses},
             "op_ms": self.metrics.op_summaries(),

@@ -352,6 +352,7 @@ class StatsReply(Reply):
     visibility_lag_ms: Summary
     keyword_entries: int
     vectors: int
+    near_duplicate_backlog: int
     vector_index: dict[str, str]
     row_cache: RowCacheStats
     op_ms: dict[str, Summary]

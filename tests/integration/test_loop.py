@@ -5,13 +5,14 @@ outcomes that close an injection (without the model: task texts match by keyword
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from agents import BadRequest, Conflict, GrooveClient, NotFound
 from protocol import constants as C
-from tests.helpers import learning
+from tests.helpers import RunningCoordinator, learning
 
 
 def put(client: GrooveClient, text: str, scope: str = "global", **extra: Any) -> str:
@@ -195,3 +196,37 @@ def test_lifecycle_decays_archives_restores_and_purges_as_time_moves(client: Gro
         client.maintain(tiers=["project:/nowhere"])
     with pytest.raises(BadRequest):
         client.call(C.OP_MAINTAIN, {"now": -1})
+
+
+def test_maintenance_also_runs_periodically(
+    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
+) -> None:
+    running = coordinator_factory("--maintain-every-s", "0.2")
+    client = client_factory(running.endpoint)
+    doubtful = put(client, "commit the build output", confidence=0.05)  # below 0.1: archived at the next run
+    kept = put(client, "commit the lock file", confidence=0.9)
+    deadline = time.monotonic() + 10
+    while [h.learning.id for h in client.search("commit")] != [kept]:
+        assert time.monotonic() < deadline, "no maintenance run archived the doubtful learning"
+        time.sleep(0.1)
+    assert [h.learning.id for h in client.search("commit", include_archived=True)] == [kept, doubtful]
+    assert "lifecycle maintenance failed" not in running.log()
+
+
+def test_the_sampled_thresholds_hold_for_every_chosen_learning(client: GrooveClient) -> None:
+    confidences = {put(client, f"habit {i}", confidence=round(0.1 + i * 0.05, 2)): 0.1 + i * 0.05 for i in range(17)}
+    for seed in range(8):
+        reply = client.inject(f"t{seed}", budget=20, seed=seed)
+        floor = reply.params[C.PARAM_CONFIDENCE_THRESHOLD]
+        picked = set(chosen(reply))
+        assert all(confidences[lid] >= floor - 1e-9 for lid in picked)
+        eligible = sorted(
+            (lid for lid, conf in confidences.items() if conf >= floor - 1e-9), key=confidences.__getitem__
+        )
+        expected = min(len(eligible), int(reply.params[C.PARAM_INJECTION_BUDGET]))
+        assert len(picked) == expected
+        assert picked == set(eligible[len(eligible) - expected :])  # the most confident of the eligible
+    matched = client.inject("t-task", task="habit", budget=20, seed=1)
+    for item in matched.learnings:
+        relevance = float(item.reasoning.rsplit("relevance ", 1)[1])
+        assert relevance >= matched.params[C.PARAM_SIMILARITY_THRESHOLD] - 0.005
