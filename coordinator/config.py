@@ -40,7 +40,7 @@ class Settings(BaseModel):
     peer_hwm: int = Field(10_000, ge=10, le=1_000_000)
     log_level: str = Field("info", pattern="^(debug|info|warning|error)$")
     embedder: Literal["minilm", "none"] = "minilm"
-    exact_limit: int = Field(20_000, ge=0, le=10_000_000)
+    exact_limit: int = Field(10_000, ge=0, le=10_000_000)
     row_cache: int = Field(100_000, ge=0, le=10_000_000)
     maintain_every_s: float = Field(3600.0, ge=0.0, le=30 * 86400.0)
 
