@@ -30,9 +30,11 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
-## bench: the write-path benchmark (figures in README)
+## bench: the write-path, search and injection benchmarks (figures in README)
 bench: $(STAMP)
-	$(BIN)/python benchmarks/write_path.py
+	$(BIN)/python -m benchmarks.write_path
+	$(BIN)/python -m benchmarks.search
+	$(BIN)/python -m benchmarks.inject
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -3,7 +3,7 @@
 Each configuration gets a fresh coordinator and data dir; the agents start together and each keeps one
 `learning.put` in flight (unless --in-flight says otherwise) for --duration seconds.
 
-    python benchmarks/write_path.py [--duration 10] [--agents 1,8,32] [--in-flight 1]
+    python -m benchmarks.write_path [--duration 10] [--agents 1,8,32] [--in-flight 1]
 """
 
 from __future__ import annotations
