@@ -50,7 +50,11 @@ class NearDuplicates:
             self._ready.notify()
 
     def run(self, relate: Relate, stopping: threading.Event) -> None:
-        """Check noted learnings in batches until `stopping` is set."""
+        """Check noted learnings in batches until `stopping` is set.
+
+        Not niced like the embedding worker: it holds a tier's index lock while it compares, and a
+        preempted low-priority holder would make searches wait for it.
+        """
         while not stopping.is_set():
             with self._ready:
                 if not self._pending:

@@ -26,7 +26,10 @@ _HNSW_EF_CONSTRUCTION = 100
 _HNSW_EF_MIN = 64
 # A background build leaves one core to serving: on 2 cores, a build on both made searches 3x slower.
 _BUILD_THREADS = max(1, (os.cpu_count() or 2) - 1)
-_REPLAY_UNDER_LOCK = 2000  # rows changed during a build that are replayed while searches wait
+_REPLAY_UNDER_LOCK = 2000
+_NEIGHBOUR_CHUNK = (
+    8  # learnings compared per hold of the lock  # rows changed during a build that are replayed while searches wait
+)
 
 log = logging.getLogger(__name__)
 
@@ -147,28 +150,33 @@ class VectorIndex:
             return [(self._ids[int(i)], float(scores[i])) for i in top]
 
     def neighbours(self, ids: list[str], threshold: float, k: int = 4) -> list[tuple[str, str, float]]:
-        """(id, other id, cosine) for each of these learnings' nearest others at least `threshold` similar."""
-        with self._lock:
-            rows = [self._rows[lid] for lid in ids if lid in self._rows]
-            if not rows or len(self._ids) < 2:
-                return []
-            queries = self._matrix[rows].copy()
-            k = min(k + 1, len(self._ids))
-            if self._hnsw is not None:
-                self._hnsw.set_ef(max(_HNSW_EF_MIN, 2 * k))
-                labels, distances = self._hnsw.knn_query(queries, k=k)
-                found = [
-                    (self._ids[row], self._ids[int(label)], 1.0 - float(d))
-                    for row, row_labels, row_distances in zip(rows, labels, distances, strict=True)
-                    for label, d in zip(row_labels, row_distances, strict=True)
-                ]
-            else:
-                found = []
-                for start in range(0, len(rows), 64):  # bounded temporaries: 64 x n scores at a time
-                    scores = queries[start : start + 64] @ self._matrix[: len(self._ids)].T
-                    for row, row_scores in zip(rows[start : start + 64], scores, strict=True):
-                        for other in np.flatnonzero(row_scores >= threshold):
-                            found.append((self._ids[row], self._ids[int(other)], float(row_scores[other])))
+        """(id, other id, cosine) for each of these learnings' nearest others at least `threshold` similar.
+
+        The lock is taken for a few learnings at a time, so searches never wait long behind this.
+        """
+        found: list[tuple[str, str, float]] = []
+        for start in range(0, len(ids), _NEIGHBOUR_CHUNK):
+            with self._lock:
+                rows = [self._rows[lid] for lid in ids[start : start + _NEIGHBOUR_CHUNK] if lid in self._rows]
+                if not rows or len(self._ids) < 2:
+                    continue
+                queries = self._matrix[rows]
+                if self._hnsw is not None:
+                    want = min(k + 1, len(self._ids))
+                    self._hnsw.set_ef(max(_HNSW_EF_MIN, 2 * want))
+                    labels, distances = self._hnsw.knn_query(queries, k=want, num_threads=1)
+                    found += [
+                        (self._ids[row], self._ids[int(label)], 1.0 - float(d))
+                        for row, row_labels, row_distances in zip(rows, labels, distances, strict=True)
+                        for label, d in zip(row_labels, row_distances, strict=True)
+                    ]
+                    continue
+                scores = queries @ self._matrix[: len(self._ids)].T
+                for row, row_scores in zip(rows, scores, strict=True):
+                    found += [
+                        (self._ids[row], self._ids[int(other)], float(row_scores[other]))
+                        for other in np.flatnonzero(row_scores >= threshold)
+                    ]
         return [(a, b, score) for a, b, score in found if a != b and score >= threshold]
 
     def _start_build(self) -> None:
