@@ -13,7 +13,6 @@ vs 26 of 32); this fusion is measured in benchmarks/search.py. Only the tiers th
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +32,6 @@ _SEMANTIC_FLOOR = 0.15
 _MIN_POOL = 50
 _HOP_DECAY = 0.5
 _COL = {name: i for i, name in enumerate(LEARNING_COLS)}
-_KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="groove-keywords")
 
 
 @dataclass
@@ -91,14 +89,6 @@ def find(tiers: TierSet, derived: Derived, body: SearchRequest) -> list[Candidat
     by_name = {t.name: t for t in read}
     pool = max(_MIN_POOL, 5 * body.limit)
     found: dict[str, Candidate] = {}
-    # Keywords run in hybrid and keyword mode, and stand in for semantic search when no vector is to be had.
-    # They are looked up on another thread while the query text is embedded: both release the GIL.
-    vector_coming = body.vector is not None or (
-        body.text is not None and body.mode != "keyword" and derived.embedder is not None
-    )
-    keywords = None
-    if body.text is not None and (body.mode != "semantic" or not vector_coming):
-        keywords = _KEYWORD_THREADS.submit(derived.keywords.search, body.text, list(by_name), pool)
     query = _query_vector(derived, body)
     semantic = query is not None and body.mode != "keyword"
     if semantic:
@@ -113,10 +103,10 @@ def find(tiers: TierSet, derived: Derived, body: SearchRequest) -> list[Candidat
         hits.sort(key=lambda h: -h[1])
         for lid, score, tier in hits[:pool]:
             found[lid] = Candidate(lid, tier, semantic=score)
-    if keywords is not None:
-        assert body.text is not None
+    # Keywords run in hybrid and keyword mode, and stand in for semantic search when no vector is to be had.
+    if body.text is not None and (body.mode != "semantic" or query is None):
         terms = len(query_terms(body.text)) or 1
-        for lid, tier, _, words in keywords.result():
+        for lid, tier, _, words in derived.keywords.search(body.text, list(by_name), pool):
             candidate = found.get(lid)
             if candidate is None:
                 candidate = found[lid] = Candidate(lid, tier)
