@@ -28,7 +28,7 @@ from coordinator.lifecycle import archived_ids
 from coordinator.metrics import summarize
 from coordinator.neighbours import NearDuplicates
 from coordinator.parts import DerivedChanges
-from coordinator.records import JOINED_BODY, JOINED_HEAD
+from coordinator.records import JOINED_BODY, JOINED_HEAD, LEARNING_COLS
 from coordinator.rowcache import Archive, RowCache, Supersessions
 from coordinator.tiers import Tier, TierSet
 from coordinator.vectors import VectorIndex
@@ -40,8 +40,9 @@ log = logging.getLogger(__name__)
 
 _BATCH = 256  # texts per encode call: the model sorts them by length, so bigger calls pad less
 _PAGE = 5000  # rows read per query while rebuilding a tier's derived data
+_DESCRIPTION, _INSIGHT = LEARNING_COLS.index("description"), LEARNING_COLS.index("insight")
 _LAG_WINDOW = 2048
-BACKGROUND_NICE = 10  # niceness of the threads that compute derived data (embeddings, near-duplicates)
+BACKGROUND_NICE = 10  # niceness of the embedding worker (and of torch's threads it starts)
 _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier loads
 # Learnings queued for embedding at most. Writes can outpace the model (≈ 250 texts/s here) for as long as
 # they like: past this bound new entries are not queued, and once the queue drains the worker looks up the
@@ -92,24 +93,25 @@ class Derived:
         self._tiers[tier.name] = tier
         self.keywords.drop_tier(tier.name)
         self.rows.drop_tier(tier.name)
-        self.supersessions.load(
-            tier.name,
-            [
-                (f, t)
-                for f, t in tier.run(
-                    "?[from_id, to_id] := *learning_relations{from_id, relation_type, to_id}, relation_type = $type",
-                    {"type": RELATION_SUPERSEDES},
-                )
-            ],
+        pairs = tier.run(
+            "?[from_id, to_id] := *learning_relations{from_id, relation_type, to_id}, relation_type = $type",
+            {"type": RELATION_SUPERSEDES},
         )
+        self.supersessions.load(tier.name, [(f, t) for f, t in pairs])
         self.archive.load(tier.name, archived_ids(tier))
-        self._warm_rows(tier)
         index = VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
         texts: dict[str, str] = {}
-        for entries in _texts(tier):
+        # One pass over the learnings feeds the keyword index and, as far as it has room, the row cache.
+        room = self.rows.capacity - len(self.rows)
+        stamp = self.rows.stamp()  # before reading: a commit meanwhile keeps its learnings out of the cache
+        for page in _pages(tier, f"?[{JOINED_HEAD}] := {JOINED_BODY}"):
+            entries = [(row[0], embedding_text(row[_DESCRIPTION], row[_INSIGHT])) for row in page]
             self.keywords.upsert(tier.name, entries)
             texts.update(entries)
+            if room > 0:
+                self.rows.fill(tier.name, page[:room], stamp)
+                room -= len(page)
         for page in _pages(tier, "?[id, embedding] := *learning_embeddings{learning_id: id, embedding}"):
             live = [(lid, v) for lid, v in page if lid in texts]
             if live:
@@ -127,15 +129,6 @@ class Derived:
             len(missing),
             (time.monotonic() - started) * 1000,
         )
-
-    def _warm_rows(self, tier: Tier) -> None:
-        """Fill the row cache with the tier's first learnings, as far as it has room."""
-        room = self.rows.capacity - len(self.rows)
-        stamp = self.rows.stamp()  # before reading: a commit meanwhile keeps its learnings out
-        pages = _pages(tier, f"?[{JOINED_HEAD}] := {JOINED_BODY}")
-        while room > 0 and (page := next(pages, None)) is not None:
-            self.rows.fill(tier.name, page[:room], stamp)
-            room -= len(page)
 
     def after_commit(self, tier: str, changes: DerivedChanges) -> None:
         """What a commit changed: rows, new or edited texts, vectors stored with it, learnings deleted."""
