@@ -24,6 +24,8 @@ from protocol.curation import (
 )
 from protocol.loop import InjectPrepareReply, MaintainReply, ParamOut, ParamsListReply
 from protocol.models import (
+    AgentOut,
+    AgentsListReply,
     LearningGetReply,
     LearningListReply,
     LearningOut,
@@ -98,6 +100,10 @@ class GrooveClient:
     def stats(self) -> StatsReply:
         """The coordinator's counters and recent performance."""
         return StatsReply.model_validate(self.call(C.OP_STATS))
+
+    def agents(self, state: str | None = None) -> list[AgentOut]:
+        """The agents that said `hello` (or those `alive` or `gone`), most recently seen first."""
+        return AgentsListReply.model_validate(self.call(C.OP_AGENTS_LIST, _clean(state=state))).agents
 
     # --- learnings -----------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -277,4 +278,22 @@ def relations(client: GrooveClient, learning_id: str, relation_type: str | None,
     click.echo(table(("from", "type", "to", "weight", "tier", "created"), rows))
 
 
-client_commands = [ping, learn, get, list_, outcome, delete, relate, relations, stats]
+@click.command()
+@click.option("--state", type=click.Choice(["alive", "gone"]), help="Only agents in this state.")
+@json_option
+@with_client
+def agents(client: GrooveClient, state: str | None, as_json: bool) -> None:
+    """List the agents that said hello: id, role, pid, host, last seen, requests, state."""
+    found = client.agents(state)
+    if as_json:
+        emit_json([a.model_dump() for a in found])
+        return
+    if not found:
+        click.echo("no agents")
+        return
+    now = time.time()
+    rows = [(a.agent_id, a.role, a.pid, a.host, f"{now - a.last_seen:.1f} s ago", a.requests, a.state) for a in found]
+    click.echo(table(("agent", "role", "pid", "host", "last seen", "requests", "state"), rows))
+
+
+client_commands = [ping, learn, get, list_, outcome, delete, relate, relations, stats, agents]

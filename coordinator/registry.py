@@ -49,6 +49,30 @@ class Registry:
             record.last_seen = time.time() if now is None else now
             record.requests += 1
 
+    def listed(self, state: str | None = None, now: float | None = None) -> list[dict[str, object]]:
+        """Every agent (or those in `state`: alive or gone), most recently seen first, as `agents.list` returns
+        them. Gone: not heard from within AGENT_ALIVE_WINDOW_S, three heartbeat intervals."""
+        at = time.time() if now is None else now
+        with self._lock:
+            records = sorted(self._agents.values(), key=lambda r: -r.last_seen)
+        out = []
+        for r in records:
+            current = "alive" if at - r.last_seen <= C.AGENT_ALIVE_WINDOW_S else "gone"
+            if state is None or state == current:
+                out.append(
+                    {
+                        "agent_id": r.agent_id,
+                        "role": r.role,
+                        "pid": r.pid,
+                        "host": r.host,
+                        "first_seen": r.first_seen,
+                        "last_seen": r.last_seen,
+                        "requests": r.requests,
+                        "state": current,
+                    }
+                )
+        return out
+
     def counts(self, now: float | None = None) -> tuple[int, int]:
         """(agents known, agents seen within the alive window)."""
         at = time.time() if now is None else now

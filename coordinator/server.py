@@ -391,6 +391,8 @@ class Coordinator:
             return list_relations(self.tiers, body)
         if op == C.OP_STATS:
             return self.stats()
+        if op == C.OP_AGENTS_LIST:
+            return {"agents": self.registry.listed(body.state)}
         if op == C.OP_SEARCH:
             return search(self.tiers, self.derived, body)
         if op == C.OP_REINDEX:

@@ -301,6 +301,31 @@ class StatsRequest(Body):
     """`stats`: no fields."""
 
 
+class AgentsListRequest(Body):
+    """`agents.list`: the agents that said `hello`, all of them or those in one state."""
+
+    state: Literal["alive", "gone"] | None = None
+
+
+class AgentOut(Reply):
+    """One agent as the registry knows it; times are seconds since the epoch."""
+
+    agent_id: str
+    role: str
+    pid: int
+    host: str
+    first_seen: float
+    last_seen: float
+    requests: int
+    state: str
+
+
+class AgentsListReply(Reply):
+    """Agents, most recently seen first."""
+
+    agents: list[AgentOut]
+
+
 class Summary(Reply):
     """Mean, median and 99th percentile of recent samples."""
 

@@ -6,6 +6,7 @@ from protocol import constants as C
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest, ReviewListRequest
 from protocol.loop import InjectPrepareRequest, MaintainRequest, ParamsListRequest, RestoreRequest
 from protocol.models import (
+    AgentsListRequest,
     Body,
     HelloRequest,
     LearningDeleteRequest,
@@ -31,6 +32,7 @@ REQUESTS: dict[str, type[Body]] = {
     C.OP_RELATION_PUT: RelationPutRequest,
     C.OP_RELATION_LIST: RelationListRequest,
     C.OP_STATS: StatsRequest,
+    C.OP_AGENTS_LIST: AgentsListRequest,
     C.OP_SEARCH: SearchRequest,
     C.OP_REINDEX: RebuildRequest,
     C.OP_REEMBED: RebuildRequest,

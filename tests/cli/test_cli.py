@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agents import GrooveClient
 from tests.helpers import RunningCoordinator, free_port, run_groove
 
 
@@ -171,3 +172,18 @@ def test_promote_propose_review_and_maintain(coordinator: RunningCoordinator) ->
     assert maintained.returncode == 0
     assert "decayed 0, archived 0, purged 0" in maintained.stdout
     assert run_groove(*ep, "restore", lid).returncode == 1  # not archived
+
+
+def test_agents_lists_who_said_hello(coordinator: RunningCoordinator) -> None:
+    ep = ("--endpoint", coordinator.endpoint)
+    assert run_groove(*ep, "agents").stdout.strip() == "no agents"
+    with GrooveClient(coordinator.endpoint, timeout=10) as client:
+        client.hello("agent-7", role="worker")
+        client.ping()
+        listed = json.loads(run_groove(*ep, "agents", "--json").stdout)
+        assert [(a["agent_id"], a["role"], a["state"]) for a in listed] == [("agent-7", "worker", "alive")]
+        assert listed[0]["requests"] >= 1
+        shown = run_groove(*ep, "agents", "--state", "alive")
+        assert "agent-7" in shown.stdout
+        assert run_groove(*ep, "agents", "--state", "gone").stdout.strip() == "no agents"
+        assert run_groove(*ep, "agents", "--state", "lost").returncode == 2

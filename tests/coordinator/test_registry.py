@@ -23,3 +23,16 @@ def test_hello_again_from_a_new_connection_rebinds_the_agent() -> None:
     registry.hello(b"new", "a1", "worker", 99, "host-a", now=5.0)
     registry.touch(b"new", now=30.0)
     assert registry.counts(now=30.0) == (1, 1)
+
+
+def test_listed_agents_say_their_state_most_recently_seen_first() -> None:
+    registry = Registry()
+    registry.hello(b"p1", "quiet", "worker", 11, "host-a", now=0.0)
+    registry.hello(b"p2", "busy", "orchestrator", 12, "host-b", now=0.0)
+    registry.touch(b"p2", now=10.0)
+    registry.touch(b"p2", now=20.0)
+    listed = registry.listed(now=20.0)
+    assert [(a["agent_id"], a["state"], a["requests"]) for a in listed] == [("busy", "alive", 2), ("quiet", "gone", 0)]
+    assert listed[0]["role"] == "orchestrator"
+    assert [a["agent_id"] for a in registry.listed("gone", now=20.0)] == ["quiet"]
+    assert [a["agent_id"] for a in registry.listed("alive", now=20.0 + C.AGENT_ALIVE_WINDOW_S + 1)] == []
