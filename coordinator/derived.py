@@ -304,7 +304,7 @@ def _pages(tier: Tier, script: str) -> Iterator[list[list[Any]]]:
 
 def rebuild_index(tiers: TierSet, derived: Derived, body: RebuildRequest) -> dict[str, Any]:
     """`index.rebuild`: rebuild keyword entries and vectors of the named tiers (default all) from CozoDB."""
-    chosen = _chosen(tiers, body)
+    chosen = tiers.named(body.tiers)
     for tier in chosen:
         derived.load_tier(tier)
     return {"tiers": [t.name for t in chosen], "count": sum(len(derived.vectors[t.name]) for t in chosen)}
@@ -314,17 +314,5 @@ def reembed(tiers: TierSet, derived: Derived, body: RebuildRequest) -> dict[str,
     """`embeddings.rebuild`: queue every learning of the named tiers (default all) for a new embedding."""
     if not derived.embeddings:
         raise Rejected(ErrorCode.BAD_REQUEST, "this coordinator runs without an embedder (--embedder none)")
-    chosen = _chosen(tiers, body)
+    chosen = tiers.named(body.tiers)
     return {"tiers": [t.name for t in chosen], "count": sum(derived.requeue(t) for t in chosen)}
-
-
-def _chosen(tiers: TierSet, body: RebuildRequest) -> list[Tier]:
-    if body.tiers is None:
-        return tiers.open_all()
-    chosen = []
-    for name in body.tiers:
-        tier = tiers.get(name, create=False)
-        if tier is None:
-            raise Rejected(ErrorCode.NOT_FOUND, f"no tier {name!r} in this data directory")
-        chosen.append(tier)
-    return chosen

@@ -218,16 +218,7 @@ class Planner:
 
     def _maintain(self, body: MaintainRequest) -> dict[str, Part]:
         now = body.now if body.now is not None else self.now
-        if body.tiers is None:
-            chosen = self.tiers.open_all()
-        else:
-            chosen = []
-            for name in body.tiers:
-                tier = self.tiers.get(name, create=False)
-                if tier is None:
-                    raise Rejected(ErrorCode.NOT_FOUND, f"no tier {name!r} in this data directory")
-                chosen.append(tier)
-        parts: dict[str, MaintainPart] = {tier.name: plan_tier(tier, now) for tier in chosen}
+        parts: dict[str, MaintainPart] = {tier.name: plan_tier(tier, now) for tier in self.tiers.named(body.tiers)}
         purged = {name: part.purge for name, part in parts.items() if part.purge}
         for tier in self.tiers.opened():  # relations anywhere may point at a purged learning
             for name, ids in purged.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from protocol import constants as C
 
@@ -59,18 +59,7 @@ class Registry:
         for r in records:
             current = "alive" if at - r.last_seen <= C.AGENT_ALIVE_WINDOW_S else "gone"
             if state is None or state == current:
-                out.append(
-                    {
-                        "agent_id": r.agent_id,
-                        "role": r.role,
-                        "pid": r.pid,
-                        "host": r.host,
-                        "first_seen": r.first_seen,
-                        "last_seen": r.last_seen,
-                        "requests": r.requests,
-                        "state": current,
-                    }
-                )
+                out.append(asdict(r) | {"state": current})
         return out
 
     def counts(self, now: float | None = None) -> tuple[int, int]:

@@ -350,10 +350,12 @@ class Coordinator:
         self._outbox().send_multipart(frames)
 
     def _read(self, peer: bytes, request: RequestEnvelope, body: BaseModel, received: float) -> None:
-        if request.op == C.OP_INJECT_PREPARE:
-            self._choose(peer, request, body, received)
-            return
         try:
+            if isinstance(body, InjectPrepareRequest):
+                # chosen here; the socket thread queues its write, and the ack goes out after the commit
+                self._chosen.put((peer, request.id, prepare(self.tiers, self.derived, body), received))
+                self._outbox().send(_CHOSEN)
+                return
             result = self._dispatch_read(request.op, body)
             if request.op == C.OP_SEARCH:
                 result["took_ms"] = (time.perf_counter() - received) * 1000
@@ -364,22 +366,6 @@ class Coordinator:
             log.exception("%s %s failed", request.op, request.id)
             payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
         self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000)
-        self._outbox().send_multipart([_READ, peer, payload])
-
-    def _choose(self, peer: bytes, request: RequestEnvelope, body: BaseModel, received: float) -> None:
-        """Choose an injection here; the socket thread queues its write, and the ack goes out after the commit."""
-        assert isinstance(body, InjectPrepareRequest)
-        try:
-            record = prepare(self.tiers, self.derived, body)
-        except Rejected as exc:
-            payload = encode_error(request.id, exc.code, exc.message)
-        except Exception:
-            log.exception("%s %s failed", request.op, request.id)
-            payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
-        else:
-            self._chosen.put((peer, request.id, record, received))
-            self._outbox().send(_CHOSEN)
-            return
         self._outbox().send_multipart([_READ, peer, payload])
 
     def _dispatch_read(self, op: str, body: Any) -> dict[str, Any]:

@@ -22,9 +22,10 @@ from typing import Any
 
 from pycozo.client import Client
 
-from coordinator.errors import StorageError
+from coordinator.errors import Rejected, StorageError
 from coordinator.schema import ensure_schema
 from protocol import constants as C
+from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +149,18 @@ class TierSet:
             if tier is not None:
                 tiers.append(tier)
         return tiers
+
+    def named(self, names: list[str] | None) -> list[Tier]:
+        """These existing tiers, opened (None: every tier on disk); Rejected `not_found` for a missing one."""
+        if names is None:
+            return self.open_all()
+        chosen = []
+        for name in names:
+            tier = self.get(name, create=False)
+            if tier is None:
+                raise Rejected(ErrorCode.NOT_FOUND, f"no tier {name!r} in this data directory")
+            chosen.append(tier)
+        return chosen
 
     def remember(self, where: dict[str, str]) -> None:
         """Note where learnings live (writer thread only: after a commit, or what it located)."""
