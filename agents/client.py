@@ -97,6 +97,10 @@ class GrooveClient:
             },
         )
 
+    def heartbeat(self, agent_id: str) -> None:
+        """Tell the coordinator `agent_id` is alive; raises NotFound if it has not said `hello` (say it again)."""
+        self.call(C.OP_HEARTBEAT, {"agent_id": agent_id})
+
     def stats(self) -> StatsReply:
         """The coordinator's counters and recent performance."""
         return StatsReply.model_validate(self.call(C.OP_STATS))

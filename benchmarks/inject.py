@@ -21,10 +21,11 @@ from typing import Any
 import click
 
 from agents import GrooveClient
+from agents.fleet import stop_process
 from benchmarks.common import machine, percentile
 from benchmarks.search import settle, unit, wait_for
 from cli.output import table
-from cli.swarm import start_coordinator, stop_process
+from cli.processes import start_coordinator
 from protocol import constants as C
 
 PROJECT = "/srv/bench"

@@ -22,9 +22,10 @@ from typing import Any
 import click
 
 from agents import GrooveClient
+from agents.fleet import groove_argv, stop_process
 from benchmarks.common import machine, percentile
 from cli.output import table
-from cli.swarm import groove_argv, start_coordinator, stop_process
+from cli.processes import start_coordinator
 from protocol import constants as C
 
 PAIRS = json.loads((Path(__file__).parent / "data" / "paraphrases.json").read_text())
@@ -97,6 +98,9 @@ def settle(client: GrooveClient) -> None:
     wait_for(idle)
 
 
+_WRITES = ["--mix", "learn=1", "--no-verify"]  # single-learning writes only
+
+
 def agents(endpoint: str, n: int, workload: str, duration: float, work: Path, extra: list[str]) -> list[Any]:
     procs = []
     for i in range(n):
@@ -128,7 +132,7 @@ def collect(procs: list[Any]) -> tuple[list[dict[str, Any]], list[float]]:
     for proc, path in procs:
         out, _ = proc.communicate(timeout=600)
         reports.append(json.loads(out.decode().strip().splitlines()[-1]))
-        lat += json.loads(path.read_text())
+        lat += [x for values in json.loads(path.read_text()).values() for x in values]
     return reports, sorted(lat)
 
 
@@ -210,7 +214,7 @@ def main(sizes: str, duration: float, queries: int) -> None:
             result["quality"] = quality(client)
             # the lag window holds the last 2,048 learnings embedded: 20 s at 100/s fills it with this phase only
             click.echo("visibility lag at 100 writes/s ...", err=True)
-            procs = agents(endpoint, 1, "writes", max(duration, 20.0), work, ["--rate", "100"])
+            procs = agents(endpoint, 1, "synthetic", max(duration, 20.0), work, [*_WRITES, "--rate", "100"])
             collect(procs)
             wait_for(lambda: client.stats().embedding_queue_depth == 0)
             lag = client.stats().visibility_lag_ms
@@ -227,16 +231,16 @@ def main(sizes: str, duration: float, queries: int) -> None:
                 row: dict[str, Any] = {"learnings": client.stats().vectors}
                 row["idle_vector"] = latencies(client, rng, queries, "vector")
                 row["idle_text"] = latencies(client, rng, min(queries, 100), "text")
-                writers = agents(endpoint, 8, "writes", duration, work, [])
+                writers = agents(endpoint, 8, "synthetic", duration, work, _WRITES)
                 time.sleep(1.0)
                 row["writing_vector"] = latencies(client, rng, queries, "vector")
                 row["writing_text"] = latencies(client, rng, min(queries, 100), "text")
                 reports, _ = collect(writers)
-                row["writes_during"] = sum(r["writes"] for r in reports)
+                row["writes_during"] = sum(r["ops"].get("learn", 0) for r in reports)
                 settle(client)  # the writers' learnings are embedded before the next phase
                 searchers = agents(endpoint, 8, "search", duration, work, [])
                 reports, lat = collect(searchers)
-                row["clients8_qps"] = round(sum(r["searches"] for r in reports) / duration, 1)
+                row["clients8_qps"] = round(sum(r["ops"].get("search", 0) for r in reports) / duration, 1)
                 row["clients8_p99_ms"] = round(percentile(lat, 99), 3)
                 served = client.stats().op_ms[C.OP_SEARCH]  # the last 2,048 searches: all of this phase
                 row["clients8_coord_p50_ms"] = round(served.p50, 3)

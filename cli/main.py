@@ -11,12 +11,13 @@ from typing import Any, TypeVar
 import click
 import zmq
 
+from cli.agent import agent_command
 from cli.commands import client_commands
 from cli.curation import curation_commands
 from cli.loop import loop_commands
 from cli.memory import memory_commands
 from cli.output import fail
-from cli.swarm import agent_command, swarm_command
+from cli.swarm import swarm_command
 from coordinator.config import ENV_PREFIX, Settings, build
 
 F = TypeVar("F", bound=Callable[..., Any])

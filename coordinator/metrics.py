@@ -31,6 +31,7 @@ class Metrics:
         self._batch_sizes: deque[float] = deque(maxlen=_WINDOW)
         self._commit_ms: deque[float] = deque(maxlen=_WINDOW)
         self._op_ms: dict[str, deque[float]] = {}
+        self.op_counts: dict[str, int] = {}
         self.batches_committed = 0
         self.writes_committed = 0
         self.writes_rejected = 0
@@ -61,12 +62,18 @@ class Metrics:
             if window is None:
                 window = self._op_ms[op] = deque(maxlen=_WINDOW)
             window.append(ms)
+            self.op_counts[op] = self.op_counts.get(op, 0) + 1
 
     def op_summaries(self) -> dict[str, dict[str, float]]:
         """Service time by operation (received -> reply handed to the socket loop), over recent requests."""
         with self._lock:
             windows = {op: list(window) for op, window in self._op_ms.items()}
         return {op: summarize(samples) for op, samples in sorted(windows.items())}
+
+    def op_totals(self) -> dict[str, int]:
+        """Requests answered by operation since start (the ones timed in `op_summaries`)."""
+        with self._lock:
+            return dict(sorted(self.op_counts.items()))
 
     def resources(self) -> tuple[float, float]:
         """(RSS in MB, CPU percent since the previous call)."""

@@ -1,4 +1,4 @@
-"""The registry of agents that said `hello`, with last-seen times refreshed by every request they send."""
+"""The registry of agents that said `hello`, with last-seen times refreshed by every request and heartbeat."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class AgentRecord:
     first_seen: float
     last_seen: float
     requests: int = 0
+    peer: bytes = b""
 
 
 class Registry:
@@ -40,7 +41,18 @@ class Registry:
                 self._agents[agent_id] = record
             else:
                 record.role, record.pid, record.host, record.last_seen = role, pid, host, at
+                # a reconnect or restart arrives as a new peer: forget the old one, so peers do not pile up
+                self._peers.pop(record.peer, None)
+            record.peer = peer
             self._peers[peer] = record
+
+    def beat(self, agent_id: str, now: float | None = None) -> bool:
+        """A heartbeat from `agent_id`; False if it never said hello (e.g. this coordinator restarted since)."""
+        record = self._agents.get(agent_id)
+        if record is None:
+            return False
+        record.last_seen = time.time() if now is None else now
+        return True
 
     def touch(self, peer: bytes, now: float | None = None) -> None:
         """A request arrived from `peer`: refresh its agent's last-seen time."""
@@ -59,7 +71,9 @@ class Registry:
         for r in records:
             current = "alive" if at - r.last_seen <= C.AGENT_ALIVE_WINDOW_S else "gone"
             if state is None or state == current:
-                out.append(asdict(r) | {"state": current})
+                row = asdict(r) | {"state": current}
+                del row["peer"]
+                out.append(row)
         return out
 
     def counts(self, now: float | None = None) -> tuple[int, int]:

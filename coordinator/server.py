@@ -41,7 +41,7 @@ from protocol.codec import RequestEnvelope, decode_request, encode_error, encode
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
 from protocol.loop import InjectPrepareRequest
-from protocol.models import HelloRequest, RelationPutRequest
+from protocol.models import HeartbeatRequest, HelloRequest, RelationPutRequest
 
 log = logging.getLogger(__name__)
 
@@ -252,6 +252,12 @@ class Coordinator:
             assert isinstance(body, HelloRequest)
             self.registry.hello(peer, body.agent_id, body.role, body.pid, body.host)
             self._send(peer, encode_ok(request.id, {}))
+        elif op == C.OP_HEARTBEAT:
+            assert isinstance(body, HeartbeatRequest)
+            if self.registry.beat(body.agent_id):
+                self._send(peer, encode_ok(request.id, {}))
+            else:
+                self._error(peer, request.id, ErrorCode.NOT_FOUND, f"no agent {body.agent_id!r}: say hello first")
         elif op == C.OP_INJECT_PREPARE and self._known(peer, request.id, op):
             return  # a retry: answered from the stored reply, or when the first attempt commits
         else:
@@ -424,4 +430,5 @@ class Coordinator:
             "vector_index": {name: index.state for name, index in sorted(self.derived.vectors.items())},
             "row_cache": {"rows": len(rows := self.derived.rows), "hits": rows.hits, "misses": rows.misses},
             "op_ms": self.metrics.op_summaries(),
+            "op_counts": self.metrics.op_totals(),
         }

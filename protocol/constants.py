@@ -12,6 +12,7 @@ PROTOCOL_VERSION: Final = 1
 # Operation names.
 OP_PING: Final = "ping"
 OP_HELLO: Final = "hello"
+OP_HEARTBEAT: Final = "heartbeat"
 OP_LEARNING_PUT: Final = "learning.put"
 OP_LEARNING_GET: Final = "learning.get"
 OP_LEARNING_LIST: Final = "learning.list"

@@ -118,6 +118,12 @@ class HelloRequest(Body):
     host: ShortText
 
 
+class HeartbeatRequest(Body):
+    """`heartbeat`: an agent that said `hello` is still alive (sent from any connection, e.g. a side thread)."""
+
+    agent_id: ShortText
+
+
 class EmptyReply(Reply):
     """A reply with no fields."""
 
@@ -381,3 +387,4 @@ class StatsReply(Reply):
     vector_index: dict[str, str]
     row_cache: RowCacheStats
     op_ms: dict[str, Summary]
+    op_counts: dict[str, int]

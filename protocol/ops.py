@@ -8,6 +8,7 @@ from protocol.loop import InjectPrepareRequest, MaintainRequest, ParamsListReque
 from protocol.models import (
     AgentsListRequest,
     Body,
+    HeartbeatRequest,
     HelloRequest,
     LearningDeleteRequest,
     LearningGetRequest,
@@ -24,6 +25,7 @@ from protocol.search import RebuildRequest, SearchRequest
 REQUESTS: dict[str, type[Body]] = {
     C.OP_PING: PingRequest,
     C.OP_HELLO: HelloRequest,
+    C.OP_HEARTBEAT: HeartbeatRequest,
     C.OP_LEARNING_PUT: LearningPutRequest,
     C.OP_LEARNING_GET: LearningGetRequest,
     C.OP_LEARNING_LIST: LearningListRequest,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agents import GrooveClient
-from cli.swarm import start_coordinator
+from cli.processes import start_coordinator
 from tests.helpers import RunningCoordinator, free_port
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli.swarm import groove_argv, start_coordinator, stop_process
+from agents.fleet import groove_argv, stop_process
+from cli.processes import start_coordinator
 
 
 def free_port() -> int:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -70,33 +72,34 @@ def test_learning_in_an_unopened_project_tier_is_found_after_restart(
 
 
 def test_eight_agent_processes_write_concurrently_and_read_everything_back(
-    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient], tmp_path: Path
 ) -> None:
     procs = [
         spawn_agent(
             coordinator.endpoint,
             "--agent-id",
             f"a{i}",
-            "--workload",
-            "basic",
             "--count",
             "150",
             "--seed",
             str(i),
-            "--scope",
-            "global",
-            "--scope",
-            f"project:/p{i % 3}",
+            "--acked-file",
+            str(tmp_path / f"acked-{i}.json"),
         )
         for i in range(8)
     ]
     reports = [agent_report(proc, timeout=240) for proc in procs]
     assert all(r["errors"] == 0 and r["mismatches"] == 0 for r in reports), reports
-    assert all(r["verified"] == r["writes"] > 0 for r in reports)
+    acked = [json.loads((tmp_path / f"acked-{i}.json").read_text()) for i in range(8)]
+    assert all(r["verified"] == len(a["learned"]) > 0 for r, a in zip(reports, acked, strict=True))
+    assert all(set(r["ops"]) == {"learn", "outcome", "search", "inject"} for r in reports), reports
     client = client_factory(coordinator.endpoint)
     stored = list(client.iter_learnings())
-    assert len(stored) == len({x.id for x in stored}) == sum(r["writes"] for r in reports)
-    assert sum(x.usage.times_injected for x in stored) == sum(r["outcomes"] for r in reports)
+    learned = {lid for a in acked for lid in a["learned"]}
+    # repeats of a corpus entry in the same scope were reinforced, not stored twice
+    assert len(stored) == len({x.id for x in stored}) == len(learned) == sum(r["created"] for r in reports)
+    assert sum(x.usage.times_injected for x in stored) == sum(sum(a["injected"].values()) for a in acked)
+    assert {x.tier for x in stored} >= {"user", "project:/srv/groove-demo/payments-api"}
     assert client.stats().agents_known == 8
 
 

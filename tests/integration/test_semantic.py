@@ -21,7 +21,8 @@ CATEGORIES = ["code_pattern", "solution", "tool_usage", "error_recovery"]
 @pytest.fixture(scope="module")
 def semantic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GrooveClient, list[str]]]:
     """One coordinator with the model for the whole module (loading it costs seconds), the set stored."""
-    from cli.swarm import start_coordinator, stop_process
+    from agents.fleet import stop_process
+    from cli.processes import start_coordinator
     from tests.helpers import free_port
 
     data = tmp_path_factory.mktemp("semantic")

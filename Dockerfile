@@ -1,0 +1,21 @@
+# groove: one image for the coordinator (`groove serve`) and the agent workers (`groove agent`).
+FROM python:3.11-slim
+
+WORKDIR /app
+COPY pyproject.toml constraints.txt README.md ./
+COPY protocol ./protocol
+COPY agents ./agents
+COPY coordinator ./coordinator
+COPY cli ./cli
+# torch from the CPU wheel index: PyPI's default torch wheel pulls a multi-GB CUDA build
+RUN pip install --no-cache-dir -c constraints.txt \
+        --extra-index-url https://download.pytorch.org/whl/cpu . \
+    && useradd --create-home --uid 1000 groove \
+    && mkdir /data && chown groove /data
+USER groove
+
+ENV GROOVE_DATA_DIR=/data \
+    GROOVE_BIND=tcp://0.0.0.0:5555
+EXPOSE 5555
+VOLUME ["/data"]
+CMD ["groove", "serve"]

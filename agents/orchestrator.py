@@ -1,0 +1,146 @@
+"""`Orchestrator`: what a swarm's orchestrator does with groove around each agent session.
+
+Before a session it asks the coordinator for the learnings that fit the session's project and task
+(`inject.prepare`) and writes their block into the agent's working directory — `CLAUDE.md`, replacing the
+block a previous session left there in place, keeping everything else in the file. After the session it
+records the outcome: which learnings helped, which were ignored or wrong, and whether the session
+succeeded (`outcome.record` with the injection id). It also spawns agent workers with the coordinator's
+endpoint (`groove agent` processes; see agents.fleet).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.client import GrooveClient
+from agents.errors import GrooveError
+from agents.fleet import Fleet
+from agents.workloads import DEFAULT_MIX
+from protocol import constants as C
+from protocol.ids import uuid7
+from protocol.models import OutcomeRecordReply
+
+CONTEXT_FILE = "CLAUDE.md"
+
+
+class OrchestratorError(GrooveError):
+    """The orchestrator cannot do what was asked (e.g. a context file whose groove block is broken)."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """A prepared session: its id, the injection to report against, the learnings given, the file written."""
+
+    session_id: str
+    injection_id: str
+    learning_ids: tuple[str, ...]
+    context_file: Path
+
+
+def write_block(path: Path, block: str) -> None:
+    """Put `block` (which starts and ends with groove's markers) into `path`: in place of the previous
+    block if there is one, else appended after the file's own text; written atomically."""
+    text = path.read_text() if path.exists() else ""
+    begin, end = text.find(C.INJECT_BEGIN), text.find(C.INJECT_END)
+    if (begin < 0) != (end < 0) or end < begin:
+        raise OrchestratorError(
+            f"{path} has a broken groove block (one marker without the other, or in the wrong order); "
+            f"fix or remove the lines {C.INJECT_BEGIN!r} and {C.INJECT_END!r} by hand"
+        )
+    if begin >= 0:
+        after = end + len(C.INJECT_END)
+        if text[after : after + 1] == "\n":
+            after += 1
+        text = text[:begin] + block + text[after:]
+    else:
+        text = text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + block
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class Orchestrator:
+    """Prepares sessions' context from groove and records their outcomes; spawns workers.
+
+    Use as a context manager: it closes its connection and stops the workers it spawned on exit.
+    """
+
+    def __init__(self, endpoint: str, timeout: float = 30.0, workdir: Path | None = None) -> None:
+        self.endpoint = endpoint
+        self.client = GrooveClient(endpoint, timeout=timeout)
+        self._workdir = workdir
+        self.fleets: list[Fleet] = []
+
+    def __enter__(self) -> Orchestrator:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers still running and close the connection."""
+        for fleet in self.fleets:
+            fleet.stop()
+        self.client.close()
+
+    def spawn_workers(
+        self, n: int, *, duration: float | None = None, count: int | None = None, mix: str = DEFAULT_MIX
+    ) -> Fleet:
+        """Start `n` agent workers (`groove agent`) against this coordinator; crashed ones are restarted
+        while their duration lasts. `fleet.wait()` waits for them; their reports are `fleet.reports()`."""
+        if duration is None and count is None:
+            raise ValueError("give the workers a duration or a count")
+        workdir = self._workdir or Path(tempfile.mkdtemp(prefix="groove-workers-"))
+        fleet = Fleet(self.endpoint, workdir / f"fleet-{len(self.fleets)}")
+        for i in range(n):
+            options = ["--mix", mix, "--seed", str(i)] + (["--count", str(count)] if count is not None else [])
+            fleet.spawn(f"worker-{len(self.fleets)}-{i}", *options, duration=duration)
+        self.fleets.append(fleet)
+        return fleet
+
+    def prepare(
+        self,
+        workdir: Path,
+        *,
+        task: str | None = None,
+        project: str | None = None,
+        enterprise: str | None = None,
+        budget: int | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Choose the session's learnings and write their block into `workdir`/CLAUDE.md."""
+        session_id = session_id or f"session-{uuid7()}"
+        reply = self.client.inject(session_id, task=task, project=project, enterprise=enterprise, budget=budget)
+        path = workdir / CONTEXT_FILE
+        write_block(path, reply.markdown)
+        ids = tuple(item.learning.id for item in reply.learnings)
+        return Session(session_id, reply.injection_id, ids, path)
+
+    def record(
+        self,
+        session: Session,
+        *,
+        success: bool,
+        helpful: Iterable[str] = (),
+        ignored: Iterable[str] = (),
+        contradicted: Iterable[str] = (),
+    ) -> OutcomeRecordReply:
+        """Close the session: attributions for the learnings named (the other injected ones count as
+        ignored) and whether it succeeded. A second record for the same session raises Conflict."""
+        attributions = [
+            (lid, outcome)
+            for outcome, ids in (
+                (C.OUTCOME_HELPFUL, helpful),
+                (C.OUTCOME_IGNORED, ignored),
+                (C.OUTCOME_CONTRADICTED, contradicted),
+            )
+            for lid in ids
+        ]
+        return self.client.close_session(
+            attributions, injection_id=session.injection_id, success=success, session_id=session.session_id
+        )

@@ -1,0 +1,283 @@
+"""The load harness: N agent processes against a fresh coordinator, then the same load against its peers.
+
+    python -m benchmarks.load --agents 32 --in-flight 1 --duration 10 --peers sqlite,echo
+    python -m benchmarks.load --agents 32 --duration 60 --mix learn=60,outcome=30,search=10 --peers ""
+
+Reports per-kind throughput and p50/p99/p99.9 latency, writes over 1 s, the coordinator's CPU and RSS
+over time (sampled every second), its batch sizes, and — after the run — reads back every acked learning:
+`lost` (acked, not stored), `duplicates` (the same learning stored more than once), `unacked_stored`
+(stored, never acked: a write whose ack a client gave up on) and `miscounted` (learnings whose
+`times_injected` differs from the injections and attributions acked for them). Then, with the same agent
+count, payloads and duration, the peers (benchmarks/peers.py) and the ratios. The last line is JSON.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+import psutil
+
+from agents import GrooveClient
+from agents.fleet import Fleet, stop_process
+from agents.workloads import KINDS, parse_mix
+from benchmarks.common import latency_summary, machine
+from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
+from cli.output import table
+from cli.processes import start_coordinator
+
+_SETTLE_S = 2.0  # workers start this long after being spawned, plus 0.05 s per agent, so all start together
+
+
+class Sampler(threading.Thread):
+    """The coordinator's CPU percent and RSS, once a second."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.process = psutil.Process(pid)
+        self.series: list[tuple[float, float, float]] = []  # (seconds, CPU %, RSS MB)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        started = time.monotonic()
+        self.process.cpu_percent(None)
+        while not self.stopped.wait(1.0):
+            try:
+                rss = self.process.memory_info().rss / 1e6
+                self.series.append((round(time.monotonic() - started, 1), self.process.cpu_percent(None), rss))
+            except psutil.Error:
+                return
+
+
+def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
+    """The coordinator under the agents' load, and the read-back check."""
+    data = work / "data"
+    data.mkdir(parents=True)
+    coordinator, endpoint = start_coordinator(data, ["--embedder", args["embedder"], *args["serve_arg"]])
+    try:
+        client = GrooveClient(endpoint, timeout=600)
+        if args["preload"]:
+            preload(client, args["preload"])
+        sampler = Sampler(coordinator.pid)
+        sampler.start()
+        fleet = Fleet(endpoint, work / "agents", timeout=120.0, restart=False)
+        start_at = time.time() + _SETTLE_S + 0.05 * args["agents"]
+        for i in range(args["agents"]):
+            fleet.spawn(
+                f"load-{i}",
+                *("--mix", args["mix"], "--in-flight", str(args["in_flight"]), "--seed", str(i), "--no-verify"),
+                *("--start-at", str(start_at), "--latencies-file", str(fleet.workdir / f"load-{i}.lat.json")),
+                *("--acked-file", str(fleet.workdir / f"load-{i}.acked.json")),
+                duration=args["duration"],
+            )
+        fleet.wait(timeout=args["duration"] + 600)
+        sampler.stopped.set()
+        stats = client.stats()
+        reports = fleet.reports()
+        failed = [m.agent_id for m in fleet.members.values() if not m.reports]
+        if failed:
+            raise RuntimeError(f"agents {failed} ended without a report: {fleet.members[failed[0]].crashes}")
+        result = summarize(reports, fleet.workdir, args["duration"])
+        result["readback"] = readback(client, fleet.workdir, preloaded=args["preload"])
+        warm = [rss for t, _, rss in sampler.series if t > _SETTLE_S + 0.05 * args["agents"] + args["duration"] / 4]
+        result["coordinator"] = {
+            "rss_mb_peak": round(max((s[2] for s in sampler.series), default=0.0), 1),
+            "rss_mb_after_warmup": [round(min(warm, default=0.0), 1), round(max(warm, default=0.0), 1)],
+            "cpu_percent_mean": round(sum(s[1] for s in sampler.series) / max(1, len(sampler.series)), 1),
+            "series": [[t, round(cpu), round(rss, 1)] for t, cpu, rss in sampler.series],
+            "batch_size": stats.batch_size.model_dump(),
+            "commit_ms": stats.commit_ms.model_dump(),
+            "batches": stats.batches_committed,
+        }
+        client.close()
+    finally:
+        stop_process(coordinator)
+    return result
+
+
+def preload(client: GrooveClient, n: int) -> None:
+    """`n` learnings in batches of 500 before the run (in the user tier)."""
+    done = 0
+    while done < n:
+        k = min(500, n - done)
+        learnings = [
+            {"scope": "global", "category": "solution", "description": f"preloaded learning {done + j}", "insight": "x"}
+            for j in range(k)
+        ]
+        client.put_learnings(learnings)
+        done += k
+        if done % 20_000 < 500:
+            click.echo(f"  preloaded {done:,}/{n:,}", err=True)
+
+
+def summarize(reports: list[dict[str, Any]], workdir: Path, duration: float) -> dict[str, Any]:
+    """Acked requests by kind: per second, latency percentiles, errors."""
+    latencies: dict[str, list[float]] = {}
+    for path in workdir.glob("*.lat.json"):
+        for kind, values in json.loads(path.read_text()).items():
+            latencies.setdefault(kind, []).extend(values)
+    kinds = {}
+    for kind in KINDS:
+        acked = sum(r["ops"].get(kind, 0) for r in reports)
+        if acked or kind in latencies:
+            elapsed = max((r["elapsed_s"] for r in reports), default=duration)
+            kinds[kind] = {"acked": acked, "per_s": round(acked / elapsed, 1)} | latency_summary(latencies[kind])
+    return {
+        "kinds": kinds,
+        "errors": sum(r["errors"] for r in reports),
+        "error_samples": [s for r in reports for s in r["error_samples"]][:5],
+    }
+
+
+def readback(client: GrooveClient, workdir: Path, preloaded: int) -> dict[str, int]:
+    """Every acked id read back: lost, duplicated, stored without an ack, usage miscounted."""
+    learned: set[str] = set()
+    injected: Counter[str] = Counter()
+    for path in workdir.glob("*.acked.json"):
+        acked = json.loads(path.read_text())
+        learned.update(acked["learned"])
+        injected.update(acked["injected"])
+    stored = {x.id: x for x in client.iter_learnings()}
+    contents = Counter((x.tier, x.scope, x.description.lower(), x.insight.lower()) for x in stored.values())
+    return {
+        "acked": len(learned),
+        "stored": len(stored) - preloaded,
+        "lost": len(learned - set(stored)),
+        "duplicates": sum(n - 1 for n in contents.values() if n > 1),
+        "unacked_stored": len(set(stored) - learned) - preloaded,
+        "miscounted": sum(1 for lid, x in stored.items() if x.usage.times_injected != injected.get(lid, 0)),
+    }
+
+
+def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
+    """One peer with the same agent count, payloads (seeds) and duration; its acked rate and latencies."""
+    n, duration = args["agents"], args["duration"]
+    server: subprocess.Popen[bytes] | None = None
+    if name == "sqlite":
+        db = work / "peer.sqlite"
+        create_sqlite(db)
+        extra = ["--db", str(db)]
+    elif name == "echo":
+        server, endpoint = start_echo_server(work)
+        extra = ["--endpoint", endpoint, "--in-flight", str(args["in_flight"])]
+    else:
+        server = subprocess.Popen(["chroma", "run", "--path", str(work / "chroma"), "--port", "8765"])
+        time.sleep(5.0)
+        extra = ["--port", "8765"]
+    start_at = time.time() + _SETTLE_S + 0.05 * n
+    procs = [
+        subprocess.Popen(
+            peer_argv(
+                name,
+                *extra,
+                *("--agent-id", f"load-{i}", "--seed", str(i), "--duration", str(duration)),
+                *("--start-at", str(start_at), "--latencies-file", str(work / f"{name}-{i}.lat.json")),
+            ),
+            stdout=subprocess.PIPE,
+        )
+        for i in range(n)
+    ]
+    try:
+        outs = [json.loads(p.communicate(timeout=duration + 300)[0].decode().strip().splitlines()[-1]) for p in procs]
+    finally:
+        if server is not None:
+            stop_process(server, grace=5)
+    latencies = [x for i in range(n) for x in json.loads((work / f"{name}-{i}.lat.json").read_text())]
+    acked = sum(o["acked"] for o in outs)
+    elapsed = max(o["elapsed_s"] for o in outs)
+    return {"acked": acked, "per_s": round(acked / elapsed, 1)} | latency_summary(latencies)
+
+
+@click.command()
+@click.option("--agents", type=click.IntRange(1, 512), default=32, show_default=True, help="Agent processes.")
+@click.option("--duration", type=click.FloatRange(1), default=10.0, show_default=True, help="Seconds of load.")
+@click.option("--mix", default="learn=1", show_default=True, help="Synthetic mix: KIND=WEIGHT,...")
+@click.option("--in-flight", type=click.IntRange(1, 1024), default=1, show_default=True, help="Per agent.")
+@click.option("--preload", type=click.IntRange(0), default=0, show_default=True, help="Learnings stored first.")
+@click.option("--peers", default="sqlite,echo", show_default=True, help="Comma-separated: sqlite, echo, chroma.")
+@click.option("--embedder", type=click.Choice(["none", "minilm"]), default="none", show_default=True)
+@click.option("--serve-arg", multiple=True, help="Extra `groove serve` argument (repeatable), e.g. --max-batch=1.")
+def main(**args: Any) -> None:
+    """Run the load against groove, then against each peer; print tables, then one JSON line."""
+    try:
+        parse_mix(args["mix"])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--mix") from None
+    peers = [p for p in args["peers"].split(",") if p]
+    unknown = set(peers) - {"sqlite", "echo", "chroma"}
+    if unknown:
+        raise click.BadParameter(f"unknown peer(s) {', '.join(sorted(unknown))}", param_hint="--peers")
+    if "chroma" in peers and importlib.util.find_spec("chromadb") is None:
+        click.echo("chroma peer skipped: chromadb is not installed", err=True)
+        peers.remove("chroma")
+    with tempfile.TemporaryDirectory(prefix="groove-load-") as tmp:
+        work = Path(tmp)
+        click.echo(f"groove: {args['agents']} agents x {args['in_flight']} in flight, {args['mix']} ...", err=True)
+        groove = run_groove(args, work / "groove")
+        peer_results = {}
+        for peer in peers:
+            click.echo(f"peer {peer} ...", err=True)
+            (work / peer).mkdir()
+            peer_results[peer] = run_peer(peer, args, work / peer)
+    report(args, groove, peer_results)
+
+
+def report(args: dict[str, Any], groove: dict[str, Any], peers: dict[str, dict[str, Any]]) -> None:
+    """The tables and the final JSON line."""
+    cols = ("per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms", "over_1s")
+    rows = [(f"groove {kind}", v["acked"], *(v[c] for c in cols)) for kind, v in groove["kinds"].items()]
+    rows += [(f"peer {name}", v["acked"], *(v[c] for c in cols)) for name, v in peers.items()]
+    click.echo(table(("what", "acked", "per s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "> 1 s"), rows))
+    c, rb = groove["coordinator"], groove["readback"]
+    click.echo(
+        f"readback: {rb} · errors {groove['errors']} · batch mean {c['batch_size']['mean']:.1f} "
+        f"p99 {c['batch_size']['p99']:.0f} · coordinator CPU {c['cpu_percent_mean']:.0f}% "
+        f"RSS peak {c['rss_mb_peak']} MB (after warm-up {c['rss_mb_after_warmup']})"
+    )
+    learn = groove["kinds"].get("learn", {"per_s": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "p999_ms": 0.0, "over_1s": 0})
+    ratios = {name: round(learn["per_s"] / v["per_s"], 3) for name, v in peers.items() if v["per_s"]}
+    for name, ratio in ratios.items():
+        click.echo(f"groove writes/s ÷ {name}: {ratio}")
+    line = {
+        "bench": "load",
+        "agents": args["agents"],
+        "in_flight": args["in_flight"],
+        "mix": args["mix"],
+        "duration_s": args["duration"],
+        "writes_per_s": learn["per_s"],
+        "p50_ms": learn["p50_ms"],
+        "p99_ms": learn["p99_ms"],
+        "p999_ms": learn["p999_ms"],
+        "over_1s": learn["over_1s"],
+        "errors": groove["errors"],
+        "lost": rb["lost"],
+        "duplicates": rb["duplicates"],
+        "unacked_stored": rb["unacked_stored"],
+        "miscounted": rb["miscounted"],
+        "coordinator_rss_mb": c["rss_mb_peak"],
+        "coordinator": c,
+        "kinds": groove["kinds"],
+        "peers": {},
+        "ratios": ratios,
+        "machine": machine(),
+    }
+    if "sqlite" in peers:
+        s = peers["sqlite"]
+        line["peers"]["sqlite_wal"] = {k: s[k] for k in ("p99_ms", "p999_ms", "over_1s")} | {"writes_per_s": s["per_s"]}
+    if "echo" in peers:
+        line["peers"]["zmq_echo"] = {"req_per_s": peers["echo"]["per_s"]}
+    if "chroma" in peers:
+        line["peers"]["chroma"] = {"writes_per_s": peers["chroma"]["per_s"], "p99_ms": peers["chroma"]["p99_ms"]}
+    click.echo(json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()

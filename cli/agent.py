@@ -1,0 +1,105 @@
+"""`groove agent`: one worker process (what swarms, the orchestrator and the load harness spawn)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agents import GrooveError
+from agents.worker import SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
+from agents.workloads import DEFAULT_MIX, parse_mix, parse_script
+from cli.output import fail
+
+
+def _check_workload(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    if value in (SYNTHETIC, VECTOR_SEARCH):
+        return value
+    path = Path(value)
+    if not path.is_file():
+        raise click.BadParameter(f"expected {SYNTHETIC}, {VECTOR_SEARCH} or a JSON-lines file; no file {value!r}")
+    try:
+        parse_script(path)
+    except (ValueError, OSError) as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        parse_mix(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+@click.command(name="agent")
+@click.option(
+    "--agent-id", envvar="GROOVE_AGENT_ID", help="Name in the registry [env GROOVE_AGENT_ID; default: <host>-<pid>]."
+)
+@click.option("--role", envvar="GROOVE_AGENT_ROLE", default="worker", show_default=True, help="Role in the registry.")
+@click.option(
+    "--workload",
+    envvar="GROOVE_AGENT_WORKLOAD",
+    default=SYNTHETIC,
+    show_default=True,
+    callback=_check_workload,
+    help="synthetic (the learn/outcome/search/inject mix over the bundled corpus), search (vector searches) "
+    "or a JSON-lines FILE of requests.",
+)
+@click.option(
+    "--mix",
+    envvar="GROOVE_AGENT_MIX",
+    default=DEFAULT_MIX,
+    show_default=True,
+    callback=_check_mix,
+    help="Synthetic mix: KIND=WEIGHT,...",
+)
+@click.option("--rate", envvar="GROOVE_AGENT_RATE", type=click.FloatRange(0.1), help="Requests per second to pace at.")
+@click.option("--duration", envvar="GROOVE_AGENT_DURATION", type=click.FloatRange(0.1), help="Seconds to run.")
+@click.option(
+    "--count", envvar="GROOVE_AGENT_COUNT", type=click.IntRange(1), help="Requests to make (whichever limit first)."
+)
+@click.option(
+    "--in-flight",
+    envvar="GROOVE_AGENT_IN_FLIGHT",
+    type=click.IntRange(1, 1024),
+    default=1,
+    show_default=True,
+    help="Requests in flight.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--verify/--no-verify", default=True, show_default=True, help="Read back every acked learning.")
+@click.option("--latencies-file", type=click.Path(path_type=Path), help="Write acked latencies (ms, by kind) here.")
+@click.option(
+    "--acked-file",
+    type=click.Path(path_type=Path),
+    help="Write the acked learning ids, and each learning's acked injections and attributions, here.",
+)
+@click.option("--start-at", type=float, help="Unix time to start the workload at (after connecting).")
+@click.pass_context
+def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -> None:
+    """Run one agent worker against the coordinator and print its report as a JSON line.
+
+    It says hello, heartbeats every 5 s from a side thread, and stops cleanly on SIGTERM or Ctrl-C
+    (finishing the requests in flight and still printing its report). Every option can also be set by
+    the environment variable shown in its help (containers scaled by replicas share one configuration).
+    """
+    if options["duration"] is None and options["count"] is None and options["workload"] in (SYNTHETIC, VECTOR_SEARCH):
+        fail("give --duration or --count")
+    spec = WorkerSpec(
+        ctx.obj["endpoint"], agent_id or f"{socket.gethostname()}-{os.getpid()}", timeout=ctx.obj["timeout"], **options
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        report = run_worker(spec, stop)
+    except GrooveError as exc:
+        fail(f"agent {spec.agent_id}: {exc}")
+    click.echo(report_json(report))

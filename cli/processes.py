@@ -1,0 +1,33 @@
+"""Starting a coordinator process for the commands and harnesses that need one of their own."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from agents.fleet import groove_argv
+
+_START_TIMEOUT_S = 60.0
+
+
+def start_coordinator(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `groove serve` on a free loopback port (unless `extra` binds elsewhere); returns the process and
+    its endpoint once it serves. Its log goes to DATA_DIR/coordinator.log."""
+    endpoint_file = data_dir / "endpoint"
+    endpoint_file.unlink(missing_ok=True)
+    log = open(data_dir / "coordinator.log", "ab")  # noqa: SIM115 - the child keeps writing to it
+    argv = ["serve", "--data-dir", str(data_dir), "--bind", "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file)]
+    # its own session: a Ctrl-C at the terminal must not stop it before the agents that depend on it
+    proc = subprocess.Popen(groove_argv(*argv, *extra), stdout=log, stderr=log, start_new_session=True)
+    log.close()
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while not endpoint_file.exists():
+        if proc.poll() is not None:
+            tail = (data_dir / "coordinator.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"coordinator exited with status {proc.returncode}:\n{tail}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"coordinator did not start within {_START_TIMEOUT_S:.0f} s")
+        time.sleep(0.05)
+    return proc, endpoint_file.read_text().strip()

@@ -1,0 +1,86 @@
+"""The orchestrator: the CLAUDE.md block replaced in place, and the README's example run as written."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agents import GrooveClient
+from agents.orchestrator import OrchestratorError, write_block
+from protocol import constants as C
+from tests.helpers import RunningCoordinator
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def block(text: str) -> str:
+    return f"{C.INJECT_BEGIN}\n{text}\n{C.INJECT_END}\n"
+
+
+def test_the_block_is_appended_once_then_replaced_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "CLAUDE.md"
+    write_block(path, block("first"))
+    assert path.read_text() == block("first")
+    path.write_text("# Project notes\nkeep me\n\n" + block("first") + "\n## After\nme too\n")
+    write_block(path, block("second"))
+    assert path.read_text() == "# Project notes\nkeep me\n\n" + block("second") + "\n## After\nme too\n"
+    plain = tmp_path / "plain.md"
+    plain.write_text("no newline at the end")
+    write_block(plain, block("x"))
+    assert plain.read_text() == "no newline at the end\n\n" + block("x")
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("broken", [C.INJECT_BEGIN + "\nhalf", "half\n" + C.INJECT_END, C.INJECT_END + C.INJECT_BEGIN])
+def test_a_broken_block_is_reported_and_the_file_left_alone(tmp_path: Path, broken: str) -> None:
+    path = tmp_path / "CLAUDE.md"
+    path.write_text(broken)
+    with pytest.raises(OrchestratorError, match="broken groove block"):
+        write_block(path, block("new"))
+    assert path.read_text() == broken
+
+
+def readme_example() -> str:
+    text = README.read_text()
+    found = re.search(r"<!-- example: orchestrator -->\s*```python\n(.*?)```", text, re.S)
+    assert found, "the README lost its orchestrator example"
+    return found.group(1)
+
+
+@pytest.mark.slow
+def test_the_readme_orchestrator_example_runs_and_closes_the_loop(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient], tmp_path: Path
+) -> None:
+    (tmp_path / "example.py").write_text(readme_example())
+    run = subprocess.run(
+        [sys.executable, "example.py"],
+        cwd=tmp_path,
+        env={**os.environ, "GROOVE_ENDPOINT": coordinator.endpoint},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    context = (tmp_path / "checkout" / "CLAUDE.md").read_text()
+    assert context.startswith("# Checkout notes\n\nRun the tests")  # the file's own text is kept
+    assert context.count(C.INJECT_BEGIN) == context.count(C.INJECT_END) == 1  # the second session replaced it
+    given = [line.endswith("True") for line in run.stdout.splitlines() if "learning given" in line]
+    assert len(given) == 2
+    assert ("two tests shared one temp directory" in context) == given[1]
+    client = client_factory(coordinator.endpoint)
+    flaky = list(client.iter_learnings(tier="project:/srv/shop"))
+    assert len(flaky) == 1
+    # each session that was given it counted one injection, and the helpful ones one help
+    assert flaky[0].usage.times_injected == sum(given)
+    assert flaky[0].usage.times_helpful == sum(given)
+    assert flaky[0].usage.times_ignored == 0
+    assert any(given), "the learning was given in neither session (its keywords match the task)"
+    assert "workers: 2 reports, 0 errors" in run.stdout
+    assert {a.agent_id for a in client.agents()} >= {"worker-0-0", "worker-0-1"}

@@ -1,0 +1,152 @@
+"""The agent worker: its workloads and mix, scripts, heartbeats that outlive a coordinator restart, and a
+fleet that restarts crashed workers."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agents import GrooveClient
+from agents.corpus import load
+from agents.fleet import Fleet
+from agents.worker import WorkerSpec, run_worker
+from agents.workloads import Report, parse_mix, parse_script
+from protocol import constants as C
+from tests.helpers import RunningCoordinator, agent_report, free_port, run_groove, spawn_agent
+
+
+def test_the_corpus_is_large_varied_and_covers_every_category() -> None:
+    corpus = load()
+    assert len(corpus.entries) >= 2000
+    assert len({e.description for e in corpus.entries}) == len(corpus.entries)
+    assert {e.category for e in corpus.entries} == set(C.CATEGORIES)
+    assert len(corpus.projects) >= 5
+    assert all(sum(1 for e in corpus.entries if e.project == p) > 200 for p in corpus.projects)
+
+
+def test_mix_parsing_names_what_is_wrong() -> None:
+    assert parse_mix("learn=60,outcome=30,search=10") == {"learn": 60.0, "outcome": 30.0, "search": 10.0}
+    for bad, words in (
+        ("learn=1,teleport=2", "KIND=WEIGHT"),
+        ("learn", "KIND=WEIGHT"),
+        ("learn=x", "not a number"),
+        ("learn=-1", "negative"),
+        ("learn=0", "no positive weight"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            parse_mix(bad)
+
+
+def test_script_parsing_names_the_line_at_fault(tmp_path: Path) -> None:
+    script = tmp_path / "s.jsonl"
+    script.write_text('# a comment\n{"op": "ping"}\n\n{"sleep": 0.1}\n')
+    assert parse_script(script) == [{"op": "ping"}, {"sleep": 0.1}]
+    for line, words in (
+        ("not json", "s.jsonl:1: not JSON"),
+        ("[1]", "expected an object"),
+        ('{"op": "ping", "colour": 1}', "unknown key"),
+        ('{"sleep": -1}', "sleep step"),
+        ('{"body": {}}', "expected"),
+    ):
+        script.write_text(line + "\n")
+        with pytest.raises(ValueError, match=words):
+            parse_script(script)
+
+
+def test_a_scripted_worker_runs_each_request_and_checks_what_it_expected(
+    coordinator: RunningCoordinator, tmp_path: Path, client_factory: Callable[..., GrooveClient]
+) -> None:
+    lid = "01a20000-0000-7000-8000-0000000000aa"
+    steps = [
+        {
+            "op": "learning.put",
+            "body": {
+                "learnings": [
+                    {
+                        "id": lid,
+                        "scope": "global",
+                        "category": "solution",
+                        "description": "scripted",
+                        "insight": "works",
+                    }
+                ]
+            },
+        },
+        {"op": "outcome.record", "body": {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}},
+        {"sleep": 0.1},
+        {"op": "learning.get", "body": {"id": "01a20000-0000-7000-8000-0000000000ff"}, "expect": "not_found"},
+        {"op": "learning.put", "body": {"learnings": [{"scope": "proj:/x"}]}, "expect": "ok"},
+    ]
+    script = tmp_path / "session.jsonl"
+    script.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
+    report = agent_report(spawn_agent(coordinator.endpoint, "--workload", str(script)))
+    assert report["ops"] == {"learning.put": 1, "outcome.record": 1}
+    assert report["errors"] == 1  # the bad scope, which the script wrongly expected to succeed
+    assert report["mismatches"] == 1
+    assert "expected ok, got bad_request" in report["error_samples"][-1]
+    assert client_factory(coordinator.endpoint).get(lid).usage.times_helpful == 1
+
+
+def test_bad_workload_options_are_refused_before_connecting(tmp_path: Path) -> None:
+    missing = run_groove("--endpoint", "tcp://127.0.0.1:9", "agent", "--workload", str(tmp_path / "none.jsonl"))
+    assert missing.returncode == 2
+    assert "no file" in missing.stderr
+    bad_mix = run_groove("agent", "--mix", "learn=1,fly=2", "--count", "1")
+    assert bad_mix.returncode == 2
+    assert "KIND=WEIGHT" in bad_mix.stderr
+    assert "give --duration or --count" in run_groove("agent").stderr
+
+
+def test_heartbeats_keep_an_idle_worker_alive_and_survive_a_coordinator_restart(
+    coordinator_factory: Callable[..., RunningCoordinator],
+    client_factory: Callable[..., GrooveClient],
+    tmp_path: Path,
+) -> None:
+    running = coordinator_factory(port=free_port())
+    script = tmp_path / "idle.jsonl"
+    script.write_text('{"sleep": 4}\n')
+    spec = WorkerSpec(running.endpoint, "idle-1", workload=str(script), heartbeat_s=0.2, timeout=10)
+    result: dict[str, Report] = {}
+    thread = threading.Thread(target=lambda: result.update(report=run_worker(spec)))
+    thread.start()
+    client = client_factory(running.endpoint)
+    time.sleep(1.0)
+    seen = client.agents()[0]
+    assert seen.agent_id == "idle-1"
+    assert seen.requests == 0  # it is idle: only heartbeats keep it fresh
+    time.sleep(0.6)
+    assert client.agents()[0].last_seen > seen.last_seen
+    running.kill()
+    running.restart()
+    client = client_factory(running.endpoint)
+    deadline = time.monotonic() + 10
+    while not [a for a in client.agents() if a.agent_id == "idle-1"]:
+        assert time.monotonic() < deadline, "the worker never said hello to the restarted coordinator"
+        time.sleep(0.1)
+    thread.join(30)
+    assert result["report"].restarts >= 1
+
+
+def test_a_fleet_restarts_a_worker_that_crashes_and_collects_every_report(
+    coordinator: RunningCoordinator, tmp_path: Path
+) -> None:
+    fleet = Fleet(coordinator.endpoint, tmp_path / "fleet")
+    fleet.spawn("steady", "--mix", "learn=1", duration=4)
+    crashing = fleet.spawn("crashing", "--mix", "learn=1", duration=6)
+    time.sleep(1.5)
+    assert crashing.proc is not None
+    crashing.proc.send_signal(signal.SIGKILL)
+    crashing.proc.wait(10)
+    events = fleet.check()
+    assert len(events) == 1
+    assert "agent crashing exited with status -9; restarting it" in events[0]
+    assert fleet.wait(timeout=60)
+    assert crashing.runs == 2
+    assert [r["agent_id"] for r in fleet.reports()] == ["steady", "crashing"]
+    assert all(r["errors"] == 0 and r["ops"]["learn"] > 0 for r in fleet.reports())

@@ -1,0 +1,100 @@
+"""docker-compose.yml and its Dockerfile (no Docker engine runs here): structure, and that every command,
+option and environment variable they use exists in groove."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from cli.main import cli
+from coordinator.config import ENV_PREFIX, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def compose() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return data
+
+
+def known_env() -> set[str]:
+    """Every environment variable the CLI reads: serve settings, global options, agent options."""
+    found = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+
+    def walk(command: click.Command) -> None:
+        for param in command.params:
+            envvars = getattr(param, "envvar", None)
+            found.update([envvars] if isinstance(envvars, str) else envvars or [])
+        if isinstance(command, click.Group):
+            for sub in command.commands.values():
+                walk(sub)
+
+    walk(cli)
+    return found
+
+
+def check_command(argv: list[str]) -> None:
+    """`groove ...` argv: the verb exists and every --option it passes is one the command takes."""
+    assert argv[0] == "groove"
+    command: click.Command = cli
+    for word in argv[1:]:
+        if word.startswith("--"):
+            names = {opt for p in command.params for opt in getattr(p, "opts", [])}
+            names |= {opt for p in cli.params for opt in p.opts}
+            assert word in names, f"{word} is not an option of {command.name}"
+        elif isinstance(command, click.Group) and word in command.commands:
+            command = command.commands[word]
+    assert not isinstance(command, click.Group), f"no verb in {argv}"
+
+
+def test_the_coordinator_service_keeps_its_data_answers_its_healthcheck_and_flushes_on_stop() -> None:
+    data = compose()
+    coordinator = data["services"]["coordinator"]
+    check_command(coordinator["command"])
+    assert coordinator["command"][:2] == ["groove", "serve"]
+    volume, target = coordinator["volumes"][0].split(":")
+    assert volume in data["volumes"]
+    assert coordinator["environment"]["GROOVE_DATA_DIR"] == target
+    assert coordinator["environment"]["GROOVE_BIND"].startswith("tcp://0.0.0.0:")
+    health = coordinator["healthcheck"]["test"]
+    assert health[0] == "CMD"
+    check_command(health[1:])
+    assert health[-1] == "ping"
+    assert int(coordinator["stop_grace_period"].rstrip("s")) >= 30
+
+
+def test_the_agents_service_scales_by_replicas_and_waits_for_a_healthy_coordinator() -> None:
+    agents = compose()["services"]["agents"]
+    check_command(agents["command"])
+    assert agents["command"][:2] == ["groove", "agent"]
+    assert agents["deploy"]["replicas"] >= 1
+    assert agents["depends_on"]["coordinator"]["condition"] == "service_healthy"
+    assert agents["environment"]["GROOVE_ENDPOINT"].startswith("tcp://coordinator:")
+    assert int(agents["stop_grace_period"].rstrip("s")) > 0
+
+
+def test_every_environment_variable_used_is_one_groove_reads() -> None:
+    env = known_env()
+    for name, service in compose()["services"].items():
+        unknown = set(service.get("environment", {})) - env
+        assert not unknown, f"service {name} sets variables groove does not read: {unknown}"
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    for variable in re.findall(r"\b(GROOVE_[A-Z_]+)=", dockerfile):
+        assert variable in env
+
+
+def test_the_dockerfile_copies_what_exists_and_runs_groove() -> None:
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    copied = [word for line in lines if line.startswith("COPY ") for word in line.split()[1:-1]]
+    assert copied
+    for source in copied:
+        assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
+    for package in ("protocol", "agents", "coordinator", "cli"):
+        assert package in copied
+    cmd = next(line for line in lines if line.startswith("CMD "))
+    check_command(yaml.safe_load(cmd[4:]))
+    assert any("constraints.txt" in line and "pip install" in line for line in lines)
