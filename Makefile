@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-## run: a coordinator on a fresh data dir with agents writing, recording outcomes and reading back
+## run: groove swarm — a coordinator on a fresh data dir and agents learning, rating, searching, injecting
 run: $(STAMP)
 	$(BIN)/groove swarm --agents $(or $(AGENTS),6) --duration $(or $(DURATION),20)
 
@@ -30,9 +30,9 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
-## bench: the write-path, search and injection benchmarks (figures in README)
+## bench: the load, search and injection benchmarks (figures in README)
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.write_path
+	$(BIN)/python -m benchmarks.load
 	$(BIN)/python -m benchmarks.search
 	$(BIN)/python -m benchmarks.inject
 

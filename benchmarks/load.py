@@ -34,7 +34,8 @@ from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
 from cli.output import table
 from cli.processes import start_coordinator
 
-_SETTLE_S = 2.0  # workers start this long after being spawned, plus 0.05 s per agent, so all start together
+_SETTLE_S = 2.0  # workers start this long after being spawned, plus _PER_AGENT_S each, so all start together
+_PER_AGENT_S = 0.25  # a worker process takes ~0.3 s of CPU to start: on 2 cores, 32 of them take ~5 s
 
 
 class Sampler(threading.Thread):
@@ -69,7 +70,7 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
         sampler = Sampler(coordinator.pid)
         sampler.start()
         fleet = Fleet(endpoint, work / "agents", timeout=120.0, restart=False)
-        start_at = time.time() + _SETTLE_S + 0.05 * args["agents"]
+        start_at = time.time() + _SETTLE_S + _PER_AGENT_S * args["agents"]
         for i in range(args["agents"]):
             fleet.spawn(
                 f"load-{i}",
@@ -87,7 +88,8 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
             raise RuntimeError(f"agents {failed} ended without a report: {fleet.members[failed[0]].crashes}")
         result = summarize(reports, fleet.workdir, args["duration"])
         result["readback"] = readback(client, fleet.workdir, preloaded=args["preload"])
-        warm = [rss for t, _, rss in sampler.series if t > _SETTLE_S + 0.05 * args["agents"] + args["duration"] / 4]
+        warmed_up = _SETTLE_S + _PER_AGENT_S * args["agents"] + args["duration"] / 4
+        warm = [rss for t, _, rss in sampler.series if t > warmed_up]
         result["coordinator"] = {
             "rss_mb_peak": round(max((s[2] for s in sampler.series), default=0.0), 1),
             "rss_mb_after_warmup": [round(min(warm, default=0.0), 1), round(max(warm, default=0.0), 1)],
@@ -172,7 +174,7 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
         server = subprocess.Popen(["chroma", "run", "--path", str(work / "chroma"), "--port", "8765"])
         time.sleep(5.0)
         extra = ["--port", "8765"]
-    start_at = time.time() + _SETTLE_S + 0.05 * n
+    start_at = time.time() + _SETTLE_S + _PER_AGENT_S * n
     procs = [
         subprocess.Popen(
             peer_argv(

@@ -30,7 +30,8 @@ def _check_workload(_ctx: click.Context, _param: click.Parameter, value: str) ->
     return value
 
 
-def _check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+def check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """Click callback: a mix `parse_mix` accepts, else a usage error naming what is wrong."""
     try:
         parse_mix(value)
     except ValueError as exc:
@@ -57,7 +58,7 @@ def _check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     envvar="GROOVE_AGENT_MIX",
     default=DEFAULT_MIX,
     show_default=True,
-    callback=_check_mix,
+    callback=check_mix,
     help="Synthetic mix: KIND=WEIGHT,...",
 )
 @click.option("--rate", envvar="GROOVE_AGENT_RATE", type=click.FloatRange(0.1), help="Requests per second to pace at.")

@@ -15,7 +15,7 @@ import click
 from agents import GrooveClient, GrooveError
 from agents.fleet import Fleet, stop_process
 from agents.workloads import DEFAULT_MIX, KINDS
-from cli.agent import _check_mix
+from cli.agent import check_mix
 from cli.output import emit_json, fail, pairs, table
 from cli.processes import start_coordinator
 from protocol import constants as C
@@ -63,7 +63,7 @@ class LiveView:
 @click.option("--duration", type=click.FloatRange(1), default=20.0, show_default=True, help="Seconds.")
 @click.option("--data-dir", type=click.Path(path_type=Path), help="Data directory (default: a new temp dir).")
 @click.option(
-    "--mix", default=DEFAULT_MIX, show_default=True, callback=_check_mix, help="Each agent's mix: KIND=WEIGHT,..."
+    "--mix", default=DEFAULT_MIX, show_default=True, callback=check_mix, help="Each agent's mix: KIND=WEIGHT,..."
 )
 @click.option("--in-flight", type=click.IntRange(1, 1024), default=1, show_default=True, help="Per agent.")
 @click.option(

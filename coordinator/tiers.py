@@ -190,6 +190,8 @@ class TierSet:
         for tier in self.opened():
             self._find_in(tier, wanted, found)
             searched.add(tier.name)
+        if len(found) == len(wanted):
+            return found  # the usual case: listing the data directory costs more than the lookups
         # Another thread may open a tier while this one searches, so skip only tiers searched here.
         for name in self.on_disk():
             if len(found) == len(wanted):

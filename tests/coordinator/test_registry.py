@@ -1,4 +1,4 @@
-"""The agent registry: hello, last-seen refresh by peer, alive window with an injected clock."""
+"""The agent registry: hello, last-seen refresh by peer and by heartbeat, alive window with an injected clock."""
 
 from __future__ import annotations
 
@@ -23,6 +23,18 @@ def test_hello_again_from_a_new_connection_rebinds_the_agent() -> None:
     registry.hello(b"new", "a1", "worker", 99, "host-a", now=5.0)
     registry.touch(b"new", now=30.0)
     assert registry.counts(now=30.0) == (1, 1)
+    registry.touch(b"old", now=60.0)  # the old connection no longer speaks for it: peers do not pile up
+    assert registry.counts(now=60.0) == (1, 0)
+
+
+def test_heartbeats_keep_an_agent_alive_without_counting_as_requests() -> None:
+    registry = Registry()
+    registry.hello(b"p1", "a1", "worker", 11, "host-a", now=0.0)
+    for t in range(5, 60, 5):
+        assert registry.beat("a1", now=float(t))
+    assert registry.counts(now=60.0) == (1, 1)
+    assert registry.listed(now=60.0)[0]["requests"] == 0
+    assert not registry.beat("never-said-hello", now=60.0)  # the caller answers not_found: say hello again
 
 
 def test_listed_agents_say_their_state_most_recently_seen_first() -> None:

@@ -1,0 +1,85 @@
+"""The writer's ceiling: group commits of corpus learnings run in-process, without sockets or clients.
+
+    python -m benchmarks.writer [--batch 16] [--batches 300]
+
+A batch of learnings spread over the corpus's six project tiers and the user tier (as the synthetic
+workload writes them) costs one transaction per tier it touches; the same batch in one tier costs one.
+The difference is the per-tier fixed cost of a commit. Prints a table, then one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agents.corpus import load
+from benchmarks.common import machine
+from cli.output import table
+from coordinator.batcher import Batcher, WriteItem
+from coordinator.derived import Derived
+from coordinator.metrics import Metrics
+from coordinator.tiers import TierSet
+from protocol import constants as C
+from protocol.ids import now_ms, uuid7
+from protocol.models import LearningPutRequest
+
+
+def measure(spread: bool, batch: int, batches: int) -> dict[str, Any]:
+    """Writes per second through `Batcher.process` with the keyword index on and no embedder."""
+    sys.setswitchinterval(0.0002)  # as the coordinator runs
+    corpus, rng = load(), random.Random(1)
+    with tempfile.TemporaryDirectory(prefix="groove-writer-") as tmp:
+        derived = Derived(10_000, embeddings=False, row_cache=100_000)
+        tiers = TierSet(Path(tmp), on_open=derived.load_tier)
+        tiers.open_user()
+        batcher = Batcher(tiers, Metrics(), lambda _: None, 256, 0.0, 20_000, committed=derived.after_commit)
+
+        def items() -> list[WriteItem]:
+            out = []
+            for _ in range(batch):
+                learning = corpus.learning(rng, noted_by="bench")
+                if not spread:
+                    learning["scope"] = C.SCOPE_GLOBAL
+                body = LearningPutRequest.model_validate({"learnings": [learning]})
+                out.append(WriteItem(uuid7(), C.OP_LEARNING_PUT, body))
+            return out
+
+        for _ in range(20):  # every tier opened and warm before timing
+            batcher.process(items(), now_ms())
+        prepared = [items() for _ in range(batches)]
+        started = time.perf_counter()
+        for chunk in prepared:
+            batcher.process(chunk, now_ms())
+        elapsed = time.perf_counter() - started
+        tiers_touched = len(tiers.opened())
+        tiers.close()
+    writes = batch * batches
+    return {
+        "tiers": tiers_touched,
+        "batch": batch,
+        "writes_per_s": round(writes / elapsed, 1),
+        "ms_per_write": round(elapsed / writes * 1000, 3),
+        "ms_per_batch": round(elapsed / batches * 1000, 3),
+    }
+
+
+@click.command()
+@click.option("--batch", type=click.IntRange(1, 256), default=16, show_default=True, help="Writes per batch.")
+@click.option("--batches", type=click.IntRange(1), default=300, show_default=True, help="Batches timed.")
+def main(batch: int, batches: int) -> None:
+    """Time group commits into one tier and spread over seven."""
+    results = [measure(spread, batch, batches) for spread in (False, True)]
+    columns = ("tiers", "batch", "writes_per_s", "ms_per_write", "ms_per_batch")
+    click.echo(table(columns, [tuple(r[c] for c in columns) for r in results]))
+    click.echo(json.dumps({"bench": "writer", "results": results, "machine": machine()}))
+
+
+if __name__ == "__main__":
+    main()

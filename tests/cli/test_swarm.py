@@ -1,0 +1,64 @@
+"""`groove swarm` (what `make run` runs): live view, report, and a clean stop on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.fleet import groove_argv
+from tests.helpers import run_groove
+
+
+@pytest.mark.slow
+def test_a_swarm_runs_every_kind_of_request_and_reports_what_was_acked(tmp_path: Path) -> None:
+    run = run_groove(
+        "swarm",
+        "--agents",
+        "3",
+        "--duration",
+        "5",
+        "--embedder",
+        "none",
+        "--data-dir",
+        str(tmp_path),
+        "--json",
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert (report["agents"], report["agents_without_report"], report["restarts"]) == (3, 0, 0)
+    assert report["errors"] == report["mismatches"] == 0
+    assert all(report["ops"][kind]["acked"] > 0 for kind in ("learn", "outcome", "search", "inject")), report["ops"]
+    assert report["verified_after"] >= report["learnings_created"] > 0
+    assert [a["agent_id"] for a in report["per_agent"]] == ["agent-0", "agent-1", "agent-2"]
+    assert report["coordinator_exit"] == 0
+    live = [line for line in run.stderr.splitlines() if "queue" in line and "RSS" in line]
+    assert live, run.stderr
+    assert "learn" in live[-1]
+    assert "agents 3/3" in "".join(live)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_agents_then_the_coordinator_and_still_reports(tmp_path: Path) -> None:
+    argv = groove_argv("swarm", "--agents", "2", "--duration", "120", "--embedder", "none", "--data-dir", str(tmp_path))
+    proc = subprocess.Popen([*argv, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "agents").glob("*.out")) or not (tmp_path / "endpoint").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1  # interrupted runs say so
+    report = json.loads(out)
+    assert report["interrupted"] is True
+    assert report["errors"] == 0, report["error_samples"]
+    assert report["agents_without_report"] == 0  # each agent finished its requests and reported
+    assert report["coordinator_exit"] == 0  # stopped after the agents, flushing cleanly
+    assert report["ops"]["learn"]["acked"] > 0
+    assert "interrupted: stopping the agents, then the coordinator" in err.decode()
