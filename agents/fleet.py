@@ -141,9 +141,15 @@ class Fleet:
         for member in self.members.values():
             if member.proc is not None and member.proc.poll() is None:
                 member.proc.send_signal(signal.SIGTERM)
+        # one SIGTERM only: a second one reaching a worker that is exiting after its report kills it
+        deadline = time.monotonic() + grace
         for member in self.members.values():
             if member.proc is not None:
-                stop_process(member.proc, grace)
+                try:
+                    member.proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    member.proc.kill()
+                    member.proc.wait()
         self.check()
 
     def reports(self) -> list[dict[str, Any]]:

@@ -76,6 +76,11 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(["minilm", "none"]))
 @setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
 @setting("maintain_every_s", "Seconds between lifecycle runs (decay, archive, purge); 0 turns them off", type=float)
+@setting(
+    "durability",
+    "process: acked writes survive a coordinator crash; fsync: also an OS crash (WAL synced before each ack)",
+    type=click.Choice(["process", "fsync"]),
+)
 @setting("row_cache", "Learning rows kept in memory for search (about 1 KB each); 0 turns it off", type=int)
 @click.option(
     "--endpoint-file",

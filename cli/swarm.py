@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -97,21 +99,22 @@ def swarm_command(
     started = time.monotonic()
     view = LiveView(started)
     final: dict[str, Any] = {}
-    interrupted = False
-    try:
-        with GrooveClient(endpoint, timeout=5.0) as client:
-            while fleet.running():
-                time.sleep(1.0)
-                for event in fleet.check():
-                    click.echo(f"  {event}", err=True)
-                try:
-                    click.echo(view.line(client.stats(), time.monotonic()), err=True)
-                except GrooveError as exc:
-                    click.echo(f"  stats unavailable: {exc}", err=True)
+    # Ctrl-C sets a flag the loop checks: an exception raised at an arbitrary point could lose a report
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with GrooveClient(endpoint, timeout=5.0) as client:
+        while fleet.running() and not stop.wait(1.0):
+            for event in fleet.check():
+                click.echo(f"  {event}", err=True)
+            try:
+                click.echo(view.line(client.stats(), time.monotonic()), err=True)
+            except GrooveError as exc:
+                click.echo(f"  stats unavailable: {exc}", err=True)
+        if stop.is_set():
+            click.echo("interrupted: stopping the agents, then the coordinator", err=True)
+        else:
             final = client.stats().model_dump()
-    except KeyboardInterrupt:
-        interrupted = True
-        click.echo("interrupted: stopping the agents, then the coordinator", err=True)
+    interrupted = stop.is_set()
     fleet.stop()
     elapsed = time.monotonic() - started
     status = stop_process(coordinator)

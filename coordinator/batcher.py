@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from coordinator.durability import Syncer
 from coordinator.errors import Rejected, StorageError
 from coordinator.metrics import Metrics
 from coordinator.parts import DerivedChanges, Part
@@ -72,6 +73,7 @@ class Batcher:
         capacity: int,
         committed: Committed | None = None,
         maintain_every_s: float = 0.0,
+        fsync: bool = False,
     ) -> None:
         self.tiers = tiers
         self.metrics = metrics
@@ -86,6 +88,9 @@ class Batcher:
         self._last_prune = 0.0
         self.maintain_every_s = maintain_every_s  # 0: lifecycle maintenance only on request
         self._last_maintain = time.monotonic()
+        # --durability fsync: the tiers committed to in this batch, synced before its acks
+        self.syncer = Syncer() if fsync else None
+        self._dirty: dict[str, Tier] = {}
 
     def start(self) -> None:
         """Start the writer thread."""
@@ -142,6 +147,7 @@ class Batcher:
     def process(self, items: list[WriteItem], now: int) -> None:
         """Plan, deduplicate, commit and answer one batch."""
         started = time.perf_counter()
+        self._dirty = {}
         planner = Planner(self.tiers, [item.body for item in items], now)
         for item in items:
             try:
@@ -157,6 +163,9 @@ class Batcher:
             pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
             if pending:
                 self._commit_tier(tier_name, pending, now)
+        if self.syncer is not None and self._dirty:
+            # OSError: the batch fails with `internal` before any ack (committed, but not known to be on disk)
+            self.syncer.sync([tier.wal for tier in self._dirty.values()])
         outcomes: list[Outcome] = []
         for item in items:
             if item.internal:
@@ -235,6 +244,7 @@ class Batcher:
             for item in live:
                 item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
             return
+        self._dirty[tier_name] = tier
         added, removed = write.changes()
         tier.learnings += len(added) - len(removed)
         self.tiers.remember(dict.fromkeys(added, tier_name))

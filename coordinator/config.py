@@ -43,6 +43,7 @@ class Settings(BaseModel):
     exact_limit: int = Field(10_000, ge=0, le=10_000_000)
     row_cache: int = Field(100_000, ge=0, le=10_000_000)
     maintain_every_s: float = Field(3600.0, ge=0.0, le=30 * 86400.0)
+    durability: Literal["process", "fsync"] = "process"
 
 
 def load_file(path: Path) -> dict[str, Any]:

@@ -71,8 +71,15 @@ def params_list(tiers: TierSet) -> dict[str, Any]:
     return {"params": [adaptive.wire(name, param, at) for name, (param, at) in params.items()]}
 
 
-def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest) -> InjectRecord:
-    """Choose this session's learnings; the returned record still has to be committed."""
+def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, request_id: str) -> InjectRecord:
+    """Choose this session's learnings; the returned record still has to be committed.
+
+    A request already applied in some tier (a retry after a crash that lost the ack, or one between two tiers'
+    commits) gets the choice it was first given, so every tier ends up with the same injection.
+    """
+    earlier = _applied(tiers, body, request_id)
+    if earlier is not None:
+        return earlier
     rng = random.Random(body.seed)
     params = load_params(tiers.open_user())
     drawn = {name: param.sample(rng) for name, (param, _) in params.items()}
@@ -114,6 +121,29 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest) -> Inj
         params=sampled,
         reply=reply,
     )
+
+
+def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str) -> InjectRecord | None:
+    """The injection this request id was given before, from any tier it reads, or None."""
+    for name in body.context.tiers():
+        tier = tiers.get(name, create=False)
+        if tier is None:
+            continue
+        rows = tier.run(
+            "?[reply] := *applied_requests{request_id: $rid, op: $op, reply_json: reply}",
+            {"rid": request_id, "op": C.OP_INJECT_PREPARE},
+        )
+        reply: dict[str, Any] = json.loads(rows[0][0]) if rows else {}
+        if "injection_id" in reply:  # earlier versions stored only the user tier's empty share
+            return InjectRecord(
+                injection_id=reply["injection_id"],
+                session_id=body.session_id,
+                learnings=[(x["learning"]["id"], x["learning"]["tier"]) for x in reply["learnings"]],
+                had_task=body.task is not None,
+                params=reply["params"],
+                reply=reply,
+            )
+    return None
 
 
 def _most_confident(derived: Derived, read: dict[str, Tier]) -> list[Candidate]:

@@ -321,6 +321,8 @@ class Planner:
         ]
         assert len(record) == len(INJECTION_COLS)
         parts.setdefault(C.TIER_USER, InjectPart([])).record = record
+        for part in parts.values():
+            part.reply = body.reply
         return dict(parts)
 
     def _relation(self, body: RelationPutRequest) -> dict[str, Part]:

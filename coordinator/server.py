@@ -81,6 +81,7 @@ class Coordinator:
             settings.queue_size,
             committed=self.derived.after_commit,
             maintain_every_s=settings.maintain_every_s,
+            fsync=settings.durability == "fsync",
         )
         self._stop = threading.Event()
         self._embedding_worker = threading.Thread(
@@ -178,6 +179,8 @@ class Coordinator:
                 sock.close(linger=0)
         self.inbox.close(linger=0)
         self.router.close()
+        if self.batcher.syncer is not None:
+            self.batcher.syncer.close()
         self.context.term()
         self.tiers.close()
         log.info("coordinator stopped")
@@ -359,7 +362,7 @@ class Coordinator:
         try:
             if isinstance(body, InjectPrepareRequest):
                 # chosen here; the socket thread queues its write, and the ack goes out after the commit
-                self._chosen.put((peer, request.id, prepare(self.tiers, self.derived, body), received))
+                self._chosen.put((peer, request.id, prepare(self.tiers, self.derived, body, request.id), received))
                 self._outbox().send(_CHOSEN)
                 return
             result = self._dispatch_read(request.op, body)
@@ -431,4 +434,6 @@ class Coordinator:
             "row_cache": {"rows": len(rows := self.derived.rows), "hits": rows.hits, "misses": rows.misses},
             "op_ms": self.metrics.op_summaries(),
             "op_counts": self.metrics.op_totals(),
+            "durability": self.settings.durability,
+            "wal_syncs": sum(t.wal.syncs for t in self.tiers.opened()),
         }

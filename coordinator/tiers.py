@@ -22,6 +22,7 @@ from typing import Any
 
 from pycozo.client import Client
 
+from coordinator.durability import WalSync
 from coordinator.errors import Rejected, StorageError
 from coordinator.schema import ensure_schema
 from protocol import constants as C
@@ -57,6 +58,7 @@ class Tier:
             self.db = Client("rocksdb", str(path / DB_DIR), dataframe=False)
         except Exception as exc:  # pycozo raises bare exceptions; say which tier and why
             raise StorageError(f"cannot open tier {name!r} at {path}: {exc}") from None
+        self.wal = WalSync(path / DB_DIR)
         self.migrated = ensure_schema(self.db)
         self.learnings = int(self.run("?[count(id)] := *learning{id}")[0][0])
 
@@ -71,6 +73,7 @@ class Tier:
 
     def close(self) -> None:
         """Release the RocksDB directory."""
+        self.wal.close()
         self.db.close()
 
 

@@ -316,7 +316,7 @@ class TierWrite:
                 self.usage_dirty.add(lid)
         if part.record is not None:
             self.injections.append(part.record)
-        return {}
+        return part.reply or {}
 
     def _relation(self, part: RelationPart) -> dict[str, Any]:
         if part.store:

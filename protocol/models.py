@@ -388,3 +388,5 @@ class StatsReply(Reply):
     row_cache: RowCacheStats
     op_ms: dict[str, Summary]
     op_counts: dict[str, int]
+    durability: str
+    wal_syncs: int

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agents import GrooveClient
 from agents.fleet import groove_argv
 from tests.helpers import run_groove
 
@@ -48,10 +49,14 @@ def test_ctrl_c_stops_the_agents_then_the_coordinator_and_still_reports(tmp_path
     argv = groove_argv("swarm", "--agents", "2", "--duration", "120", "--embedder", "none", "--data-dir", str(tmp_path))
     proc = subprocess.Popen([*argv, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while not list((tmp_path / "agents").glob("*.out")) or not (tmp_path / "endpoint").exists():
+    while not (tmp_path / "endpoint").exists():
         assert time.monotonic() < deadline
         time.sleep(0.2)
-    time.sleep(3)
+    with GrooveClient((tmp_path / "endpoint").read_text().strip(), timeout=10) as client:
+        while len(client.agents()) < 2:  # both running (a worker stopped while starting up has no report)
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    time.sleep(2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1  # interrupted runs say so

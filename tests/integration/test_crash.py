@@ -56,6 +56,32 @@ def test_a_request_retried_after_a_crash_is_answered_from_the_stored_reply(
     assert len(list(client.iter_learnings())) == 2
 
 
+def test_an_injection_retried_after_a_crash_gets_its_first_choice_again(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+) -> None:
+    client = client_factory(coordinator.endpoint)
+    ids = [
+        client.learn("project:/srv/api", "solution", f"retry the flaky socket test {i}", "add a timeout")
+        for i in range(6)
+    ]
+    ids += [client.learn("global", "solution", f"flaky socket tests need a timeout {i}", "say so") for i in range(6)]
+    body = {"session_id": "s-1", "task": "fix the flaky socket test", "context": {"project": "/srv/api"}}
+    first = raw_call(coordinator.endpoint, encode_request("inject-1", "inject.prepare", body))
+    assert first["ok"] is True
+    injected = [x["learning"]["id"] for x in first["body"]["learnings"]]  # type: ignore[index]
+    assert injected
+    coordinator.kill()
+    coordinator.restart()
+    # sampling would choose anew; the stored choice is repeated instead, and counted once
+    again = raw_call(coordinator.endpoint, encode_request("inject-1", "inject.prepare", body))
+    assert again == first
+    client = client_factory(coordinator.endpoint)
+    assert {lid: client.get(lid).usage.times_injected for lid in ids} == {lid: int(lid in injected) for lid in ids}
+    injection_id = first["body"]["injection_id"]  # type: ignore[index]
+    closed = client.close_session([(injected[0], "helpful")], injection_id=injection_id, success=True)
+    assert (closed.applied, closed.ignored) == (len(injected), len(injected) - 1)  # the rest count as ignored
+
+
 @pytest.mark.slow
 def test_kill_9_under_load_loses_nothing_and_counts_every_retry_once(
     coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient], tmp_path: Path
