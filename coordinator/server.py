@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import queue
 import signal
 import sys
@@ -46,6 +47,7 @@ from protocol.models import HeartbeatRequest, HelloRequest, RelationPutRequest
 log = logging.getLogger(__name__)
 
 _OUTBOX = "inproc://groove-outbox"
+RUNNING_MARKER = "coordinator.running"  # in the data dir while a coordinator runs; left behind by a crash
 _READ, _WRITE, _CHOSEN = b"R", b"W", b"C"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
@@ -109,6 +111,8 @@ class Coordinator:
         self.router: zmq.Socket[bytes] = self.context.socket(zmq.ROUTER)
         self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
         self.endpoint = settings.bind
+        self.last_stop = "clean"  # or "crash": how the previous run on this data dir ended
+        self.recovery_ms = 0.0
 
     def start(self) -> None:
         """Open the user tier, bind the socket and start the writer. Raises if either fails."""
@@ -117,9 +121,9 @@ class Coordinator:
         sys.setswitchinterval(_SWITCH_INTERVAL_S)
         started = time.monotonic()
         self.tiers.open_user()
-        log.info(
-            "user tier ready in %.0f ms (data dir %s)", (time.monotonic() - started) * 1000, self.settings.data_dir
-        )
+        ready_ms = (time.monotonic() - started) * 1000
+        log.info("user tier ready in %.0f ms (data dir %s)", ready_ms, self.settings.data_dir)
+        self._note_last_stop(ready_ms)
         self.inbox.bind(_OUTBOX)
         self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.router.setsockopt(zmq.SNDHWM, self.settings.peer_hwm)
@@ -133,6 +137,20 @@ class Coordinator:
             self._embedding_worker.start()
         self._neighbours.start()
         log.info("coordinator %s serving on %s", __version__, self.endpoint)
+
+    def _note_last_stop(self, ready_ms: float) -> None:
+        """Say whether the previous run stopped cleanly, and how long recovering from it took; then mark this
+        run as running (the marker goes when it stops cleanly). Called once the data dir is known to be ours."""
+        marker = self.settings.data_dir / RUNNING_MARKER
+        if marker.exists():
+            self.last_stop, self.recovery_ms = "crash", ready_ms
+            log.warning(
+                "the previous coordinator on this data dir did not stop cleanly (%s); recovered the user tier "
+                "in %.0f ms (other tiers recover as they open; every acked write is kept)",
+                marker.read_text(errors="replace").strip() or "no details",
+                ready_ms,
+            )
+        marker.write_text(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
 
     def request_stop(self) -> None:
         """Ask the loop to stop: safe from signal handlers and other threads."""
@@ -183,6 +201,7 @@ class Coordinator:
             self.batcher.syncer.close()
         self.context.term()
         self.tiers.close()
+        (self.settings.data_dir / RUNNING_MARKER).unlink(missing_ok=True)
         log.info("coordinator stopped")
 
     # --- socket loop ---------------------------------------------------------------------------------
@@ -435,5 +454,7 @@ class Coordinator:
             "op_ms": self.metrics.op_summaries(),
             "op_counts": self.metrics.op_totals(),
             "durability": self.settings.durability,
+            "last_stop": self.last_stop,
+            "recovery_ms": self.recovery_ms,
             "wal_syncs": sum(t.wal.syncs for t in self.tiers.opened()),
         }

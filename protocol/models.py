@@ -390,3 +390,5 @@ class StatsReply(Reply):
     op_counts: dict[str, int]
     durability: str
     wal_syncs: int
+    last_stop: str
+    recovery_ms: float

@@ -139,3 +139,5 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
     }
     assert miscounted == {}
     assert "opened tier user" in coordinator.log()
+    assert coordinator.log().count("did not stop cleanly") == 20
+    assert client.stats().last_stop == "crash"

@@ -41,5 +41,8 @@ def test_sigterm_flushes_every_queued_write(
     assert "stopping: committing" in log
     assert "coordinator stopped" in log
     coordinator.restart()
-    stored = {x.id for x in client_factory(coordinator.endpoint).iter_learnings()}
+    client = client_factory(coordinator.endpoint)
+    stored = {x.id for x in client.iter_learnings()}
     assert set(acked["learned"]) <= stored
+    assert (client.stats().last_stop, client.stats().recovery_ms) == ("clean", 0.0)
+    assert "did not stop cleanly" not in coordinator.log()
