@@ -61,7 +61,9 @@ class Fleet:
         workdir.mkdir(parents=True, exist_ok=True)
 
     def spawn(self, agent_id: str, *options: str, duration: float | None = None) -> Member:
-        """Start `groove agent --agent-id ID OPTIONS [--duration D]` (give --duration here, not in options)."""
+        """Start `groove agent --agent-id ID OPTIONS [--duration D]` (give --duration here, not in options).
+        `{run}` in an option becomes the run's number, so a restarted worker's files do not overwrite the
+        ones its earlier runs left."""
         ends_at = time.monotonic() + duration if duration is not None else None
         member = Member(agent_id, list(options), ends_at)
         self.members[agent_id] = member
@@ -79,7 +81,8 @@ class Fleet:
             "--endpoint", self.endpoint, "--timeout", str(self.timeout), "agent", "--agent-id", member.agent_id
         )
         # its own session: a Ctrl-C meant for the caller reaches the workers only as the caller's orderly stop
-        member.proc = subprocess.Popen([*argv, *member.options, *extra], stdout=out, stderr=err, start_new_session=True)
+        options = [o.replace("{run}", str(member.runs)) for o in member.options]
+        member.proc = subprocess.Popen([*argv, *options, *extra], stdout=out, stderr=err, start_new_session=True)
         out.close()
         err.close()
 

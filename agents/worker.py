@@ -105,8 +105,8 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None) -> Report:
             workload = _workload(spec, client, report, more)
             workload.run()
             report.elapsed_s = time.monotonic() - began
-            if isinstance(workload, Synthetic) and spec.verify and not stop.is_set():
-                workload.verify()
+            if isinstance(workload, Synthetic) and spec.verify:
+                workload.verify(stop.is_set)
         finally:
             heartbeat.stop()
     evidence = workload.evidence

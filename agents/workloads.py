@@ -198,18 +198,22 @@ class Synthetic(Workload):
             if ids:
                 self.open_injections.append((result.body["injection_id"], ids))
 
-    def verify(self) -> None:
-        """Read back every learning acked, checking its content."""
+    def verify(self, stopping: Callable[[], bool]) -> None:
+        """Read back every learning acked, checking its content, in chunks until done or `stopping()`."""
         report, started = self.report, time.monotonic()
-        written = self.evidence.written
-        calls = [(C.OP_LEARNING_GET, {"id": lid}) for lid in written]
-        for lid, result in zip(written, self.client.call_many(calls, window=16), strict=True):
-            if result.error is not None:
-                report.error("verify", result.error)
-            elif result.body is None or result.body["learning"]["description"] != written[lid]:
-                report.mismatches += 1
-            else:
-                report.verified += 1
+        written = list(self.evidence.written.items())
+        for at in range(0, len(written), 256):
+            if stopping():
+                break
+            chunk = written[at : at + 256]
+            calls = [(C.OP_LEARNING_GET, {"id": lid}) for lid, _ in chunk]
+            for (_, description), result in zip(chunk, self.client.call_many(calls, window=16), strict=True):
+                if result.error is not None:
+                    report.error("verify", result.error)
+                elif result.body is None or result.body["learning"]["description"] != description:
+                    report.mismatches += 1
+                else:
+                    report.verified += 1
         report.verify_s = time.monotonic() - started
 
 

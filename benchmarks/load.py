@@ -39,23 +39,29 @@ _PER_AGENT_S = 0.25  # a worker process takes ~0.3 s of CPU to start: on 2 cores
 
 
 class Sampler(threading.Thread):
-    """The coordinator's CPU percent and RSS, once a second."""
+    """The coordinator's CPU percent and RSS, and how long a `ping` takes under the load, once a second."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, endpoint: str) -> None:
         super().__init__(daemon=True)
         self.process = psutil.Process(pid)
+        self.endpoint = endpoint
         self.series: list[tuple[float, float, float]] = []  # (seconds, CPU %, RSS MB)
+        self.ping_ms: list[float] = []
         self.stopped = threading.Event()
 
     def run(self) -> None:
         started = time.monotonic()
         self.process.cpu_percent(None)
-        while not self.stopped.wait(1.0):
-            try:
-                rss = self.process.memory_info().rss / 1e6
-                self.series.append((round(time.monotonic() - started, 1), self.process.cpu_percent(None), rss))
-            except psutil.Error:
-                return
+        with GrooveClient(self.endpoint, timeout=10.0) as client:
+            while not self.stopped.wait(1.0):
+                try:
+                    rss = self.process.memory_info().rss / 1e6
+                    self.series.append((round(time.monotonic() - started, 1), self.process.cpu_percent(None), rss))
+                except psutil.Error:
+                    return
+                t0 = time.monotonic()
+                client.ping()
+                self.ping_ms.append((time.monotonic() - t0) * 1000)
 
 
 def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
@@ -67,7 +73,7 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
         client = GrooveClient(endpoint, timeout=600)
         if args["preload"]:
             preload(client, args["preload"])
-        sampler = Sampler(coordinator.pid)
+        sampler = Sampler(coordinator.pid, endpoint)
         sampler.start()
         fleet = Fleet(endpoint, work / "agents", timeout=120.0, restart=False)
         start_at = time.time() + _SETTLE_S + _PER_AGENT_S * args["agents"]
@@ -94,6 +100,7 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
             "rss_mb_peak": round(max((s[2] for s in sampler.series), default=0.0), 1),
             "rss_mb_after_warmup": [round(min(warm, default=0.0), 1), round(max(warm, default=0.0), 1)],
             "cpu_percent_mean": round(sum(s[1] for s in sampler.series) / max(1, len(sampler.series)), 1),
+            "ping_ms": latency_summary(sampler.ping_ms),
             "series": [[t, round(cpu), round(rss, 1)] for t, cpu, rss in sampler.series],
             "batch_size": stats.batch_size.model_dump(),
             "commit_ms": stats.commit_ms.model_dump(),
@@ -242,7 +249,8 @@ def report(args: dict[str, Any], groove: dict[str, Any], peers: dict[str, dict[s
     click.echo(
         f"readback: {rb} · errors {groove['errors']} · batch mean {c['batch_size']['mean']:.1f} "
         f"p99 {c['batch_size']['p99']:.0f} · coordinator CPU {c['cpu_percent_mean']:.0f}% "
-        f"RSS peak {c['rss_mb_peak']} MB (after warm-up {c['rss_mb_after_warmup']})"
+        f"RSS peak {c['rss_mb_peak']} MB (after warm-up {c['rss_mb_after_warmup']}) · "
+        f"ping under load p50 {c['ping_ms']['p50_ms']:.1f} / max {c['ping_ms']['max_ms']:.1f} ms"
     )
     learn = groove["kinds"].get("learn", {"per_s": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "p999_ms": 0.0, "over_1s": 0})
     ratios = {name: round(learn["per_s"] / v["per_s"], 3) for name, v in peers.items() if v["per_s"]}

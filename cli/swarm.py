@@ -93,7 +93,7 @@ def swarm_command(
         fleet.spawn(
             f"agent-{i}",
             *("--mix", mix, "--in-flight", str(in_flight), "--seed", str(i)),
-            *("--latencies-file", str(fleet.workdir / f"agent-{i}.latencies.json")),
+            *("--latencies-file", str(fleet.workdir / f"agent-{i}.{{run}}.latencies.json")),
             duration=duration,
         )
     started = time.monotonic()

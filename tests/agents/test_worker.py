@@ -138,7 +138,8 @@ def test_a_fleet_restarts_a_worker_that_crashes_and_collects_every_report(
 ) -> None:
     fleet = Fleet(coordinator.endpoint, tmp_path / "fleet")
     fleet.spawn("steady", "--mix", "learn=1", duration=4)
-    crashing = fleet.spawn("crashing", "--mix", "learn=1", duration=6)
+    acked = str(tmp_path / "crashing-{run}.json")
+    crashing = fleet.spawn("crashing", "--mix", "learn=1", "--acked-file", acked, duration=6)
     time.sleep(1.5)
     assert crashing.proc is not None
     crashing.proc.send_signal(signal.SIGKILL)
@@ -148,5 +149,7 @@ def test_a_fleet_restarts_a_worker_that_crashes_and_collects_every_report(
     assert "agent crashing exited with status -9; restarting it" in events[0]
     assert fleet.wait(timeout=60)
     assert crashing.runs == 2
+    assert not (tmp_path / "crashing-1.json").exists()  # the killed run left nothing; the restart its own file
+    assert json.loads((tmp_path / "crashing-2.json").read_text())["learned"]
     assert [r["agent_id"] for r in fleet.reports()] == ["steady", "crashing"]
     assert all(r["errors"] == 0 and r["ops"]["learn"] > 0 for r in fleet.reports())
