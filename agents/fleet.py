@@ -2,7 +2,8 @@
 crash before their time is up, stopped cleanly, their reports collected.
 
 Used by `groove swarm`, the orchestrator and the load harness. Each worker's report (its last stdout line)
-and its stderr go to files in `workdir`, so a crashed worker's traceback can be shown and pipes never fill.
+its stderr and its latencies go to files in `workdir`, so a crashed worker's traceback can be shown, pipes
+never fill, and `latencies()` gathers every run's figures.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ class Fleet:
         )
         # its own session: a Ctrl-C meant for the caller reaches the workers only as the caller's orderly stop
         options = [o.replace("{run}", str(member.runs)) for o in member.options]
+        extra += ["--latencies-file", str(self._file(member, "lat.json"))]
         member.proc = subprocess.Popen([*argv, *options, *extra], stdout=out, stderr=err, start_new_session=True)
         out.close()
         err.close()
@@ -154,6 +156,14 @@ class Fleet:
                     member.proc.kill()
                     member.proc.wait()
         self.check()
+
+    def latencies(self) -> dict[str, list[float]]:
+        """Every acked request's latency in ms by kind, from every run of every worker that reported."""
+        found: dict[str, list[float]] = {}
+        for path in sorted(self.workdir.glob("*.lat.json")):
+            for kind, values in json.loads(path.read_text()).items():
+                found.setdefault(kind, []).extend(values)
+        return found
 
     def reports(self) -> list[dict[str, Any]]:
         """Every finished run's report, in spawn order."""

@@ -31,7 +31,12 @@ from protocol import constants as C
 LEARN, OUTCOME, SEARCH, INJECT = "learn", "outcome", "search", "inject"
 KINDS = (LEARN, OUTCOME, SEARCH, INJECT)
 DEFAULT_MIX = "learn=50,outcome=30,search=10,inject=10"
-_OPS = {LEARN: C.OP_LEARNING_PUT, OUTCOME: C.OP_OUTCOME_RECORD, SEARCH: C.OP_SEARCH, INJECT: C.OP_INJECT_PREPARE}
+OPS = {  # the operation each kind sends
+    LEARN: C.OP_LEARNING_PUT,
+    OUTCOME: C.OP_OUTCOME_RECORD,
+    SEARCH: C.OP_SEARCH,
+    INJECT: C.OP_INJECT_PREPARE,
+}
 _OUTCOME_WEIGHTS = ((C.OUTCOME_HELPFUL, 6), (C.OUTCOME_IGNORED, 3), (C.OUTCOME_CONTRADICTED, 1))
 
 
@@ -145,7 +150,7 @@ class Synthetic(Workload):
             if self.rate:
                 time.sleep(max(0.0, began + done / self.rate - time.monotonic()))
             planned = [self._plan(kind) for kind in self.kind_rng.choices(self.kinds, self.weights, k=chunk)]
-            calls = [(_OPS[kind], body) for kind, body, _ in planned]
+            calls = [(OPS[kind], body) for kind, body, _ in planned]
             for (kind, body, then), result in zip(planned, self.client.call_many(calls, self.in_flight), strict=True):
                 self._settle(kind, body, then, result)
 

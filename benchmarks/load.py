@@ -81,7 +81,7 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
             fleet.spawn(
                 f"load-{i}",
                 *("--mix", args["mix"], "--in-flight", str(args["in_flight"]), "--seed", str(i), "--no-verify"),
-                *("--start-at", str(start_at), "--latencies-file", str(fleet.workdir / f"load-{i}.lat.json")),
+                *("--start-at", str(start_at)),
                 *("--acked-file", str(fleet.workdir / f"load-{i}.acked.json")),
                 duration=args["duration"],
             )
@@ -92,7 +92,7 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
         failed = [m.agent_id for m in fleet.members.values() if not m.reports]
         if failed:
             raise RuntimeError(f"agents {failed} ended without a report: {fleet.members[failed[0]].crashes}")
-        result = summarize(reports, fleet.workdir, args["duration"])
+        result = summarize(reports, fleet.latencies(), args["duration"])
         result["readback"] = readback(client, fleet.workdir, preloaded=args["preload"])
         warmed_up = _SETTLE_S + _PER_AGENT_S * args["agents"] + args["duration"] / 4
         warm = [rss for t, _, rss in sampler.series if t > warmed_up]
@@ -127,12 +127,8 @@ def preload(client: GrooveClient, n: int) -> None:
             click.echo(f"  preloaded {done:,}/{n:,}", err=True)
 
 
-def summarize(reports: list[dict[str, Any]], workdir: Path, duration: float) -> dict[str, Any]:
+def summarize(reports: list[dict[str, Any]], latencies: dict[str, list[float]], duration: float) -> dict[str, Any]:
     """Acked requests by kind: per second, latency percentiles, errors."""
-    latencies: dict[str, list[float]] = {}
-    for path in workdir.glob("*.lat.json"):
-        for kind, values in json.loads(path.read_text()).items():
-            latencies.setdefault(kind, []).extend(values)
     kinds = {}
     for kind in KINDS:
         acked = sum(r["ops"].get(kind, 0) for r in reports)

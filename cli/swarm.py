@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 import signal
 import sys
 import tempfile
@@ -16,19 +14,12 @@ import click
 
 from agents import GrooveClient, GrooveError
 from agents.fleet import Fleet, stop_process
-from agents.workloads import DEFAULT_MIX, KINDS
+from agents.workloads import DEFAULT_MIX, KINDS, OPS
 from cli.agent import check_mix
 from cli.output import emit_json, fail, pairs, table
 from cli.processes import start_coordinator
-from protocol import constants as C
+from coordinator.metrics import summarize
 from protocol.models import StatsReply
-
-_OP_BY_KIND = {
-    "learn": C.OP_LEARNING_PUT,
-    "outcome": C.OP_OUTCOME_RECORD,
-    "search": C.OP_SEARCH,
-    "inject": C.OP_INJECT_PREPARE,
-}
 
 
 class LiveView:
@@ -45,14 +36,14 @@ class LiveView:
         rates = {}
         if self.last is not None:
             then, counts = self.last
-            for kind, op in _OP_BY_KIND.items():
+            for kind, op in OPS.items():
                 rates[kind] = (s.op_counts.get(op, 0) - counts.get(op, 0)) / max(1e-9, now - then)
         self.last = (now, dict(s.op_counts))
         self.cpu.append(s.cpu_percent)
         self.rss.append(s.rss_mb)
         kinds = "  ".join(
             f"{kind} {rates.get(kind, 0.0):5.0f}/s p99 {s.op_ms[op].p99 if op in s.op_ms else 0.0:5.1f}ms"
-            for kind, op in _OP_BY_KIND.items()
+            for kind, op in OPS.items()
         )
         return (
             f"{now - self.started:5.1f}s  {kinds}  queue {s.write_queue_depth:4d}  "
@@ -93,7 +84,6 @@ def swarm_command(
         fleet.spawn(
             f"agent-{i}",
             *("--mix", mix, "--in-flight", str(in_flight), "--seed", str(i)),
-            *("--latencies-file", str(fleet.workdir / f"agent-{i}.{{run}}.latencies.json")),
             duration=duration,
         )
     started = time.monotonic()
@@ -132,20 +122,17 @@ def _summary(
     fleet: Fleet, n_agents: int, elapsed: float, final: dict[str, Any], view: LiveView, status: int
 ) -> dict[str, Any]:
     reports = fleet.reports()
-    latencies: dict[str, list[float]] = {}
-    for path in sorted(fleet.workdir.glob("*.latencies.json")):
-        for kind, values in json.loads(path.read_text()).items():
-            latencies.setdefault(kind, []).extend(values)
+    latencies = fleet.latencies()
     window = max((r["elapsed_s"] for r in reports), default=elapsed)  # the workload's own time, not start-up
     by_kind = {}
     for kind in KINDS:
         acked = sum(r["ops"].get(kind, 0) for r in reports)
-        ordered = sorted(latencies.get(kind, []))
+        percentiles = summarize(latencies.get(kind, []))
         by_kind[kind] = {
             "acked": acked,
             "per_s": round(acked / window, 1) if window else 0.0,
-            "p50_ms": round(_rank(ordered, 0.5), 2),
-            "p99_ms": round(_rank(ordered, 0.99), 2),
+            "p50_ms": round(percentiles["p50"], 2),
+            "p99_ms": round(percentiles["p99"], 2),
         }
     agents = [
         {"agent_id": m.agent_id, "runs": m.runs, "crashes": len(m.crashes)}
@@ -174,10 +161,6 @@ def _summary(
         "coordinator_exit": status,
         "per_agent": agents,
     }
-
-
-def _rank(ordered: list[float], q: float) -> float:
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)] if ordered else 0.0
 
 
 def _print(summary: dict[str, Any]) -> None:

@@ -9,7 +9,6 @@ never applied twice.
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
@@ -25,6 +24,7 @@ from coordinator.errors import Rejected, StorageError
 from coordinator.metrics import Metrics
 from coordinator.parts import DerivedChanges, Part
 from coordinator.planning import Planner, combine
+from coordinator.records import stored_replies
 from coordinator.tiers import Tier, TierSet
 from coordinator.writes import TierWrite
 from protocol import constants as C
@@ -189,11 +189,7 @@ class Batcher:
         by_id = {item.request_id: item for item in items}
         found = False
         for tier in tiers:
-            rows = tier.run(
-                "?[rid, op, reply] := rid in $ids, *applied_requests{request_id: rid, op, reply_json: reply}",
-                {"ids": list(by_id)},
-            )
-            for rid, op, reply in rows:
+            for rid, (op, reply) in stored_replies(tier, list(by_id)).items():
                 item = by_id[rid]
                 found = True
                 if op != item.op:
@@ -202,7 +198,7 @@ class Batcher:
                         ErrorCode.BAD_REQUEST, f"request id {rid} was already used for {op}; use a new id per request"
                     )
                     continue
-                item.replies[tier.name] = json.loads(reply)
+                item.replies[tier.name] = reply
         return found
 
     def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int) -> None:

@@ -30,14 +30,12 @@ class WalSync:
     def sync(self) -> None:
         """fdatasync every log file, and the directory if log files came or went since the last sync."""
         with self._lock:
-            names = sorted(n for n in os.listdir(self.dir) if n.endswith(".log"))
-            if names != list(self._fds):
-                for name in set(self._fds) - set(names):
+            names = {n for n in os.listdir(self.dir) if n.endswith(".log")}
+            if names != set(self._fds):
+                for name in set(self._fds) - names:
                     os.close(self._fds.pop(name))
-                for name in names:
-                    if name not in self._fds:
-                        self._fds[name] = os.open(self.dir / name, os.O_RDONLY)
-                self._fds = dict(sorted(self._fds.items()))
+                for name in names - set(self._fds):
+                    self._fds[name] = os.open(self.dir / name, os.O_RDONLY)
                 directory = os.open(self.dir, os.O_RDONLY)
                 try:
                     os.fsync(directory)

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from coordinator import adaptive
 from coordinator.adaptive import SPECS, AdaptiveParam
 from coordinator.derived import Derived
-from coordinator.records import LEARNING_COLS, UsageRow, learning_wire
+from coordinator.records import LEARNING_COLS, UsageRow, learning_wire, stored_replies
 from coordinator.search import Candidate, find, stored_rows
 from coordinator.tiers import Tier, TierSet
 from protocol import constants as C
@@ -129,12 +129,10 @@ def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str) -> Inj
         tier = tiers.get(name, create=False)
         if tier is None:
             continue
-        rows = tier.run(
-            "?[reply] := *applied_requests{request_id: $rid, op: $op, reply_json: reply}",
-            {"rid": request_id, "op": C.OP_INJECT_PREPARE},
-        )
-        reply: dict[str, Any] = json.loads(rows[0][0]) if rows else {}
-        if "injection_id" in reply:  # earlier versions stored only the user tier's empty share
+        op, reply = stored_replies(tier, [request_id]).get(request_id, ("", {}))
+        # another op under this id is answered `bad_request` by the batcher; earlier versions stored only the
+        # user tier's empty share of an injection
+        if op == C.OP_INJECT_PREPARE and "injection_id" in reply:
             return InjectRecord(
                 injection_id=reply["injection_id"],
                 session_id=body.session_id,

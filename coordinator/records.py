@@ -8,10 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol import constants as C
 from protocol.models import LearningIn, compact_json
+
+if TYPE_CHECKING:
+    from coordinator.tiers import Tier
 
 LEARNING_COLS = (
     "id",
@@ -184,6 +187,15 @@ def learning_row(item: LearningIn, learning_id: str, confidence: float, created_
         item.source["type"],
         compact_json(item.source),
     ]
+
+
+def stored_replies(tier: Tier, request_ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Request id -> (op, reply share) for those of these requests already applied in `tier`."""
+    rows = tier.run(
+        "?[rid, op, reply] := rid in $ids, *applied_requests{request_id: rid, op, reply_json: reply}",
+        {"ids": request_ids},
+    )
+    return {rid: (op, json.loads(reply)) for rid, op, reply in rows}
 
 
 def learning_wire(row: list[Any], tier: str) -> dict[str, Any]:
