@@ -22,6 +22,7 @@ from protocol.curation import (
     ReviewListReply,
     ReviewOut,
 )
+from protocol.keys import CurveClient
 from protocol.loop import InjectPrepareReply, MaintainReply, ParamOut, ParamsListReply
 from protocol.models import (
     AgentOut,
@@ -47,7 +48,8 @@ class GrooveClient:
     """A connection to a coordinator. Not thread-safe: give each thread its own client.
 
     `timeout` is each call's deadline in seconds, across every resend; `attempt_timeout` is how long one
-    attempt waits before the request is resent with the same id (doubling each time).
+    attempt waits before the request is resent with the same id (doubling each time). `curve` holds the
+    keys for a coordinator started with `--curve` (`CurveClient.load(server_key, client_secret_file)`).
     """
 
     def __init__(
@@ -56,8 +58,9 @@ class GrooveClient:
         timeout: float = 30.0,
         attempt_timeout: float = 2.0,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        curve: CurveClient | None = None,
     ) -> None:
-        self.transport = Transport(endpoint, timeout, attempt_timeout, context)
+        self.transport = Transport(endpoint, timeout, attempt_timeout, context, curve)
 
     def __enter__(self) -> GrooveClient:
         return self

@@ -56,6 +56,10 @@ class Unauthorized(RemoteError):
     """The client's key or role may not do this."""
 
 
+class TierUnavailable(RemoteError):
+    """The tier the request needs could not be opened (corrupt or unreadable files); other tiers still serve."""
+
+
 class InternalError(RemoteError):
     """The coordinator failed while serving the request; retrying with the same id is safe."""
 
@@ -68,6 +72,7 @@ _BY_CODE: dict[str, type[RemoteError]] = {
     ErrorCode.CONFLICT: Conflict,
     ErrorCode.BUSY: Busy,
     ErrorCode.UNAUTHORIZED: Unauthorized,
+    ErrorCode.TIER_UNAVAILABLE: TierUnavailable,
     ErrorCode.INTERNAL: InternalError,
 }
 

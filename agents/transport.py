@@ -8,6 +8,7 @@ delay it suggests, with jitter), until the call's deadline.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Iterable
@@ -21,9 +22,10 @@ from protocol import constants as C
 from protocol.codec import decode_reply, encode_request
 from protocol.errors import ProtocolError
 from protocol.ids import uuid7
+from protocol.keys import CurveClient
 
 _MIN_BACKOFF_S = 0.005
-_MAX_BACKOFF_S = 1.0
+_MAX_BACKOFF_S = C.MAX_BUSY_RETRY_MS / 1000
 
 
 @dataclass(slots=True)
@@ -56,8 +58,10 @@ class Transport:
         timeout: float = 30.0,
         attempt_timeout: float = 2.0,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        curve: CurveClient | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.curve = curve
         self.timeout = timeout
         self.attempt_timeout = attempt_timeout
         self._context = context or zmq.Context.instance()
@@ -65,6 +69,8 @@ class Transport:
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
         self.sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        if curve is not None:
+            curve.apply(self.sock)
         self.sock.connect(endpoint)
         # One poller for the socket's life: Socket.poll() builds a new one on every call.
         self._poller = zmq.Poller()
@@ -124,7 +130,10 @@ class Transport:
         return [results[i] for i in sorted(results)]
 
     def _send(self, payload: bytes) -> None:
-        self.sock.send_multipart([b"", payload])
+        # No connection to queue it on (a refused CURVE handshake drops it) or the send buffer is full:
+        # blocking here would outlive every deadline; the resend timer tries again.
+        with contextlib.suppress(zmq.Again):
+            self.sock.send_multipart([b"", payload], zmq.NOBLOCK)
 
     def _receive(self, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
         # Called when poll said a message is ready; takes every message already queued.
@@ -164,7 +173,11 @@ class Transport:
                 del flights[flight.request_id]
                 timeout: GrooveError = GrooveTimeout(
                     f"no reply from {self.endpoint} within {flight.deadline - flight.first_sent:.1f} s "
-                    "(is the coordinator running?)"
+                    + (
+                        "(is the coordinator running, with this server key, and is this client's key authorized?)"
+                        if self.curve is not None
+                        else "(is the coordinator running? one started with --curve answers only CURVE clients)"
+                    )
                 )
                 results[flight.index] = Result(None, timeout, now - flight.first_sent, flight.request_id)
                 continue

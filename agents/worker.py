@@ -23,6 +23,7 @@ from agents.client import GrooveClient
 from agents.errors import GrooveError, NotFound
 from agents.workloads import DEFAULT_MIX, Report, Script, Synthetic, VectorSearch, Workload, parse_mix
 from protocol import constants as C
+from protocol.keys import CurveClient
 
 SYNTHETIC, VECTOR_SEARCH = "synthetic", "search"
 
@@ -47,6 +48,7 @@ class WorkerSpec:
     start_at: float | None = None  # wall-clock time to begin at, so many workers share one window
     rate: float | None = None  # requests per second to pace the synthetic workload at (default: flat out)
     heartbeat_s: float = C.HEARTBEAT_INTERVAL_S
+    curve: CurveClient | None = None  # keys for a coordinator running with --curve
 
     def identity(self) -> dict[str, object]:
         """The `hello` body."""
@@ -65,7 +67,9 @@ class Heartbeat(threading.Thread):
     def run(self) -> None:
         """Beat until stopped; a coordinator that is down is tried again at the next beat."""
         interval = self.spec.heartbeat_s
-        with GrooveClient(self.spec.endpoint, timeout=interval, attempt_timeout=interval / 2) as client:
+        with GrooveClient(
+            self.spec.endpoint, timeout=interval, attempt_timeout=interval / 2, curve=self.spec.curve
+        ) as client:
             while not self.stopped.wait(interval):
                 try:
                     client.heartbeat(self.spec.agent_id)
@@ -88,7 +92,7 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None) -> Report:
     (requests in flight are finished; the read-back check is skipped)."""
     stop = stop or threading.Event()
     report = Report(spec.agent_id, spec.workload if spec.workload in (SYNTHETIC, VECTOR_SEARCH) else "script")
-    with GrooveClient(spec.endpoint, timeout=spec.timeout) as client:
+    with GrooveClient(spec.endpoint, timeout=spec.timeout, curve=spec.curve) as client:
         client.call(C.OP_HELLO, spec.identity())
         heartbeat = Heartbeat(spec, report)
         heartbeat.start()

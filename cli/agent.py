@@ -94,7 +94,11 @@ def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -
     if options["duration"] is None and options["count"] is None and options["workload"] in (SYNTHETIC, VECTOR_SEARCH):
         fail("give --duration or --count")
     spec = WorkerSpec(
-        ctx.obj["endpoint"], agent_id or f"{socket.gethostname()}-{os.getpid()}", timeout=ctx.obj["timeout"], **options
+        ctx.obj["endpoint"],
+        agent_id or f"{socket.gethostname()}-{os.getpid()}",
+        timeout=ctx.obj["timeout"],
+        curve=ctx.obj["curve"],
+        **options,
     )
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

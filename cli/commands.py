@@ -25,7 +25,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 def connect(ctx: click.Context) -> Iterator[GrooveClient]:
     """A client for the group's endpoint; turns every client error into one line on stderr."""
     endpoint, timeout = ctx.obj["endpoint"], ctx.obj["timeout"]
-    client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout))
+    client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=ctx.obj["curve"])
     try:
         yield client
     except GrooveTimeout:
@@ -231,6 +231,13 @@ def stats(client: GrooveClient, as_json: bool) -> None:
                     f"{s.near_duplicate_backlog} awaiting a near-duplicate check",
                 ),
                 ("row cache", f"{s.row_cache.rows} rows, {s.row_cache.hits} hits, {s.row_cache.misses} misses"),
+                ("durability", f"{s.durability}, {s.wal_syncs} WAL syncs"),
+                ("last stop", s.last_stop + (f", recovered in {s.recovery_ms:.0f} ms" if s.recovery_ms else "")),
+                (
+                    "auth",
+                    f"{s.auth}, {s.handshakes_refused} handshakes refused, {s.requests_unauthorized} requests refused",
+                ),
+                *[("unavailable", f"{u.tier}: {u.reason}") for u in s.tiers_unavailable],
             ]
         )
     )

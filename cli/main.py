@@ -14,11 +14,13 @@ import zmq
 from cli.agent import agent_command
 from cli.commands import client_commands
 from cli.curation import curation_commands
+from cli.keys import keys_group
 from cli.loop import loop_commands
 from cli.memory import memory_commands
 from cli.output import fail
 from cli.swarm import swarm_command
 from coordinator.config import ENV_PREFIX, Settings, build
+from protocol.keys import CurveClient, KeyFileError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,10 +43,31 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
     show_default=True,
     help="Seconds a client verb waits for its reply, across retries [env GROOVE_TIMEOUT].",
 )
+@click.option(
+    "--server-key",
+    envvar="GROOVE_SERVER_KEY",
+    help="The coordinator's public key (its server.key file, or the 40 characters) when it runs with --curve "
+    "[env GROOVE_SERVER_KEY].",
+)
+@click.option(
+    "--key",
+    "client_key",
+    envvar="GROOVE_KEY",
+    type=click.Path(path_type=Path),
+    help="This client's secret key file (NAME.key_secret from `groove keys generate`) [env GROOVE_KEY].",
+)
 @click.pass_context
-def cli(ctx: click.Context, endpoint: str, timeout: float) -> None:
+def cli(ctx: click.Context, endpoint: str, timeout: float, server_key: str | None, client_key: Path | None) -> None:
     """groove: shared learning memory for swarms of AI coding agents."""
-    ctx.obj = {"endpoint": endpoint, "timeout": timeout}
+    curve = None
+    if (server_key is None) != (client_key is None) and ctx.invoked_subcommand not in ("serve", "keys"):
+        fail("CURVE needs both --server-key and --key (or GROOVE_SERVER_KEY and GROOVE_KEY)", 2)
+    if server_key is not None and client_key is not None and ctx.invoked_subcommand not in ("serve", "keys"):
+        try:
+            curve = CurveClient.load(server_key, client_key)
+        except KeyFileError as exc:
+            fail(str(exc), 2)
+    ctx.obj = {"endpoint": endpoint, "timeout": timeout, "curve": curve}
 
 
 def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
@@ -82,6 +105,20 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
     type=click.Choice(["process", "fsync"]),
 )
 @setting("row_cache", "Learning rows kept in memory for search (about 1 KB each); 0 turns it off", type=int)
+@setting("curve", "Encrypt and authenticate every connection with CurveZMQ", is_flag=True, default=None)
+@setting(
+    "authorized_keys",
+    "With --curve: directory of the client public keys (*.key) admitted, each naming its role",
+    type=click.Path(path_type=Path),
+)
+@setting(
+    "curve_key",
+    "With --curve: the server's secret key file, made if missing (default DATA_DIR/server.key_secret)",
+    type=click.Path(path_type=Path),
+)
+@setting(
+    "insecure", "Allow a non-loopback --bind without CURVE (anyone who reaches it is admin)", is_flag=True, default=None
+)
 @click.option(
     "--endpoint-file",
     type=click.Path(path_type=Path),
@@ -120,6 +157,7 @@ def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) 
 for command in [*client_commands, *memory_commands, *loop_commands, *curation_commands]:
     cli.add_command(command)
 cli.add_command(agent_command)
+cli.add_command(keys_group)
 cli.add_command(swarm_command)
 
 

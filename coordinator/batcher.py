@@ -208,7 +208,12 @@ class Batcher:
         crash): then the stored replies are recalled and the rest committed. Any other failure is isolated
         by committing the requests one at a time.
         """
-        tier = self.tiers.get(tier_name, create=True)
+        try:
+            tier = self.tiers.get(tier_name, create=True)
+        except Rejected as exc:  # tier_unavailable: these requests fail, the batch's other tiers commit
+            for item in items:
+                item.error = exc
+            return
         assert tier is not None
         live = [item for item in items if item.error is None]
         write = TierWrite(tier, [item.parts[tier_name] for item in live], now)

@@ -11,8 +11,9 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from coordinator.auth import is_loopback
 from coordinator.errors import ConfigError
 from protocol.codec import describe
 
@@ -34,16 +35,37 @@ class Settings(BaseModel):
     bind: str = "tcp://127.0.0.1:5555"
     max_batch: int = Field(256, ge=1, le=10_000)
     max_wait_ms: float = Field(0.0, ge=0.0, le=1000.0)
-    queue_size: int = Field(20_000, ge=1, le=1_000_000)
+    queue_size: int = Field(5_000, ge=1, le=1_000_000)
     readers: int = Field(4, ge=1, le=64)
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
-    peer_hwm: int = Field(10_000, ge=10, le=1_000_000)
+    peer_hwm: int = Field(1_000, ge=10, le=1_000_000)
     log_level: str = Field("info", pattern="^(debug|info|warning|error)$")
     embedder: Literal["minilm", "none"] = "minilm"
     exact_limit: int = Field(10_000, ge=0, le=10_000_000)
     row_cache: int = Field(100_000, ge=0, le=10_000_000)
     maintain_every_s: float = Field(3600.0, ge=0.0, le=30 * 86400.0)
     durability: Literal["process", "fsync"] = "process"
+    curve: bool = False
+    authorized_keys: Path | None = None
+    curve_key: Path | None = None  # the server's secret key file; default <data_dir>/server.key_secret
+    insecure: bool = False
+
+    @model_validator(mode="after")
+    def _safe(self) -> Settings:
+        if self.curve and self.authorized_keys is None:
+            raise ValueError("--curve needs --authorized-keys DIR (the public keys of the clients it admits)")
+        if not self.curve and self.authorized_keys is not None:
+            raise ValueError("--authorized-keys only applies with --curve")
+        if not self.curve and not self.insecure and not is_loopback(self.bind):
+            raise ValueError(
+                f"refusing to listen on {self.bind} without CURVE: anyone who can reach it could read and change "
+                "every tier. Use --curve --authorized-keys DIR, bind a loopback address, or pass --insecure"
+            )
+        return self
+
+    def server_key_path(self) -> Path:
+        """The server's secret key file."""
+        return self.curve_key or self.data_dir / "server.key_secret"
 
 
 def load_file(path: Path) -> dict[str, Any]:

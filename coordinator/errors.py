@@ -26,6 +26,15 @@ class Rejected(CoordinatorError):
         self.message = message
 
 
+class TierUnavailable(Rejected):
+    """A tier whose files could not be opened: its requests fail, every other tier keeps serving."""
+
+    def __init__(self, tier: str, reason: str) -> None:
+        super().__init__(ErrorCode.TIER_UNAVAILABLE, f"tier {tier!r} is unavailable: {reason}")
+        self.tier = tier
+        self.reason = reason
+
+
 def not_found(learning_id: str) -> Rejected:
     """The rejection for an id no tier holds."""
     return Rejected(ErrorCode.NOT_FOUND, f"no learning with id {learning_id}")

@@ -37,6 +37,8 @@ class Metrics:
         self.writes_rejected = 0
         self.requests_served = 0
         self.replies_dropped = 0
+        self.unauthorized = 0
+        self.write_ms = 1.0  # recent milliseconds of commit per write: how fast the write queue drains
         self.process = psutil.Process()
         self.process.cpu_percent(None)  # the first call only starts the measurement
 
@@ -48,6 +50,11 @@ class Metrics:
             self.batches_committed += 1
             self.writes_committed += committed
             self.writes_rejected += size - committed
+            self.write_ms = 0.8 * self.write_ms + 0.2 * commit_ms / max(1, size)
+
+    def drain_ms(self, depth: int) -> float:
+        """About how long the writer needs to commit `depth` queued writes at its recent pace."""
+        return depth * self.write_ms
 
     def batch_summaries(self) -> tuple[dict[str, float], dict[str, float]]:
         """(batch size, commit milliseconds) over the recent window."""

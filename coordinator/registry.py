@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass
 
 from protocol import constants as C
 
+MAX_AGENTS = 10_000  # agent records kept; past this the longest-silent are forgotten
+
 
 @dataclass(slots=True)
 class AgentRecord:
@@ -45,6 +47,14 @@ class Registry:
                 self._peers.pop(record.peer, None)
             record.peer = peer
             self._peers[peer] = record
+            if len(self._agents) > MAX_AGENTS:
+                self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        # a flood of made-up agent ids must not grow memory without bound
+        for record in sorted(self._agents.values(), key=lambda r: r.last_seen)[: len(self._agents) // 10]:
+            del self._agents[record.agent_id]
+            self._peers.pop(record.peer, None)
 
     def beat(self, agent_id: str, now: float | None = None) -> bool:
         """A heartbeat from `agent_id`; False if it never said hello (e.g. this coordinator restarted since)."""

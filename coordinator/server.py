@@ -25,11 +25,12 @@ import zmq
 from pydantic import BaseModel
 
 from coordinator import __version__
+from coordinator.auth import ADMIN, Gate, Principal, load_authorized, refusal, server_keys
 from coordinator.batcher import Batcher, Outcome, WriteItem
 from coordinator.config import Settings
 from coordinator.derived import Derived, rebuild_index, reembed
 from coordinator.embedder import MiniLM
-from coordinator.errors import Rejected
+from coordinator.errors import Rejected, StorageError, TierUnavailable
 from coordinator.injection import InjectRecord, params_list, prepare
 from coordinator.metrics import Metrics
 from coordinator.planning import OP_STORE_VECTORS, StoreVectors
@@ -52,6 +53,9 @@ _READ, _WRITE, _CHOSEN = b"R", b"W", b"C"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
+# Requests whose resends are recognised by id before their body is validated again: a flood of resends
+# must cost a dictionary lookup each, not a validation.
+_DEDUPED = C.WRITE_OPS | {C.OP_INJECT_PREPARE}
 
 
 def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
@@ -61,6 +65,16 @@ def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
             yield sock.recv_multipart(zmq.NOBLOCK)
         except zmq.Again:
             return
+
+
+def _waiting_signed(sock: zmq.Socket[bytes], limit: int) -> Iterator[tuple[list[bytes], str]]:
+    """Like `_waiting`, with each message's User-Id: the Z85 public key its sender authenticated with."""
+    for _ in range(limit):
+        try:
+            frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return
+        yield [frame.bytes for frame in frames], str(frames[-1].get("User-Id"))
 
 
 class Coordinator:
@@ -113,14 +127,25 @@ class Coordinator:
         self.endpoint = settings.bind
         self.last_stop = "clean"  # or "crash": how the previous run on this data dir ended
         self.recovery_ms = 0.0
+        self.gate: Gate | None = None  # with --curve: admits authorized keys, knows each key's role
 
     def start(self) -> None:
         """Open the user tier, bind the socket and start the writer. Raises if either fails."""
         # The socket loop, the writer and the readers hand work to each other constantly; Python's default 5 ms
         # GIL switch interval would add up to 5 ms to each hand-off whenever another thread is computing.
         sys.setswitchinterval(_SWITCH_INTERVAL_S)
+        curve = None  # read before anything is opened, so a bad key stops the start-up with nothing changed
+        if self.settings.curve:
+            assert self.settings.authorized_keys is not None  # Settings checks this
+            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+            curve = (load_authorized(self.settings.authorized_keys), *server_keys(self.settings.server_key_path()))
         started = time.monotonic()
-        self.tiers.open_user()
+        try:
+            self.tiers.open_user()
+        except TierUnavailable as exc:
+            if "lock" in exc.reason.lower():  # another coordinator has this data dir: never serve beside it
+                raise StorageError(exc.reason) from None
+            log.critical("serving without the user tier (restore it from a backup): %s", exc.reason)
         ready_ms = (time.monotonic() - started) * 1000
         log.info("user tier ready in %.0f ms (data dir %s)", ready_ms, self.settings.data_dir)
         self._note_last_stop(ready_ms)
@@ -130,6 +155,13 @@ class Coordinator:
         self.router.setsockopt(zmq.RCVHWM, self.settings.peer_hwm)
         self.router.setsockopt(zmq.MAXMSGSIZE, C.MAX_FRAME_BYTES)
         self.router.setsockopt(zmq.LINGER, 2000)
+        if curve is not None:
+            principals, public, secret = curve
+            self.gate = Gate(self.context, principals)
+            self.router.curve_server = True
+            self.router.curve_publickey = public
+            self.router.curve_secretkey = secret
+            log.info("CURVE on: %d authorized keys; server public key %s", len(principals), public.decode())
         self.router.bind(self.settings.bind)
         self.endpoint = self.router.getsockopt_string(zmq.LAST_ENDPOINT)
         self.batcher.start()
@@ -197,6 +229,8 @@ class Coordinator:
                 sock.close(linger=0)
         self.inbox.close(linger=0)
         self.router.close()
+        if self.gate is not None:
+            self.gate.stop()
         if self.batcher.syncer is not None:
             self.batcher.syncer.close()
         self.context.term()
@@ -207,8 +241,16 @@ class Coordinator:
     # --- socket loop ---------------------------------------------------------------------------------
 
     def _drain_router(self) -> None:
-        for frames in _waiting(self.router, _DRAIN):
-            self._handle(frames)
+        if self.gate is None:
+            for frames in _waiting(self.router, _DRAIN):
+                self._handle(frames, ADMIN)
+            return
+        for frames, user_id in _waiting_signed(self.router, _DRAIN):
+            who = self.gate.principal(user_id)
+            if who is None:  # ZAP admitted only known keys, so this cannot happen; refuse rather than assume
+                self._error(frames[0], None, ErrorCode.UNAUTHORIZED, "this key is not authorized")
+                continue
+            self._handle(frames, who)
 
     def _drain_inbox(self) -> None:
         for frames in _waiting(self.inbox, _DRAIN * 4):
@@ -248,7 +290,7 @@ class Coordinator:
     ) -> None:
         self._send(peer, encode_error(request_id, code, message, retry_after_ms))
 
-    def _handle(self, frames: list[bytes]) -> None:
+    def _handle(self, frames: list[bytes], who: Principal) -> None:
         peer = frames[0]
         if len(frames) != 3 or frames[1] != b"":
             self._error(
@@ -261,11 +303,17 @@ class Coordinator:
         try:
             request = decode_request(frames[2])
             self.registry.touch(peer)
+            op = request.op
+            if op in _DEDUPED and self._known(peer, request.id, op):
+                return  # a resend: answered from the stored reply, or when the first attempt commits
             body = validate_body(request)
         except ProtocolError as exc:
             self._error(peer, exc.request_id, exc.code, exc.message)
             return
-        op = request.op
+        if who is not ADMIN and (reason := refusal(who, op, body)) is not None:
+            self.metrics.unauthorized += 1
+            self._error(peer, request.id, ErrorCode.UNAUTHORIZED, reason)
+            return
         if op in C.WRITE_OPS:
             self._write(peer, request.id, op, body, time.perf_counter())
         elif op == C.OP_PING:
@@ -280,8 +328,6 @@ class Coordinator:
                 self._send(peer, encode_ok(request.id, {}))
             else:
                 self._error(peer, request.id, ErrorCode.NOT_FOUND, f"no agent {body.agent_id!r}: say hello first")
-        elif op == C.OP_INJECT_PREPARE and self._known(peer, request.id, op):
-            return  # a retry: answered from the stored reply, or when the first attempt commits
         else:
             if self._reads_pending >= _MAX_PENDING_READS:
                 self._error(
@@ -289,7 +335,7 @@ class Coordinator:
                     request.id,
                     ErrorCode.BUSY,
                     f"{_MAX_PENDING_READS} reads are already waiting; retry shortly",
-                    retry_after_ms=C.DEFAULT_BUSY_RETRY_MS,
+                    retry_after_ms=C.DEFAULT_BUSY_RETRY_MS * 4,
                 )
                 return
             self._reads_pending += 1
@@ -331,10 +377,16 @@ class Coordinator:
                 request_id,
                 ErrorCode.BUSY,
                 f"write queue is full ({self.batcher.capacity} requests); retry shortly",
-                retry_after_ms=C.DEFAULT_BUSY_RETRY_MS,
+                retry_after_ms=self._drain_estimate_ms(),
             )
             return
         self._waiters[request_id] = (op, [peer], received)
+
+    def _drain_estimate_ms(self) -> int:
+        """When a refused write should come back: half the time the writer needs for the queue, so a flood
+        of clients backs off in step with the writer instead of hammering the socket loop."""
+        drain = self.metrics.drain_ms(self.batcher.queue.qsize()) / 2
+        return int(min(C.MAX_BUSY_RETRY_MS, max(C.DEFAULT_BUSY_RETRY_MS, drain)))
 
     def _ping(self) -> dict[str, Any]:
         return {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
@@ -457,4 +509,8 @@ class Coordinator:
             "last_stop": self.last_stop,
             "recovery_ms": self.recovery_ms,
             "wal_syncs": sum(t.wal.syncs for t in self.tiers.opened()),
+            "tiers_unavailable": [{"tier": t, "reason": r} for t, r in sorted(self.tiers.unavailable().items())],
+            "auth": "curve" if self.gate is not None else "none",
+            "handshakes_refused": self.gate.refused if self.gate is not None else 0,
+            "requests_unauthorized": self.metrics.unauthorized,
         }

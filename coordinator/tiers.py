@@ -23,7 +23,7 @@ from typing import Any
 from pycozo.client import Client
 
 from coordinator.durability import WalSync
-from coordinator.errors import Rejected, StorageError
+from coordinator.errors import Rejected, StorageError, TierUnavailable
 from coordinator.schema import ensure_schema
 from protocol import constants as C
 from protocol.errors import ErrorCode
@@ -34,6 +34,7 @@ TIER_FILE = "tier.json"
 _WHERE_LIMIT = 200_000  # cached learning locations (about 200 bytes each)
 DB_DIR = "db"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
+_REOPEN_BROKEN_S = 30.0  # a tier that failed to open is tried again after this (its files may be repaired)
 
 
 def tier_dir(data_dir: Path, tier: str) -> Path:
@@ -48,6 +49,12 @@ def tier_dir(data_dir: Path, tier: str) -> Path:
     return data_dir / "enterprises" / tier[len(C.TIER_ENTERPRISE_PREFIX) :]
 
 
+def _one_line(exc: BaseException) -> str:
+    """CozoDB's error text without its box drawing and advice lines, so it fits a log line and a reply."""
+    lines = (line.strip(" \u00d7\u2502") for line in str(exc).splitlines())
+    return " ".join(line for line in lines if line and not line.startswith("help:"))
+
+
 class Tier:
     """One open tier: a CozoDB database plus the counts the coordinator keeps in memory."""
 
@@ -57,10 +64,14 @@ class Tier:
         try:
             self.db = Client("rocksdb", str(path / DB_DIR), dataframe=False)
         except Exception as exc:  # pycozo raises bare exceptions; say which tier and why
-            raise StorageError(f"cannot open tier {name!r} at {path}: {exc}") from None
+            raise StorageError(f"cannot open tier {name!r} at {path}: {_one_line(exc)}") from None
+        try:
+            self.migrated = ensure_schema(self.db)
+            self.learnings = int(self.run("?[count(id)] := *learning{id}")[0][0])
+        except Exception as exc:  # readable enough to open, not to use: release it so a repair can start
+            self.db.close()
+            raise StorageError(f"cannot read tier {name!r} at {path}: {_one_line(exc)}") from None
         self.wal = WalSync(path / DB_DIR)
-        self.migrated = ensure_schema(self.db)
-        self.learnings = int(self.run("?[count(id)] := *learning{id}")[0][0])
 
     def run(self, script: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """Run a script; returns its rows. Raises StorageError with CozoDB's message on failure."""
@@ -89,15 +100,18 @@ class TierSet:
         # entry only goes stale by deletion; only the writer thread fills and clears it, so readers, which
         # only look, cannot put back an entry the writer just dropped.
         self._where: dict[str, str] = {}
+        self._broken: dict[str, tuple[str, float]] = {}  # tier -> (why it failed to open, when)
 
     def open_user(self) -> Tier:
-        """Open (creating if new) the user tier; called at start so a broken user tier fails fast."""
+        """The user tier, opened (created if new); TierUnavailable if its files cannot be opened."""
         tier = self.get(C.TIER_USER, create=True)
         assert tier is not None  # create=True always yields a tier or raises
         return tier
 
     def get(self, name: str, create: bool) -> Tier | None:
-        """The open tier `name`, opening it if it exists on disk (or creating it when `create`)."""
+        """The open tier `name`, opening it if it exists on disk (or creating it when `create`).
+
+        Raises TierUnavailable if its files cannot be opened; other tiers are not affected."""
         tier = self._open.get(name)
         if tier is not None:
             return tier
@@ -105,29 +119,49 @@ class TierSet:
             tier = self._open.get(name)
             if tier is not None:
                 return tier
-            path = tier_dir(self.data_dir, name)
-            marker = path / TIER_FILE
-            if not marker.exists():
-                if not create:
-                    return None
-                try:
-                    path.mkdir(parents=True, exist_ok=True)
-                    marker.write_text(json.dumps({"tier": name}) + "\n")
-                except OSError as exc:
-                    raise StorageError(f"cannot create tier {name!r} at {path}: {exc.strerror or exc}") from None
-            started = time.monotonic()
-            tier = Tier(name, path)
-            if self.on_open is not None:
+            broken = self._broken.get(name)
+            if broken is not None and time.monotonic() - broken[1] < _REOPEN_BROKEN_S:
+                raise TierUnavailable(name, broken[0])
+            try:
+                return self._open_tier(name, create)
+            except StorageError as exc:
+                self._broken[name] = (str(exc), time.monotonic())
+                log.error("tier %s is unavailable (other tiers keep serving): %s", name, exc)
+                raise TierUnavailable(name, str(exc)) from None
+
+    def unavailable(self) -> dict[str, str]:
+        """Tiers that failed to open, with the reason."""
+        return {name: reason for name, (reason, _) in self._broken.items()}
+
+    def _open_tier(self, name: str, create: bool) -> Tier | None:
+        path = tier_dir(self.data_dir, name)
+        marker = path / TIER_FILE
+        if not marker.exists():
+            if not create:
+                return None
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                marker.write_text(json.dumps({"tier": name}) + "\n")
+            except OSError as exc:
+                raise StorageError(f"cannot create tier {name!r} at {path}: {exc.strerror or exc}") from None
+        started = time.monotonic()
+        tier = Tier(name, path)
+        if self.on_open is not None:
+            try:
                 self.on_open(tier)
-            log.info(
-                "opened tier %s (%d learnings, %.0f ms%s)",
-                name,
-                tier.learnings,
-                (time.monotonic() - started) * 1000,
-                f", migrated to v{tier.migrated[-1]}" if tier.migrated else "",
-            )
-            self._open[name] = tier
-            return tier
+            except Exception as exc:
+                tier.close()
+                raise StorageError(f"cannot read tier {name!r} at {path}: {_one_line(exc)}") from None
+        log.info(
+            "opened tier %s (%d learnings, %.0f ms%s)",
+            name,
+            tier.learnings,
+            (time.monotonic() - started) * 1000,
+            f", migrated to v{tier.migrated[-1]}" if tier.migrated else "",
+        )
+        self._open[name] = tier
+        self._broken.pop(name, None)
+        return tier
 
     def opened(self) -> list[Tier]:
         """The tiers open now, user tier first."""
@@ -145,13 +179,19 @@ class TierSet:
         return names
 
     def open_all(self) -> list[Tier]:
-        """Open every tier on disk (for reads that must see all of them)."""
+        """Open every tier on disk (for reads that must see all of them), leaving out unavailable ones."""
         tiers = []
         for name in self.on_disk():
-            tier = self.get(name, create=False)
+            tier = self._usable(name)
             if tier is not None:
                 tiers.append(tier)
         return tiers
+
+    def _usable(self, name: str) -> Tier | None:
+        try:
+            return self.get(name, create=False)
+        except TierUnavailable:
+            return None  # reported by `stats`; a read across tiers answers from the others
 
     def named(self, names: list[str] | None) -> list[Tier]:
         """These existing tiers, opened (None: every tier on disk); Rejected `not_found` for a missing one."""
@@ -201,7 +241,7 @@ class TierSet:
                 break
             if name in searched:
                 continue
-            opened = self.get(name, create=False)
+            opened = self._usable(name)
             if opened is not None:
                 self._find_in(opened, wanted, found)
         return found

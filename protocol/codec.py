@@ -93,7 +93,7 @@ def describe(exc: ValidationError, limit: int = 3) -> str:
     for err in exc.errors()[:limit]:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         message = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {message}")
+        parts.append(f"{where}: {message}" if err["loc"] else message)
     more = exc.error_count() - limit
     if more > 0:
         parts.append(f"and {more} more")

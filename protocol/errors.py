@@ -15,6 +15,7 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"
     BUSY = "busy"
     UNAUTHORIZED = "unauthorized"
+    TIER_UNAVAILABLE = "tier_unavailable"
     INTERNAL = "internal"
 
 
@@ -27,6 +28,7 @@ RETRYABLE: dict[ErrorCode, bool] = {
     ErrorCode.CONFLICT: False,
     ErrorCode.BUSY: True,
     ErrorCode.UNAUTHORIZED: False,
+    ErrorCode.TIER_UNAVAILABLE: False,
     ErrorCode.INTERNAL: True,
 }
 

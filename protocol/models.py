@@ -357,6 +357,13 @@ class RowCacheStats(Reply):
     misses: int
 
 
+class UnavailableTier(Reply):
+    """A tier whose files could not be opened, and why; its requests get `tier_unavailable`."""
+
+    tier: str
+    reason: str
+
+
 class StatsReply(Reply):
     """The coordinator's state and recent performance."""
 
@@ -392,3 +399,7 @@ class StatsReply(Reply):
     wal_syncs: int
     last_stop: str
     recovery_ms: float
+    tiers_unavailable: list[UnavailableTier]
+    auth: str
+    handshakes_refused: int
+    requests_unauthorized: int
