@@ -9,6 +9,7 @@ import pytest
 
 from agents import GrooveClient
 from cli.processes import start_coordinator
+from protocol.keys import CurveClient
 from tests.helpers import RunningCoordinator, free_port
 
 
@@ -50,8 +51,10 @@ def client_factory() -> Iterator[Callable[..., GrooveClient]]:
     """Clients: `factory(endpoint, **kwargs)`; all closed at teardown."""
     clients: list[GrooveClient] = []
 
-    def factory(endpoint: str, timeout: float = 20.0, attempt_timeout: float = 2.0) -> GrooveClient:
-        client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=attempt_timeout)
+    def factory(
+        endpoint: str, timeout: float = 20.0, attempt_timeout: float = 2.0, curve: CurveClient | None = None
+    ) -> GrooveClient:
+        client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=attempt_timeout, curve=curve)
         clients.append(client)
         return client
 
