@@ -37,6 +37,7 @@ from protocol.models import (
     RelationOut,
     StatsReply,
 )
+from protocol.portability import BackupReply, ExportReply, ImportReply
 from protocol.search import RebuildReply, SearchHit, SearchReply
 
 
@@ -72,9 +73,15 @@ class GrooveClient:
         """Close the connection."""
         self.transport.close()
 
-    def call(self, op: str, body: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
+    def call(
+        self,
+        op: str,
+        body: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        attempt_timeout: float | None = None,
+    ) -> dict[str, Any]:
         """Any operation by name, with its body as a map; returns the reply body as a map."""
-        return self.transport.call(op, body or {}, timeout)
+        return self.transport.call(op, body or {}, timeout, attempt_timeout)
 
     def call_many(
         self, calls: Iterable[tuple[str, dict[str, Any]]], window: int = 16, timeout: float | None = None
@@ -258,6 +265,24 @@ class GrooveClient:
     def relate(self, from_id: str, relation_type: str, to_id: str, weight: float | None = None) -> None:
         """Store `from_id --relation_type--> to_id`."""
         self.call(C.OP_RELATION_PUT, _clean(from_id=from_id, relation_type=relation_type, to_id=to_id, weight=weight))
+
+    # --- backup and portability (admin; paths are on the coordinator's host) -----------------------------
+
+    def backup(self, directory: str, timeout: float = 3600.0) -> BackupReply:
+        """A consistent snapshot of every tier into `directory` (new or empty, absolute, on the coordinator's
+        host). Sent once: a long backup is not resent while it runs."""
+        body = self.call(C.OP_BACKUP, {"directory": directory}, timeout=timeout, attempt_timeout=timeout)
+        return BackupReply.model_validate(body)
+
+    def export(self, path: str, tiers: list[str] | None = None, timeout: float = 3600.0) -> ExportReply:
+        """Every learning and relation (of `tiers`, default all) as a JSON file at `path` on the coordinator's host."""
+        body = self.call(C.OP_EXPORT, _clean(path=path, tiers=tiers), timeout=timeout, attempt_timeout=timeout)
+        return ExportReply.model_validate(body)
+
+    def import_file(self, path: str, timeout: float = 3600.0) -> ImportReply:
+        """Add an export file's learnings and relations (ids that exist are skipped); returns the counts."""
+        body = self.call(C.OP_IMPORT, {"path": path}, timeout=timeout, attempt_timeout=timeout)
+        return ImportReply.model_validate(body)
 
     # --- search ---------------------------------------------------------------------------------------
 

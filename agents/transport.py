@@ -80,22 +80,31 @@ class Transport:
         """Close the socket; unanswered requests are abandoned."""
         self.sock.close(linger=0)
 
-    def call(self, op: str, body: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """Send one request and return its reply body; raises a RemoteError subclass or GrooveTimeout."""
-        result = self.call_many([(op, body)], window=1, timeout=timeout)[0]
+    def call(
+        self, op: str, body: dict[str, Any], timeout: float | None = None, attempt_timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Send one request and return its reply body; raises a RemoteError subclass or GrooveTimeout.
+
+        `attempt_timeout` overrides the transport's for this call (long operations that must not be resent)."""
+        result = self.call_many([(op, body)], window=1, timeout=timeout, attempt_timeout=attempt_timeout)[0]
         if result.error is not None:
             raise result.error
         assert result.body is not None
         return result.body
 
     def call_many(
-        self, calls: Iterable[tuple[str, dict[str, Any]]], window: int = 16, timeout: float | None = None
+        self,
+        calls: Iterable[tuple[str, dict[str, Any]]],
+        window: int = 16,
+        timeout: float | None = None,
+        attempt_timeout: float | None = None,
     ) -> list[Result]:
         """Send requests with up to `window` in flight; results come back in request order.
 
         Each request has its own deadline of `timeout` seconds from its first send.
         """
         budget = self.timeout if timeout is None else timeout
+        attempt = self.attempt_timeout if attempt_timeout is None else attempt_timeout
         pending = iter(enumerate(calls))
         results: dict[int, Result] = {}
         flights: dict[str, _Flight] = {}
@@ -114,9 +123,9 @@ class Transport:
                     rid,
                     encode_request(rid, op, body),
                     now,
-                    now + self.attempt_timeout,
+                    now + attempt,
                     now + budget,
-                    self.attempt_timeout,
+                    attempt,
                 )
                 flights[rid] = flight
                 self._send(flight.payload)

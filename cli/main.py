@@ -12,6 +12,7 @@ import click
 import zmq
 
 from cli.agent import agent_command
+from cli.backup import backup_commands
 from cli.commands import client_commands
 from cli.curation import curation_commands
 from cli.keys import keys_group
@@ -60,9 +61,10 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 def cli(ctx: click.Context, endpoint: str, timeout: float, server_key: str | None, client_key: Path | None) -> None:
     """groove: shared learning memory for swarms of AI coding agents."""
     curve = None
-    if (server_key is None) != (client_key is None) and ctx.invoked_subcommand not in ("serve", "keys"):
+    local = ("serve", "keys", "restore")  # commands that do not talk to a coordinator
+    if (server_key is None) != (client_key is None) and ctx.invoked_subcommand not in local:
         fail("CURVE needs both --server-key and --key (or GROOVE_SERVER_KEY and GROOVE_KEY)", 2)
-    if server_key is not None and client_key is not None and ctx.invoked_subcommand not in ("serve", "keys"):
+    if server_key is not None and client_key is not None and ctx.invoked_subcommand not in local:
         try:
             curve = CurveClient.load(server_key, client_key)
         except KeyFileError as exc:
@@ -154,7 +156,7 @@ def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) 
     coordinator.serve()
 
 
-for command in [*client_commands, *memory_commands, *loop_commands, *curation_commands]:
+for command in [*client_commands, *memory_commands, *loop_commands, *curation_commands, *backup_commands]:
     cli.add_command(command)
 cli.add_command(agent_command)
 cli.add_command(keys_group)

@@ -9,11 +9,12 @@ never applied twice.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,8 @@ class Batcher:
         # --durability fsync: the tiers committed to in this batch, synced before its acks
         self.syncer = Syncer() if fsync else None
         self._dirty: dict[str, Tier] = {}
+        # held while a batch commits; `held()` takes it to see (or change) every tier at one moment
+        self._committing = threading.Lock()
 
     def start(self) -> None:
         """Start the writer thread."""
@@ -103,6 +106,12 @@ class Batcher:
         except queue.Full:
             return False
         return True
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """No batch commits while inside: writes queue up (and are acked after) instead."""
+        with self._committing:
+            yield
 
     def is_alive(self) -> bool:
         """Whether the writer thread is running."""
@@ -137,7 +146,8 @@ class Batcher:
                 except queue.Empty:
                     break
             try:
-                self.process(items, now_ms())
+                with self._committing:
+                    self.process(items, now_ms())
             except Exception:  # the writer must outlive any one batch; its requests get `internal`
                 log.exception("batch of %d writes failed", len(items))
                 failed = Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator")

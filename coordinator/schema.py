@@ -7,14 +7,19 @@ crash is finished on the next start instead of failing on a half-made schema.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pycozo.client import Client
 
 from coordinator.errors import StorageError
 from coordinator.records import content_hash
 from protocol.ids import now_ms
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -171,14 +176,34 @@ def applied_version(db: Client) -> int:
     return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
 
-def ensure_schema(db: Client, now: int | None = None) -> list[int]:
-    """Apply the migrations this tier lacks; returns the versions applied."""
+def snapshot_before_migration(db: Client, path: Path, from_version: int) -> Path:
+    """Back up a tier about to be migrated into `path` (beside its database); no snapshot, no migration."""
+    target = path / f"pre-migration-v{from_version}-{time.strftime('%Y%m%d-%H%M%S')}.cozo"
+    try:
+        db.backup(str(target))
+    except Exception as exc:  # pycozo raises bare exceptions
+        raise StorageError(f"snapshot before migrating {path} failed, so it was not migrated: {exc}") from None
+    log.warning(
+        "tier at %s is at schema v%d of %d: snapshot %s taken before migrating",
+        path,
+        from_version,
+        CURRENT_VERSION,
+        target,
+    )
+    return target
+
+
+def ensure_schema(db: Client, now: int | None = None, snapshot_dir: Path | None = None) -> list[int]:
+    """Apply the migrations this tier lacks; returns the versions applied. An existing tier (not a new one)
+    is first backed up into `snapshot_dir` when given."""
     current = applied_version(db)
     if current > CURRENT_VERSION:
         raise StorageError(
             f"tier schema is version {current}, newer than this coordinator's {CURRENT_VERSION}; "
             "upgrade groove before opening it"
         )
+    if snapshot_dir is not None and 0 < current < CURRENT_VERSION:
+        snapshot_before_migration(db, snapshot_dir, current)
     done: list[int] = []
     for migration in MIGRATIONS:
         if migration.version <= current:

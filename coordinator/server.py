@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import zmq
@@ -26,6 +27,7 @@ from pydantic import BaseModel
 
 from coordinator import __version__
 from coordinator.auth import ADMIN, Gate, Principal, load_authorized, refusal, server_keys
+from coordinator.backup import backup_tiers
 from coordinator.batcher import Batcher, Outcome, WriteItem
 from coordinator.config import Settings
 from coordinator.derived import Derived, rebuild_index, reembed
@@ -34,6 +36,7 @@ from coordinator.errors import Rejected, StorageError, TierUnavailable
 from coordinator.injection import InjectRecord, params_list, prepare
 from coordinator.metrics import Metrics
 from coordinator.planning import OP_STORE_VECTORS, StoreVectors
+from coordinator.portability import export_tiers, import_file
 from coordinator.reads import get_learning, list_learnings, list_relations, list_reviews
 from coordinator.registry import Registry
 from coordinator.search import search
@@ -469,6 +472,13 @@ class Coordinator:
             return params_list(self.tiers)
         if op == C.OP_REVIEW_LIST:
             return list_reviews(self.tiers, body)
+        if op in (C.OP_BACKUP, C.OP_EXPORT, C.OP_IMPORT):
+            with self.batcher.held():
+                if op == C.OP_BACKUP:
+                    return backup_tiers(self.tiers, Path(body.directory))
+                if op == C.OP_EXPORT:
+                    return export_tiers(self.tiers, body)
+                return import_file(self.tiers, self.derived, body)
         raise Rejected(ErrorCode.UNKNOWN_OP, f"unknown operation {op!r}")
 
     def stats(self) -> dict[str, Any]:

@@ -66,7 +66,7 @@ class Tier:
         except Exception as exc:  # pycozo raises bare exceptions; say which tier and why
             raise StorageError(f"cannot open tier {name!r} at {path}: {_one_line(exc)}") from None
         try:
-            self.migrated = ensure_schema(self.db)
+            self.migrated = ensure_schema(self.db, snapshot_dir=path)
             self.learnings = int(self.run("?[count(id)] := *learning{id}")[0][0])
         except Exception as exc:  # readable enough to open, not to use: release it so a repair can start
             self.db.close()

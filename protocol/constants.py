@@ -33,6 +33,9 @@ OP_LEARNING_PROMOTE: Final = "learning.promote"
 OP_LEARNING_PROPOSE: Final = "learning.propose"
 OP_REVIEW_LIST: Final = "review.list"
 OP_REVIEW_DECIDE: Final = "review.decide"
+OP_BACKUP: Final = "backup"
+OP_EXPORT: Final = "export"
+OP_IMPORT: Final = "import"
 
 # Operations that change stored data: they go through the write queue and are idempotent by request id.
 WRITE_OPS: Final = frozenset(

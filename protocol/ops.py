@@ -20,6 +20,7 @@ from protocol.models import (
     RelationPutRequest,
     StatsRequest,
 )
+from protocol.portability import BackupRequest, ExportRequest, ImportRequest
 from protocol.search import RebuildRequest, SearchRequest
 
 REQUESTS: dict[str, type[Body]] = {
@@ -46,4 +47,7 @@ REQUESTS: dict[str, type[Body]] = {
     C.OP_LEARNING_PROPOSE: ProposeRequest,
     C.OP_REVIEW_LIST: ReviewListRequest,
     C.OP_REVIEW_DECIDE: ReviewDecideRequest,
+    C.OP_BACKUP: BackupRequest,
+    C.OP_EXPORT: ExportRequest,
+    C.OP_IMPORT: ImportRequest,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pycozo.client import Client
 
 from coordinator.config import Settings, build
 from coordinator.errors import ConfigError
@@ -31,6 +32,27 @@ def test_migrations_run_once(tmp_path: Path) -> None:
     again = TierSet(tmp_path)
     assert again.open_user().migrated == []
     again.close()
+
+
+def test_a_tier_is_snapshotted_before_it_is_migrated(tmp_path: Path) -> None:
+    tiers = TierSet(tmp_path)
+    user = tiers.open_user()
+    assert not list(user.path.glob("pre-migration-*"))  # a new tier has nothing to lose
+    # take the tier back to the schema before the last migration
+    last = MIGRATIONS[-1]
+    for step in reversed(last.steps):
+        user.run(f"::remove {step.name}")
+    user.run("?[version] <- [[$v]] :rm schema_version {version}", {"v": last.version})
+    tiers.close()
+
+    reopened = TierSet(tmp_path)
+    assert reopened.open_user().migrated == [last.version]
+    (snapshot,) = reopened.open_user().path.glob(f"pre-migration-v{last.version - 1}-*.cozo")
+    reopened.close()
+    old = Client("sqlite", str(snapshot), dataframe=False)
+    assert old.run("?[max(v)] := *schema_version{version: v}")["rows"] == [[last.version - 1]]
+    assert last.steps[0].name not in {row[0] for row in old.run("::relations")["rows"]}
+    old.close()
 
 
 def test_project_tiers_open_lazily_and_are_found_after_restart(tmp_path: Path) -> None:

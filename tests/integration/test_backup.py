@@ -1,0 +1,151 @@
+"""Backup while serving, restore into an empty data dir, export and import: the same memory comes back."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import BadRequest, Conflict, GrooveClient
+from tests.helpers import RunningCoordinator, learning, run_groove
+
+Clients = Callable[..., GrooveClient]
+Coordinators = Callable[..., RunningCoordinator]
+
+
+def fill(client: GrooveClient) -> None:
+    """Learnings in four tiers, relations, outcomes and an archived learning."""
+    users = client.put_learnings([learning("global", i) for i in range(5)]).ids
+    api = client.put_learnings([learning("project:/srv/api", i) for i in range(5)]).ids
+    web = client.put_learnings([learning("project:/srv/web", i, confidence=0.05) for i in range(2)]).ids
+    client.put_learnings([learning("global", 9)], tier="enterprise:acme")
+    client.relate(api[1], "supersedes", api[0])
+    client.relate(users[2], "related_to", users[3], weight=0.7)
+    client.record_outcome([(users[0], "helpful"), (api[2], "contradicted"), (users[1], "ignored")])
+    client.maintain(tiers=["project:/srv/web"])  # confidence 0.05: archived
+    assert web
+
+
+def snapshot(client: GrooveClient) -> dict[str, Any]:
+    """Everything a client can read: every learning (usage included) and every relation."""
+    learnings = {item.id: item.model_dump() for item in client.iter_learnings()}
+    relations = sorted(
+        (r.from_id, r.relation_type, r.to_id, r.weight, r.created_at, r.tier)
+        for lid in learnings
+        for r in client.relations(lid, direction="out")
+    )
+    return {"learnings": learnings, "relations": relations}
+
+
+def exported(client: GrooveClient, path: Path) -> list[dict[str, Any]]:
+    client.export(str(path))
+    tiers: list[dict[str, Any]] = json.loads(path.read_text())["tiers"]
+    return sorted(tiers, key=lambda t: str(t["tier"]))
+
+
+def test_backup_then_restore_gives_the_same_memory(
+    tmp_path: Path, coordinator_factory: Coordinators, client_factory: Clients
+) -> None:
+    original = coordinator_factory()
+    client = client_factory(original.endpoint)
+    fill(client)
+    before = snapshot(client)
+    before_export = exported(client, tmp_path / "before.json")
+    assert any(item["archived"] for tier in before_export for item in tier["learnings"])
+
+    reply = client.backup(str(tmp_path / "backup"))
+    assert {t.tier for t in reply.tiers} == {"user", "project:/srv/api", "project:/srv/web", "enterprise:acme"}
+    with pytest.raises(Conflict, match="not empty"):
+        client.backup(str(tmp_path / "backup"))
+    with pytest.raises(BadRequest, match="relative"):
+        client.backup("relative/dir")
+
+    occupied = run_groove("restore", str(tmp_path / "backup"), "--data-dir", str(original.data_dir))
+    assert occupied.returncode == 2
+    assert "already holds tiers" in occupied.stderr
+    restored_dir = tmp_path / "restored"
+    out = run_groove("restore", str(tmp_path / "backup"), "--data-dir", str(restored_dir))
+    assert out.returncode == 0, out.stderr
+    assert "[4/4]" in out.stdout
+    restored = client_factory(coordinator_factory(data_dir=restored_dir).endpoint)
+    assert snapshot(restored) == before
+    assert exported(restored, tmp_path / "after.json") == before_export
+
+
+def test_a_backup_taken_under_writes_is_one_consistent_moment(
+    tmp_path: Path, coordinator_factory: Coordinators, client_factory: Clients
+) -> None:
+    running = coordinator_factory()
+    client = client_factory(running.endpoint)
+    writer = client_factory(running.endpoint)
+    acked: list[str] = []
+    stop = threading.Event()
+
+    def write() -> None:
+        n = 0
+        while not stop.is_set():
+            # two tiers per request: a torn snapshot would hold one half without the other
+            ids = writer.put_learnings([learning("global", n), learning("project:/srv/api", n)]).ids
+            acked.extend(ids)
+            n += 1
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        while len(acked) < 200:
+            stop.wait(0.05)
+        acked_before = list(acked)
+        reply = client.backup(str(tmp_path / "backup"))
+    finally:
+        stop.set()
+        thread.join(30)
+    counts = {t.tier: t.learnings for t in reply.tiers}
+    assert counts["user"] == counts["project:/srv/api"]  # both halves of every request, or neither
+    assert counts["user"] >= len(acked_before) // 2
+    restored_dir = tmp_path / "restored"
+    assert run_groove("restore", str(tmp_path / "backup"), "--data-dir", str(restored_dir)).returncode == 0
+    restored = client_factory(coordinator_factory(data_dir=restored_dir).endpoint)
+    ids = {item.id for item in restored.iter_learnings()}
+    assert set(acked_before) <= ids <= set(acked)
+
+
+def test_export_then_import_into_an_empty_data_dir_gives_the_same_learnings_and_relations(
+    tmp_path: Path, coordinator_factory: Coordinators, client_factory: Clients
+) -> None:
+    source = client_factory(coordinator_factory().endpoint)
+    fill(source)
+    reply = source.export(str(tmp_path / "memory.json"))
+    assert (reply.tiers, reply.learnings, reply.relations) == (4, 13, 2)
+
+    target = client_factory(coordinator_factory().endpoint)
+    counts = target.import_file(str(tmp_path / "memory.json"))
+    assert (counts.learnings_imported, counts.learnings_skipped) == (13, 0)
+    assert (counts.relations_imported, counts.relations_skipped) == (2, 0)
+    assert snapshot(target) == snapshot(source)
+    assert exported(target, tmp_path / "again.json") == exported(source, tmp_path / "first.json")
+
+    again = target.import_file(str(tmp_path / "memory.json"))
+    assert (again.learnings_imported, again.learnings_skipped, again.relations_imported) == (0, 13, 0)
+
+    broken = json.loads((tmp_path / "memory.json").read_text())
+    broken["tiers"][0]["learnings"][0]["scope"] = "nowhere"
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    before = snapshot(target)
+    with pytest.raises(BadRequest, match="not a groove export"):
+        target.import_file(str(tmp_path / "broken.json"))
+    assert snapshot(target) == before
+
+
+def test_export_and_import_from_the_cli(tmp_path: Path, coordinator_factory: Coordinators) -> None:
+    source, target = coordinator_factory(), coordinator_factory()
+    assert run_groove("--endpoint", source.endpoint, "learn", "use Result types in parsers").returncode == 0
+    out = run_groove("--endpoint", source.endpoint, "export", str(tmp_path / "m.json"))
+    assert "exported 1 learnings and 0 relations of 1 tiers" in out.stdout, out.stderr
+    out = run_groove("--endpoint", target.endpoint, "import", str(tmp_path / "m.json"))
+    assert "imported 1 learnings (0 skipped: id exists)" in out.stdout, out.stderr
+    out = run_groove("--endpoint", target.endpoint, "backup", str(tmp_path / "b"))
+    assert "backed up 1 tiers" in out.stdout, out.stderr
