@@ -28,8 +28,8 @@ def connect(ctx: click.Context) -> Iterator[GrooveClient]:
     client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=ctx.obj["curve"])
     try:
         yield client
-    except GrooveTimeout:
-        fail(f"no answer from the coordinator at {endpoint} within {timeout:g} s (is `groove serve` running?)", 3)
+    except GrooveTimeout as exc:
+        fail(str(exc), 3)
     except GrooveError as exc:
         fail(str(exc))
     finally:

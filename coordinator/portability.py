@@ -69,13 +69,15 @@ def _tier_dump(tier: Tier) -> dict[str, Any]:
 
 def export_tiers(tiers: TierSet, body: ExportRequest) -> dict[str, Any]:
     """Write the export file (atomically: a temp file renamed into place); returns the counts."""
+    path = Path(body.path)
+    if path.is_dir() or not path.parent.is_dir():
+        raise Rejected(ErrorCode.BAD_REQUEST, f"{path}: give a file path in an existing directory")
     chosen = tiers.named(body.tiers)
     dumps = []
     for tier in chosen:
         dumps.append(_tier_dump(tier))
         log.info("export: tier %s, %d learnings", tier.name, len(dumps[-1]["learnings"]))
     document = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "exported_at": now_ms(), "tiers": dumps}
-    path = Path(body.path)
     tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "w") as out:

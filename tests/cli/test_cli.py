@@ -70,7 +70,7 @@ def test_unreachable_coordinator(tmp_path: Path) -> None:
     result = run_groove("--endpoint", f"tcp://127.0.0.1:{free_port()}", "--timeout", "0.5", "ping")
     assert result.returncode == 3
     assert result.stderr.strip().count("\n") == 0
-    assert "is `groove serve` running?" in result.stderr
+    assert "is the coordinator running?" in result.stderr
 
 
 def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:

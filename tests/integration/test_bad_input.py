@@ -13,6 +13,7 @@ import zmq
 from agents import GrooveClient
 from protocol import constants as C
 from protocol.ids import uuid7
+from protocol.ops import REQUESTS
 from tests.helpers import RunningCoordinator, learning
 
 
@@ -146,6 +147,9 @@ def test_request_id_reused_for_another_operation(raw: Raw, client: GrooveClient)
     assert client.get(lid).usage.times_helpful == 1
 
 
+FIELDS = sorted({f for model in REQUESTS.values() for f in model.model_fields})
+
+
 def random_message(rng: random.Random) -> list[bytes]:
     """A random frame layout, with payloads that are random bytes, random msgpack or cut-off requests."""
     kind = rng.randrange(4)
@@ -165,15 +169,9 @@ def random_message(rng: random.Random) -> list[bytes]:
         payload = whole[: rng.randrange(1, len(whole))]
     else:
         body: dict[str, Any] = {
-            rng.choice(["id", "learnings", "attributions", "limit"]): rng.choice([1, "x", [], {}, None])
+            rng.choice(FIELDS): rng.choice([1, "x", [], {}, None, -1, "/", 1e300]) for _ in range(2)
         }
-        payload = msgpack.packb(
-            envelope(
-                rng.choice(["learning.get", "learning.put", "outcome.record", "learning.list", "relation.put"]),
-                body,
-                rid="g",
-            )
-        )
+        payload = msgpack.packb(envelope(rng.choice(sorted(REQUESTS)), body, rid="g"))
     return rng.choice([[b"", payload], [payload], [b"", payload, b"extra"], [b"x", payload], [b"", payload]])
 
 
