@@ -145,7 +145,7 @@ class Synthetic(Workload):
     def run(self) -> None:
         """Requests until the limits run out."""
         began = time.monotonic()
-        chunk = 1 if self.rate else self.in_flight * 8
+        chunk = 1 if self.rate else self.in_flight * 2  # the limits are checked between chunks
         while self.more(done := self._done()):
             if self.rate:
                 time.sleep(max(0.0, began + done / self.rate - time.monotonic()))

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from agents import GrooveClient
-from cli.commands import json_option, with_client
+from cli.commands import connect, json_option, with_client
 from cli.output import emit_json, fail, table
 from coordinator.config import default_data_dir
 
@@ -34,7 +34,7 @@ def backup(client: GrooveClient, directory: Path, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("target")
 @click.option(
     "--data-dir",
     envvar="GROOVE_DATA_DIR",
@@ -43,11 +43,19 @@ def backup(client: GrooveClient, directory: Path, as_json: bool) -> None:
     show_default="$XDG_DATA_HOME/groove",
     help="The data directory to make; it must hold no tiers yet [env GROOVE_DATA_DIR].",
 )
-def restore(directory: Path, data_dir: Path) -> None:
-    """Make a data directory from the backup in DIRECTORY (stop any coordinator using it first)."""
+@click.pass_context
+def restore(ctx: click.Context, target: str, data_dir: Path) -> None:
+    """`restore DIR`: make a data directory from the backup in DIR, offline (no coordinator may be using it).
+    `restore ID`: bring the archived learning ID back into search and injection (asks the coordinator)."""
     from coordinator.backup import restore_backup
     from coordinator.errors import StorageError
 
+    directory = Path(target)
+    if not directory.is_dir():
+        with connect(ctx) as client:
+            client.restore(target)
+        click.echo(f"restored {target}")
+        return
     try:
         restored = restore_backup(directory, data_dir, click.echo)
     except StorageError as exc:

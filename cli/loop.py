@@ -1,5 +1,5 @@
-"""Learning-loop verbs: `params`, `inject` (prints the block for a CLAUDE.md), `session-end`, `maintain`
-and `restore`."""
+"""Learning-loop verbs: `params`, `inject` (prints the block for a CLAUDE.md), `session-end` and `maintain`
+(`restore ID`, which brings an archived learning back, shares `restore` with backups in cli/backup.py)."""
 
 from __future__ import annotations
 
@@ -122,13 +122,4 @@ def maintain(client: GrooveClient, tiers: tuple[str, ...], now: int | None, as_j
     click.echo(f"decayed {reply.decayed}, archived {reply.archived}, purged {reply.purged}")
 
 
-@click.command()
-@click.argument("learning_id")
-@with_client
-def restore(client: GrooveClient, learning_id: str) -> None:
-    """Bring an archived learning back into search and injection."""
-    client.restore(learning_id)
-    click.echo(f"restored {learning_id}")
-
-
-loop_commands = [params, inject, session_end, maintain, restore]
+loop_commands = [params, inject, session_end, maintain]

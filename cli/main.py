@@ -61,7 +61,7 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 def cli(ctx: click.Context, endpoint: str, timeout: float, server_key: str | None, client_key: Path | None) -> None:
     """groove: shared learning memory for swarms of AI coding agents."""
     curve = None
-    local = ("serve", "keys", "restore")  # commands that do not talk to a coordinator
+    local = ("serve", "keys")  # commands that do not talk to a coordinator
     if (server_key is None) != (client_key is None) and ctx.invoked_subcommand not in local:
         fail("CURVE needs both --server-key and --key (or GROOVE_SERVER_KEY and GROOVE_KEY)", 2)
     if server_key is not None and client_key is not None and ctx.invoked_subcommand not in local:

@@ -40,7 +40,7 @@ from coordinator.portability import export_tiers, import_file
 from coordinator.reads import get_learning, list_learnings, list_relations, list_reviews
 from coordinator.registry import Registry
 from coordinator.search import search
-from coordinator.tiers import TierSet
+from coordinator.tiers import TIER_FILE, TierSet, tier_dir
 from protocol import constants as C
 from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, validate_body
 from protocol.errors import ErrorCode, ProtocolError
@@ -146,7 +146,8 @@ class Coordinator:
         try:
             self.tiers.open_user()
         except TierUnavailable as exc:
-            if "lock" in exc.reason.lower():  # another coordinator has this data dir: never serve beside it
+            # another coordinator has this data dir (never serve beside it), or the tier cannot even be made
+            if "lock" in exc.reason.lower() or not (tier_dir(self.settings.data_dir, C.TIER_USER) / TIER_FILE).exists():
                 raise StorageError(exc.reason) from None
             log.critical("serving without the user tier (restore it from a backup): %s", exc.reason)
         ready_ms = (time.monotonic() - started) * 1000
@@ -309,6 +310,9 @@ class Coordinator:
             op = request.op
             if op in _DEDUPED and self._known(peer, request.id, op):
                 return  # a resend: answered from the stored reply, or when the first attempt commits
+            if op in C.WRITE_OPS and self.batcher.queue.full():
+                self._refuse_write(peer, request.id)  # under a flood, before spending a validation on it
+                return
             body = validate_body(request)
         except ProtocolError as exc:
             self._error(peer, exc.request_id, exc.code, exc.message)
@@ -375,21 +379,21 @@ class Coordinator:
             )
             return
         if not self.batcher.submit(WriteItem(request_id, op, body)):
-            self._error(
-                peer,
-                request_id,
-                ErrorCode.BUSY,
-                f"write queue is full ({self.batcher.capacity} requests); retry shortly",
-                retry_after_ms=self._drain_estimate_ms(),
-            )
+            self._refuse_write(peer, request_id)
             return
         self._waiters[request_id] = (op, [peer], received)
 
-    def _drain_estimate_ms(self) -> int:
-        """When a refused write should come back: half the time the writer needs for the queue, so a flood
-        of clients backs off in step with the writer instead of hammering the socket loop."""
+    def _refuse_write(self, peer: bytes, request_id: str) -> None:
+        """`busy`, come back in half the time the writer needs for the queue: a flood of clients then backs
+        off in step with the writer instead of hammering the socket loop."""
         drain = self.metrics.drain_ms(self.batcher.queue.qsize()) / 2
-        return int(min(C.MAX_BUSY_RETRY_MS, max(C.DEFAULT_BUSY_RETRY_MS, drain)))
+        self._error(
+            peer,
+            request_id,
+            ErrorCode.BUSY,
+            f"write queue is full ({self.batcher.capacity} requests); retry shortly",
+            retry_after_ms=int(min(C.MAX_BUSY_RETRY_MS, max(C.DEFAULT_BUSY_RETRY_MS, drain))),
+        )
 
     def _ping(self) -> dict[str, Any]:
         return {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}

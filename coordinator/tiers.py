@@ -122,11 +122,13 @@ class TierSet:
             broken = self._broken.get(name)
             if broken is not None and time.monotonic() - broken[1] < _REOPEN_BROKEN_S:
                 raise TierUnavailable(name, broken[0])
+            existed = (tier_dir(self.data_dir, name) / TIER_FILE).exists()
             try:
                 return self._open_tier(name, create)
             except StorageError as exc:
-                self._broken[name] = (str(exc), time.monotonic())
-                log.error("tier %s is unavailable (other tiers keep serving): %s", name, exc)
+                if existed:  # its files are damaged: remember, so requests do not each retry the open
+                    self._broken[name] = (str(exc), time.monotonic())
+                    log.error("tier %s is unavailable (other tiers keep serving): %s", name, exc)
                 raise TierUnavailable(name, str(exc)) from None
 
     def unavailable(self) -> dict[str, str]:

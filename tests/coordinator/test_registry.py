@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.registry import Registry
+from coordinator.registry import MAX_AGENTS, Registry
 from protocol import constants as C
 
 
@@ -48,3 +48,14 @@ def test_listed_agents_say_their_state_most_recently_seen_first() -> None:
     assert listed[0]["role"] == "orchestrator"
     assert [a["agent_id"] for a in registry.listed("gone", now=20.0)] == ["quiet"]
     assert [a["agent_id"] for a in registry.listed("alive", now=20.0 + C.AGENT_ALIVE_WINDOW_S + 1)] == []
+
+
+def test_a_flood_of_made_up_agents_is_bounded() -> None:
+    registry = Registry()
+    for n in range(MAX_AGENTS + 50):
+        registry.hello(f"p{n}".encode(), f"agent-{n}", "worker", n, "host", now=float(n))
+    known, _ = registry.counts(now=float(MAX_AGENTS + 50))
+    assert known <= MAX_AGENTS
+    ids = {a["agent_id"] for a in registry.listed(now=float(MAX_AGENTS + 50))}
+    assert f"agent-{MAX_AGENTS + 49}" in ids  # the most recent are kept, the longest silent forgotten
+    assert "agent-0" not in ids
