@@ -14,6 +14,8 @@ RUN pip install --no-cache-dir -c constraints.txt \
     && mkdir /data && chown groove /data
 USER groove
 
+# Binding every interface needs CURVE (GROOVE_CURVE=1, GROOVE_AUTHORIZED_KEYS) or an explicit
+# GROOVE_INSECURE=1 on a private network; without either the coordinator refuses to start and says so.
 ENV GROOVE_DATA_DIR=/data \
     GROOVE_BIND=tcp://0.0.0.0:5555
 EXPOSE 5555

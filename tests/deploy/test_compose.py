@@ -11,7 +11,7 @@ import click
 import yaml
 
 from cli.main import cli
-from coordinator.config import ENV_PREFIX, Settings
+from coordinator.config import ENV_PREFIX, Settings, build
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,6 +60,10 @@ def test_the_coordinator_service_keeps_its_data_answers_its_healthcheck_and_flus
     assert volume in data["volumes"]
     assert coordinator["environment"]["GROOVE_DATA_DIR"] == target
     assert coordinator["environment"]["GROOVE_BIND"].startswith("tcp://0.0.0.0:")
+    # the environment makes valid settings: a non-loopback bind says how it is secured
+    settings = {k.removeprefix("GROOVE_").lower(): v for k, v in coordinator["environment"].items()}
+    built = build(settings, None)  # raises if the bind is not loopback and neither CURVE nor insecure is set
+    assert built.insecure or built.curve
     health = coordinator["healthcheck"]["test"]
     assert health[0] == "CMD"
     check_command(health[1:])
