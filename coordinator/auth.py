@@ -22,6 +22,7 @@ from protocol import constants as C
 from protocol.curation import ReviewDecideRequest, ReviewListRequest
 from protocol.keys import PUBLIC_SUFFIX, SECRET_SUFFIX, KeyFileError, generate_key_pair, read_key_file
 from protocol.models import LearningPutRequest
+from protocol.ops import REQUESTS
 
 log = logging.getLogger(__name__)
 
@@ -154,14 +155,22 @@ def is_loopback(endpoint: str) -> bool:
         return False  # '*', an interface name or a host name: may be reachable from elsewhere
 
 
-def refusal(who: Principal, op: str, body: Any) -> str | None:
-    """Why `who` may not send this request, or None if it may."""
-    if who.role == ROLE_ADMIN:
+def op_refusal(who: Principal, op: str) -> str | None:
+    """Why `who` may not send `op` at all, or None; checked before anything else is done for the request
+    (a resend is answered from its first attempt's reply, so this must come first)."""
+    if who.role == ROLE_ADMIN or op not in REQUESTS:  # an unknown op is answered `unknown_op` by validation
         return None
     allowed = CURATOR_OPS if who.role == ROLE_CURATOR else AGENT_OPS
     if op not in allowed:
         needed = ROLE_CURATOR if op in CURATOR_OPS else ROLE_ADMIN
         return f"{op} needs the {needed} role; key {who.name!r} is {who.role}"
+    return None
+
+
+def body_refusal(who: Principal, body: Any) -> str | None:
+    """Why `who` may not send this (validated) body: an organisation or tier or scope not its own."""
+    if who.role == ROLE_ADMIN:
+        return None
     if isinstance(body, ReviewListRequest | ReviewDecideRequest) and body.org not in who.orgs:
         return f"key {who.name!r} curates {', '.join(sorted(who.orgs))}, not {body.org!r}"
     if isinstance(body, LearningPutRequest):

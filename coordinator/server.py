@@ -26,7 +26,7 @@ import zmq
 from pydantic import BaseModel
 
 from coordinator import __version__
-from coordinator.auth import ADMIN, Gate, Principal, load_authorized, refusal, server_keys
+from coordinator.auth import ADMIN, Gate, Principal, body_refusal, load_authorized, op_refusal, server_keys
 from coordinator.backup import backup_tiers
 from coordinator.batcher import Batcher, Outcome, WriteItem
 from coordinator.config import Settings
@@ -308,6 +308,9 @@ class Coordinator:
             request = decode_request(frames[2])
             self.registry.touch(peer)
             op = request.op
+            if who is not ADMIN and (reason := op_refusal(who, op)) is not None:
+                self._unauthorized(peer, request.id, reason)
+                return
             if op in _DEDUPED and self._known(peer, request.id, op):
                 return  # a resend: answered from the stored reply, or when the first attempt commits
             if op in C.WRITE_OPS and self.batcher.queue.full():
@@ -317,9 +320,8 @@ class Coordinator:
         except ProtocolError as exc:
             self._error(peer, exc.request_id, exc.code, exc.message)
             return
-        if who is not ADMIN and (reason := refusal(who, op, body)) is not None:
-            self.metrics.unauthorized += 1
-            self._error(peer, request.id, ErrorCode.UNAUTHORIZED, reason)
+        if who is not ADMIN and (reason := body_refusal(who, body)) is not None:
+            self._unauthorized(peer, request.id, reason)
             return
         if op in C.WRITE_OPS:
             self._write(peer, request.id, op, body, time.perf_counter())
@@ -382,6 +384,10 @@ class Coordinator:
             self._refuse_write(peer, request_id)
             return
         self._waiters[request_id] = (op, [peer], received)
+
+    def _unauthorized(self, peer: bytes, request_id: str, reason: str) -> None:
+        self.metrics.unauthorized += 1
+        self._error(peer, request_id, ErrorCode.UNAUTHORIZED, reason)
 
     def _refuse_write(self, peer: bytes, request_id: str) -> None:
         """`busy`, come back in half the time the writer needs for the queue: a flood of clients then backs

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agents import GrooveClient, GrooveTimeout
-from agents.errors import Unauthorized
+from agents.errors import Unauthorized, UnknownOp
 from protocol.keys import CurveClient, generate_key_pair
 from tests.helpers import RunningCoordinator, free_port, learning, run_groove
 
@@ -75,6 +75,8 @@ def test_each_role_may_do_its_own_operations_and_no_others(
     for attempt in refused.values():  # the keys say what each attempt tries
         with pytest.raises(Unauthorized):
             attempt()
+    with pytest.raises(UnknownOp):  # not a question of rights
+        alice.call("learning.frobnicate", {})
 
     # curator of acme: reviews and the acme tier, not another org's, not admin work
     assert [r.review_id for r in cora.reviews("acme")] == [review.review_id]
