@@ -47,3 +47,25 @@ def test_a_corrupt_tier_is_isolated(
     assert running.proc.poll() is None
     assert "tier project:/srv/broken is unavailable (other tiers keep serving)" in running.log()
     assert running.stop() == 0
+
+
+def test_a_corrupt_user_tier_leaves_the_project_tiers_serving(
+    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
+) -> None:
+    running = coordinator_factory()
+    client = client_factory(running.endpoint)
+    project_ids = client.put_learnings([learning("project:/srv/api", i) for i in range(2)]).ids
+    client.put_learnings([learning("global", 1)])
+    assert running.stop() == 0
+    (tier_dir(running.data_dir, "user") / DB_DIR / "data" / "CURRENT").write_bytes(b"\x00garbage")
+    running.restart()
+    client = client_factory(running.endpoint)
+
+    assert "serving without the user tier" in running.log()
+    with pytest.raises(TierUnavailable, match="'user'"):
+        client.put_learnings([learning("global", 2)])
+    assert {item.id for item in client.iter_learnings()} == set(project_ids)
+    more = client.put_learnings([learning("project:/srv/api", 9)]).ids
+    assert client.get(more[0]).tier == "project:/srv/api"
+    assert [u.tier for u in client.stats().tiers_unavailable] == ["user"]
+    assert running.stop() == 0
