@@ -51,6 +51,9 @@ class WriteItem:
     replies: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: Rejected | None = None
     internal: bool = False  # the coordinator's own write (stored vectors): no client waits, no id recorded
+    # With CURVE, a non-admin sender's organisations: the enterprise tiers a relation.put of theirs may
+    # change (only planning knows which tiers its learnings are in). None: any tier.
+    curates: frozenset[str] | None = None
 
 
 Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
@@ -59,6 +62,16 @@ Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
 Done = Callable[[list[Outcome]], None]
 # Told, per tier and before the acks, what a commit changed, so derived data keeps up with the source.
 Committed = Callable[[str, DerivedChanges], None]
+
+
+def _check_curation(item: WriteItem) -> None:
+    """A relation in, or a supersession of, a curated learning is the curators' to make (an agent's
+    `supersedes` would demote enterprise knowledge)."""
+    if item.curates is None or item.op != C.OP_RELATION_PUT:
+        return
+    for tier in item.parts:
+        if tier.startswith(C.TIER_ENTERPRISE_PREFIX) and tier[len(C.TIER_ENTERPRISE_PREFIX) :] not in item.curates:
+            raise Rejected(ErrorCode.UNAUTHORIZED, f"relation.put would change {tier!r}, not curated by this key")
 
 
 class Batcher:
@@ -162,7 +175,9 @@ class Batcher:
         for item in items:
             try:
                 item.parts = planner.plan(item.op, item.body)
+                _check_curation(item)
             except Rejected as exc:
+                item.parts = {}
                 item.error = exc
         # A request that cannot be planned now (its learning since deleted, say) may still have been applied
         # before a crash: then its stored reply, not the error, is the answer.

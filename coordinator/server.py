@@ -27,7 +27,16 @@ import zmq
 from pydantic import BaseModel
 
 from coordinator import __version__
-from coordinator.auth import ADMIN, Gate, Principal, body_refusal, load_authorized, op_refusal, server_keys
+from coordinator.auth import (
+    ADMIN,
+    ROLE_ADMIN,
+    Gate,
+    Principal,
+    body_refusal,
+    load_authorized,
+    op_refusal,
+    server_keys,
+)
 from coordinator.backup import backup_tiers
 from coordinator.batcher import Batcher, Outcome, WriteItem
 from coordinator.config import Settings
@@ -330,7 +339,7 @@ class Coordinator:
             self._unauthorized(peer, request.id, reason)
             return
         if op in C.WRITE_OPS:
-            self._write(peer, request.id, op, body, time.perf_counter())
+            self._write(peer, request.id, op, body, time.perf_counter(), who.orgs if who.role != ROLE_ADMIN else None)
         elif op == C.OP_PING:
             self._send(peer, encode_ok(request.id, self._ping()))
         elif op == C.OP_HELLO:
@@ -374,7 +383,15 @@ class Coordinator:
             self._waiters[request_id][1].append(peer)
         return True
 
-    def _write(self, peer: bytes, request_id: str, op: str, body: BaseModel, received: float) -> None:
+    def _write(
+        self,
+        peer: bytes,
+        request_id: str,
+        op: str,
+        body: BaseModel,
+        received: float,
+        curates: frozenset[str] | None = None,
+    ) -> None:
         if self._known(peer, request_id, op):
             return
         if self._closing:
@@ -386,7 +403,7 @@ class Coordinator:
                 retry_after_ms=1000,
             )
             return
-        if not self.batcher.submit(WriteItem(request_id, op, body)):
+        if not self.batcher.submit(WriteItem(request_id, op, body, curates=curates)):
             self._refuse_write(peer, request_id)
             return
         self._waiters[request_id] = (op, [peer], received)
@@ -443,6 +460,8 @@ class Coordinator:
         frames = [_WRITE]
         for item, result in outcomes:
             if isinstance(result, Rejected):
+                if result.code == ErrorCode.UNAUTHORIZED:
+                    self.metrics.unauthorized += 1
                 frames += [item.request_id.encode(), encode_error(item.request_id, result.code, result.message), b"0"]
             else:
                 frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]

@@ -90,20 +90,30 @@ def test_each_role_may_do_its_own_operations_and_no_others(
     with pytest.raises(Unauthorized, match="admin"):
         cora.delete(mine[0])
 
+    # relations that would change curated knowledge are the curators' (an agent's supersedes would demote it)
+    curated = cora.put_learnings([learning("global", 10)], tier="enterprise:acme").ids[0]
+    with pytest.raises(Unauthorized, match="enterprise:acme"):
+        alice.relate(curated, "related_to", approved.learning_id)
+    with pytest.raises(Unauthorized, match="enterprise:acme"):
+        alice.relate(mine[0], "supersedes", curated)  # the older learning, demoted, is in the enterprise tier
+    alice.relate(mine[0], "related_to", mine[1])
+    cora.relate(curated, "supersedes", approved.learning_id)
+
     # admin: everything
     root.maintain()
     assert root.delete(mine[2])
     assert root.put_learnings([learning("user:bob", 8)]).created == [True]
 
-    # refused requests changed nothing: 3 + 1 approved + 1 curated + 1 admin's - 1 deleted
+    # refused requests changed nothing: 3 + 1 approved + 2 curated + 1 admin's - 1 deleted
     stored = root.list_learnings(limit=100)
-    assert len(stored.learnings) == 5
+    assert len(stored.learnings) == 6
+    assert [r.relation_type for r in root.relations(curated)] == ["supersedes"]
     assert {item.description for item in stored.learnings}.isdisjoint(
         {learning("user:bob", 4)["description"], learning("global", 5)["description"]}
     )
     stats = root.stats()
     assert stats.auth == "curve"
-    assert stats.requests_unauthorized == len(refused) + 3
+    assert stats.requests_unauthorized == len(refused) + 5
 
 
 def test_an_unknown_key_and_a_plain_client_get_no_service(
