@@ -31,7 +31,13 @@ def _netns_available() -> str | None:
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, check=False)
     if made.returncode != 0:
         return f"cannot make network namespaces here: {made.stderr.decode().strip()}"
-    subprocess.run(["ip", "netns", "del", probe], check=False)
+    try:  # a container may allow namespaces but not links between them
+        veth = ["ip", "-n", probe, "link", "add", "p0", "type", "veth", "peer", "name", "p1"]
+        linked = subprocess.run(veth, capture_output=True, check=False)
+        if linked.returncode != 0:
+            return f"cannot make veth links here: {linked.stderr.decode().strip()}"
+    finally:
+        subprocess.run(["ip", "netns", "del", probe], check=False)
     return None
 
 
