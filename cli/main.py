@@ -61,10 +61,10 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 def cli(ctx: click.Context, endpoint: str, timeout: float, server_key: str | None, client_key: Path | None) -> None:
     """groove: shared learning memory for swarms of AI coding agents."""
     curve = None
-    local = ("serve", "keys")  # commands that do not talk to a coordinator
-    if (server_key is None) != (client_key is None) and ctx.invoked_subcommand not in local:
-        fail("CURVE needs both --server-key and --key (or GROOVE_SERVER_KEY and GROOVE_KEY)", 2)
-    if server_key is not None and client_key is not None and ctx.invoked_subcommand not in local:
+    talks = ctx.invoked_subcommand not in ("serve", "keys")  # the others talk to a coordinator
+    if talks and (server_key is not None or client_key is not None):
+        if server_key is None or client_key is None:
+            fail("CURVE needs both --server-key and --key (or GROOVE_SERVER_KEY and GROOVE_KEY)", 2)
         try:
             curve = CurveClient.load(server_key, client_key)
         except KeyFileError as exc:

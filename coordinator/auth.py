@@ -64,6 +64,11 @@ class Principal:
     user: str
     orgs: frozenset[str] = frozenset()
 
+    @property
+    def curates(self) -> frozenset[str] | None:
+        """The organisations whose enterprise tiers this key's writes may change; None: any."""
+        return None if self.role == ROLE_ADMIN else self.orgs
+
 
 ADMIN = Principal("local", ROLE_ADMIN, "local")  # every client when CURVE is off (loopback only)
 

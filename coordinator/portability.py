@@ -24,6 +24,7 @@ from coordinator.records import (
     RELATION_COLS,
     USAGE_COLS,
     content_hash,
+    learning_row,
     learning_wire,
     put_script,
 )
@@ -31,11 +32,9 @@ from coordinator.tiers import Tier, TierSet
 from protocol.codec import describe
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms
-from protocol.models import compact_json
 from protocol.portability import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
-    ExportedLearning,
     ExportFile,
     ExportRequest,
     ImportRequest,
@@ -113,24 +112,6 @@ def read_export(path: Path) -> ExportFile:
         raise Rejected(ErrorCode.BAD_REQUEST, f"{path} is not a groove export: {describe(exc)}") from None
 
 
-def _learning_row(i: ExportedLearning) -> list[Any]:
-    """An exported learning as a row in LEARNING_COLS order."""
-    pattern, source = compact_json(i.pattern), compact_json(i.source)
-    return [
-        i.id,
-        i.scope,
-        i.category,
-        i.description,
-        pattern,
-        i.insight,
-        i.confidence,
-        i.created_at,
-        i.updated_at,
-        i.source["type"],
-        source,
-    ]
-
-
 def import_file(tiers: TierSet, derived: Derived, body: ImportRequest) -> dict[str, Any]:
     """Add the file's learnings and relations, skipping ids already stored anywhere; rebuild the derived
     data of each tier written (which queues the new learnings for embedding)."""
@@ -155,7 +136,7 @@ def import_file(tiers: TierSet, derived: Derived, body: ImportRequest) -> dict[s
         if not fresh and not relations:
             continue
         params: dict[str, Any] = {
-            "learnings": [_learning_row(i) for i in fresh],
+            "learnings": [learning_row(i, i.id, i.confidence, i.created_at, i.updated_at) for i in fresh],
             "usage": [[i.id, *(getattr(i.usage, c) for c in USAGE_COLS[1:])] for i in fresh],
             "hashes": [[i.id, i.scope, content_hash(i.description, i.insight)] for i in fresh],
             "archived": [[i.id, i.archived.archived_at, i.archived.reason] for i in fresh if i.archived],

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol import constants as C
 from protocol.models import LearningIn, compact_json
+from protocol.portability import ExportedLearning
 
 if TYPE_CHECKING:
     from coordinator.tiers import Tier
@@ -172,8 +173,10 @@ class UsageRow:
         }
 
 
-def learning_row(item: LearningIn, learning_id: str, confidence: float, created_at: int, now: int) -> list[Any]:
-    """A learning row in LEARNING_COLS order."""
+def learning_row(
+    item: LearningIn | ExportedLearning, learning_id: str, confidence: float, created_at: int, now: int
+) -> list[Any]:
+    """A learning row in LEARNING_COLS order (from a client's learning, or an imported one)."""
     return [
         learning_id,
         item.scope,

@@ -27,16 +27,7 @@ import zmq
 from pydantic import BaseModel
 
 from coordinator import __version__
-from coordinator.auth import (
-    ADMIN,
-    ROLE_ADMIN,
-    Gate,
-    Principal,
-    body_refusal,
-    load_authorized,
-    op_refusal,
-    server_keys,
-)
+from coordinator.auth import ADMIN, Gate, Principal, body_refusal, load_authorized, op_refusal, server_keys
 from coordinator.backup import backup_tiers
 from coordinator.batcher import Batcher, Outcome, WriteItem
 from coordinator.config import Settings
@@ -50,7 +41,7 @@ from coordinator.portability import export_tiers, import_file
 from coordinator.reads import get_learning, list_learnings, list_relations, list_reviews
 from coordinator.registry import Registry
 from coordinator.search import search
-from coordinator.tiers import TIER_FILE, TierSet, tier_dir
+from coordinator.tiers import TierSet
 from protocol import constants as C
 from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, validate_body
 from protocol.errors import ErrorCode, ProtocolError
@@ -157,7 +148,7 @@ class Coordinator:
             self.tiers.open_user()
         except TierUnavailable as exc:
             # another coordinator has this data dir (never serve beside it), or the tier cannot even be made
-            if "lock" in exc.reason.lower() or not (tier_dir(self.settings.data_dir, C.TIER_USER) / TIER_FILE).exists():
+            if "lock" in exc.reason.lower() or C.TIER_USER not in self.tiers.unavailable():
                 raise StorageError(exc.reason) from None
             log.critical("serving without the user tier (restore it from a backup): %s", exc.reason)
         ready_ms = (time.monotonic() - started) * 1000
@@ -280,7 +271,9 @@ class Coordinator:
             if frames[0] == _CHOSEN:
                 self._reads_pending -= 1
                 peer, request_id, record, received = self._chosen.get_nowait()
-                self._write(peer, request_id, C.OP_INJECT_PREPARE, record, received)
+                # a retry chosen meanwhile on another reader joins the first choice's waiters
+                if not self._known(peer, request_id, C.OP_INJECT_PREPARE):
+                    self._write(peer, request_id, C.OP_INJECT_PREPARE, record, received)
                 continue
             for i in range(1, len(frames), 3):
                 request_id, payload, cacheable = frames[i].decode(), frames[i + 1], frames[i + 2]
@@ -339,7 +332,7 @@ class Coordinator:
             self._unauthorized(peer, request.id, reason)
             return
         if op in C.WRITE_OPS:
-            self._write(peer, request.id, op, body, time.perf_counter(), who.orgs if who.role != ROLE_ADMIN else None)
+            self._write(peer, request.id, op, body, time.perf_counter(), who.curates)
         elif op == C.OP_PING:
             self._send(peer, encode_ok(request.id, self._ping()))
         elif op == C.OP_HELLO:
@@ -392,8 +385,7 @@ class Coordinator:
         received: float,
         curates: frozenset[str] | None = None,
     ) -> None:
-        if self._known(peer, request_id, op):
-            return
+        """Queue a write whose id is not known yet (callers check `_known` first)."""
         if self._closing:
             self._error(
                 peer,

@@ -122,9 +122,10 @@ class TierSet:
             broken = self._broken.get(name)
             if broken is not None and time.monotonic() - broken[1] < _REOPEN_BROKEN_S:
                 raise TierUnavailable(name, broken[0])
-            existed = (tier_dir(self.data_dir, name) / TIER_FILE).exists()
+            path = tier_dir(self.data_dir, name)
+            existed = (path / TIER_FILE).exists()
             try:
-                return self._open_tier(name, create)
+                return self._open_tier(name, path, existed, create)
             except StorageError as exc:
                 if existed:  # its files are damaged: remember, so requests do not each retry the open
                     self._broken[name] = (str(exc), time.monotonic())
@@ -132,18 +133,17 @@ class TierSet:
                 raise TierUnavailable(name, str(exc)) from None
 
     def unavailable(self) -> dict[str, str]:
-        """Tiers that failed to open, with the reason."""
+        """Tiers whose existing files failed to open, with the reason (a tier that could not even be made
+        is not among them)."""
         return {name: reason for name, (reason, _) in self._broken.items()}
 
-    def _open_tier(self, name: str, create: bool) -> Tier | None:
-        path = tier_dir(self.data_dir, name)
-        marker = path / TIER_FILE
-        if not marker.exists():
+    def _open_tier(self, name: str, path: Path, existed: bool, create: bool) -> Tier | None:
+        if not existed:
             if not create:
                 return None
             try:
                 path.mkdir(parents=True, exist_ok=True)
-                marker.write_text(json.dumps({"tier": name}) + "\n")
+                (path / TIER_FILE).write_text(json.dumps({"tier": name}) + "\n")
             except OSError as exc:
                 raise StorageError(f"cannot create tier {name!r} at {path}: {exc.strerror or exc}") from None
         started = time.monotonic()

@@ -12,6 +12,14 @@ from coordinator.tiers import DB_DIR, tier_dir
 from tests.helpers import RunningCoordinator, learning
 
 
+def corrupt_and_restart(running: RunningCoordinator, tier: str) -> None:
+    """Stop the coordinator, break the tier's RocksDB files, start it again on the same data dir."""
+    assert running.stop() == 0
+    current = tier_dir(running.data_dir, tier) / DB_DIR / "data" / "CURRENT"
+    current.write_bytes(b"\x00garbage")  # RocksDB can no longer find its manifest
+    running.restart()
+
+
 def test_a_corrupt_tier_is_isolated(
     coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
 ) -> None:
@@ -20,11 +28,7 @@ def test_a_corrupt_tier_is_isolated(
     broken_ids = client.put_learnings([learning("project:/srv/broken", i) for i in range(3)]).ids
     healthy_ids = client.put_learnings([learning("project:/srv/healthy", i) for i in range(3)]).ids
     user_ids = client.put_learnings([learning("global", i) for i in range(3)]).ids
-    assert running.stop() == 0
-
-    current = tier_dir(running.data_dir, "project:/srv/broken") / DB_DIR / "data" / "CURRENT"
-    current.write_bytes(b"\x00garbage")  # RocksDB can no longer find its manifest
-    running.restart()
+    corrupt_and_restart(running, "project:/srv/broken")
     client = client_factory(running.endpoint)
 
     with pytest.raises(TierUnavailable, match="project:/srv/broken"):
@@ -56,9 +60,7 @@ def test_a_corrupt_user_tier_leaves_the_project_tiers_serving(
     client = client_factory(running.endpoint)
     project_ids = client.put_learnings([learning("project:/srv/api", i) for i in range(2)]).ids
     client.put_learnings([learning("global", 1)])
-    assert running.stop() == 0
-    (tier_dir(running.data_dir, "user") / DB_DIR / "data" / "CURRENT").write_bytes(b"\x00garbage")
-    running.restart()
+    corrupt_and_restart(running, "user")
     client = client_factory(running.endpoint)
 
     assert "serving without the user tier" in running.log()
