@@ -4,15 +4,21 @@
     python -m benchmarks.load --agents 32 --duration 60 --mix learn=60,outcome=30,search=10 --peers ""
 
 Reports per-kind throughput and p50/p99/p99.9 latency, writes over 1 s, the coordinator's CPU and RSS
-over time (sampled every second), its batch sizes, and — after the run — reads back every acked learning:
+over time (sampled every second), how long a `ping` takes (every 100 ms, from the harness's own connection:
+during the load, and over the whole run with the agents' start-up), its batch sizes, and — after the run —
+reads back every acked learning:
 `lost` (acked, not stored), `duplicates` (the same learning stored more than once), `unacked_stored`
 (stored, never acked: a write whose ack a client gave up on) and `miscounted` (learnings whose
 `times_injected` differs from the injections and attributions acked for them). Then, with the same agent
 count, payloads and duration, the peers (benchmarks/peers.py) and the ratios. The last line is JSON.
+
+`--rest-rss` then restarts a coordinator on the run's data, opens every tier and reports its RSS at rest: what
+the coordinator holds for that data alone, so that the RSS under load minus it is what the load itself cost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import subprocess
@@ -26,7 +32,7 @@ from typing import Any
 import click
 import psutil
 
-from agents import GrooveClient
+from agents import GrooveClient, GrooveTimeout
 from agents.fleet import Fleet, stop_process
 from agents.workloads import KINDS, parse_mix
 from benchmarks.common import latency_summary, machine
@@ -38,30 +44,45 @@ _SETTLE_S = 2.0  # workers start this long after being spawned, plus _PER_AGENT_
 _PER_AGENT_S = 0.25  # a worker process takes ~0.3 s of CPU to start: on 2 cores, 32 of them take ~5 s
 
 
+_PING_EVERY_S = 0.1
+_PING_TIMEOUT_S = 10.0
+
+
 class Sampler(threading.Thread):
-    """The coordinator's CPU percent and RSS, and how long a `ping` takes under the load, once a second."""
+    """The coordinator's CPU percent and RSS once a second, and how long a `ping` takes every 100 ms."""
 
     def __init__(self, pid: int, endpoint: str) -> None:
         super().__init__(daemon=True)
         self.process = psutil.Process(pid)
         self.endpoint = endpoint
         self.series: list[tuple[float, float, float]] = []  # (seconds, CPU %, RSS MB)
-        self.ping_ms: list[float] = []
+        self.pings: list[tuple[float, float]] = []  # (wall-clock time sent, ms until the reply)
         self.stopped = threading.Event()
 
     def run(self) -> None:
         started = time.monotonic()
+        next_sample = started + 1.0
         self.process.cpu_percent(None)
-        with GrooveClient(self.endpoint, timeout=10.0) as client:
-            while not self.stopped.wait(1.0):
+        with GrooveClient(self.endpoint, timeout=_PING_TIMEOUT_S) as client:
+            while not self.stopped.wait(_PING_EVERY_S):
+                sent, t0 = time.time(), time.monotonic()
+                # a ping that never came back counts as the whole timeout: the worst case, not a gap
+                with contextlib.suppress(GrooveTimeout):
+                    client.ping()
+                self.pings.append((sent, (time.monotonic() - t0) * 1000))
+                if time.monotonic() < next_sample:
+                    continue
+                next_sample += 1.0
                 try:
                     rss = self.process.memory_info().rss / 1e6
                     self.series.append((round(time.monotonic() - started, 1), self.process.cpu_percent(None), rss))
                 except psutil.Error:
                     return
-                t0 = time.monotonic()
-                client.ping()
-                self.ping_ms.append((time.monotonic() - t0) * 1000)
+
+    def ping_summary(self, since: float = 0.0, until: float = float("inf")) -> dict[str, float]:
+        """Ping latency percentiles for pings sent between two wall-clock times, and how many took over 100 ms."""
+        window = [ms for sent, ms in self.pings if since <= sent <= until]
+        return latency_summary(window) | {"pings": len(window), "over_100ms": sum(1 for ms in window if ms > 100)}
 
 
 def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
@@ -87,6 +108,7 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
             )
         fleet.wait(timeout=args["duration"] + 600)
         sampler.stopped.set()
+        sampler.join(_PING_TIMEOUT_S + 1)
         stats = client.stats()
         reports = fleet.reports()
         failed = [m.agent_id for m in fleet.members.values() if not m.reports]
@@ -100,7 +122,8 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
             "rss_mb_peak": round(max((s[2] for s in sampler.series), default=0.0), 1),
             "rss_mb_after_warmup": [round(min(warm, default=0.0), 1), round(max(warm, default=0.0), 1)],
             "cpu_percent_mean": round(sum(s[1] for s in sampler.series) / max(1, len(sampler.series)), 1),
-            "ping_ms": latency_summary(sampler.ping_ms),
+            "ping_ms": sampler.ping_summary(start_at, start_at + args["duration"]),
+            "ping_ms_whole_run": sampler.ping_summary(),
             "series": [[t, round(cpu), round(rss, 1)] for t, cpu, rss in sampler.series],
             "batch_size": stats.batch_size.model_dump(),
             "commit_ms": stats.commit_ms.model_dump(),
@@ -109,7 +132,20 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
         client.close()
     finally:
         stop_process(coordinator)
+    if args["rest_rss"]:
+        result["coordinator"]["rss_mb_at_rest"] = rest_rss(data, args)
     return result
+
+
+def rest_rss(data: Path, args: dict[str, Any]) -> float:
+    """RSS of a coordinator just started on `data` with every tier open: what holding that data costs."""
+    coordinator, endpoint = start_coordinator(data, ["--embedder", args["embedder"], *args["serve_arg"]])
+    try:
+        with GrooveClient(endpoint, timeout=600) as client:
+            client.list_learnings(limit=1)  # a list across tiers opens every tier on disk
+            return round(psutil.Process(coordinator.pid).memory_info().rss / 1e6, 1)
+    finally:
+        stop_process(coordinator)
 
 
 def preload(client: GrooveClient, n: int) -> None:
@@ -210,6 +246,7 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
 @click.option("--peers", default="sqlite,echo", show_default=True, help="Comma-separated: sqlite, echo, chroma.")
 @click.option("--embedder", type=click.Choice(["none", "minilm"]), default="none", show_default=True)
 @click.option("--serve-arg", multiple=True, help="Extra `groove serve` argument (repeatable), e.g. --max-batch=1.")
+@click.option("--rest-rss", is_flag=True, help="After the run, the RSS of a coordinator restarted on its data.")
 def main(**args: Any) -> None:
     """Run the load against groove, then against each peer; print tables, then one JSON line."""
     try:
@@ -246,8 +283,12 @@ def report(args: dict[str, Any], groove: dict[str, Any], peers: dict[str, dict[s
         f"readback: {rb} · errors {groove['errors']} · batch mean {c['batch_size']['mean']:.1f} "
         f"p99 {c['batch_size']['p99']:.0f} · coordinator CPU {c['cpu_percent_mean']:.0f}% "
         f"RSS peak {c['rss_mb_peak']} MB (after warm-up {c['rss_mb_after_warmup']}) · "
-        f"ping under load p50 {c['ping_ms']['p50_ms']:.1f} / max {c['ping_ms']['max_ms']:.1f} ms"
+        f"ping under load p50 {c['ping_ms']['p50_ms']:.1f} / p99 {c['ping_ms']['p99_ms']:.1f} / "
+        f"max {c['ping_ms']['max_ms']:.1f} ms, {c['ping_ms']['over_100ms']} of {c['ping_ms']['pings']} over 100 ms "
+        f"(whole run, start-up included: max {c['ping_ms_whole_run']['max_ms']:.1f} ms)"
     )
+    if "rss_mb_at_rest" in c:
+        click.echo(f"RSS of a coordinator restarted on the same data, every tier open: {c['rss_mb_at_rest']} MB")
     learn = groove["kinds"].get("learn", {"per_s": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "p999_ms": 0.0, "over_1s": 0})
     ratios = {name: round(learn["per_s"] / v["per_s"], 3) for name, v in peers.items() if v["per_s"]}
     for name, ratio in ratios.items():

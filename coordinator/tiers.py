@@ -16,6 +16,7 @@ import logging
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,7 @@ class TierSet:
         # learning id -> tier name, for learnings in open tiers. A learning never moves between tiers, so an
         # entry only goes stale by deletion; only the writer thread fills and clears it, so readers, which
         # only look, cannot put back an entry the writer just dropped.
-        self._where: dict[str, str] = {}
+        self._where: OrderedDict[str, str] = OrderedDict()  # bounded, oldest first (popitem is O(1))
         self._broken: dict[str, tuple[str, float]] = {}  # tier -> (why it failed to open, when)
 
     def open_user(self) -> Tier:
@@ -211,7 +212,7 @@ class TierSet:
         """Note where learnings live (writer thread only: after a commit, or what it located)."""
         self._where.update(where)
         while len(self._where) > _WHERE_LIMIT:
-            del self._where[next(iter(self._where))]
+            self._where.popitem(last=False)
 
     def forget(self, ids: list[str]) -> None:
         """Drop deleted learnings from the location cache (writer thread only)."""
