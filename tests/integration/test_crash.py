@@ -67,8 +67,8 @@ def test_an_injection_retried_after_a_crash_gets_its_first_choice_again(
         for i in range(6)
     ]
     ids += [client.learn("global", "solution", f"flaky socket tests need a timeout {i}", "say so") for i in range(6)]
-    # a seed fixes the sampled thresholds, so the first choice is not empty (unseeded, about one draw in
-    # sixteen puts the confidence threshold above a new learning's 0.5); the retry must still not resample
+    # seeded, so the first choice is not empty (unseeded, about one draw in sixteen puts the confidence threshold
+    # above a new learning's 0.5); a retry that chose again would still differ: a new injection id, counted twice
     body = {"session_id": "s-1", "task": "fix the flaky socket test", "context": {"project": "/srv/api"}, "seed": 1}
     first = raw_call(coordinator.endpoint, encode_request("inject-1", "inject.prepare", body))
     assert first["ok"] is True
