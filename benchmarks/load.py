@@ -83,11 +83,16 @@ class Sampler(threading.Thread):
         return latency_summary(window) | {"pings": len(window), "over_100ms": sum(1 for ms in window if ms > 100)}
 
 
+def serve_args(args: dict[str, Any]) -> list[str]:
+    """The `groove serve` arguments of a run: the load's coordinator and the one measured at rest run alike."""
+    return ["--embedder", args["embedder"], *args["serve_arg"]]
+
+
 def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
     """The coordinator under the agents' load, and the read-back check."""
     data = work / "data"
     data.mkdir(parents=True)
-    coordinator, endpoint = start_coordinator(data, ["--embedder", args["embedder"], *args["serve_arg"]])
+    coordinator, endpoint = start_coordinator(data, serve_args(args))
     try:
         client = GrooveClient(endpoint, timeout=600)
         if args["preload"]:
@@ -137,7 +142,7 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
 
 def rest_rss(data: Path, args: dict[str, Any]) -> float:
     """RSS of a coordinator just started on `data` with every tier open: what holding that data costs."""
-    coordinator, endpoint = start_coordinator(data, ["--embedder", args["embedder"], *args["serve_arg"]])
+    coordinator, endpoint = start_coordinator(data, serve_args(args))
     try:
         with GrooveClient(endpoint, timeout=600) as client:
             client.list_learnings(limit=1)  # a list across tiers opens every tier on disk
