@@ -1,8 +1,7 @@
-"""What the benchmarks share: percentiles and the machine facts every figure needs next to it."""
+"""What the benchmarks share: latency summaries and the machine facts every figure needs next to it."""
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 from pathlib import Path
@@ -10,12 +9,7 @@ from typing import Any
 
 import psutil
 
-
-def percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list (0 for an empty one)."""
-    if not ordered:
-        return 0.0
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+from coordinator.metrics import percentile
 
 
 def latency_summary(latencies_ms: list[float]) -> dict[str, float]:

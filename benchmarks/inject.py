@@ -22,10 +22,11 @@ import click
 
 from agents import GrooveClient
 from agents.fleet import stop_process
-from benchmarks.common import machine, percentile
+from benchmarks.common import machine
 from benchmarks.search import settle, unit, wait_for
 from cli.output import table
 from cli.processes import start_coordinator
+from coordinator.metrics import percentile
 from protocol import constants as C
 
 PROJECT = "/srv/bench"

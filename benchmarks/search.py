@@ -23,9 +23,10 @@ import click
 
 from agents import GrooveClient
 from agents.fleet import groove_argv, stop_process
-from benchmarks.common import machine, percentile
+from benchmarks.common import machine
 from cli.output import table
 from cli.processes import start_coordinator
+from coordinator.metrics import percentile
 from protocol import constants as C
 
 PAIRS = json.loads((Path(__file__).parent / "data" / "paraphrases.json").read_text())
@@ -167,7 +168,7 @@ def wait_for(condition: Any, timeout: float = 600) -> None:
 
 
 def embedding_throughput(client: GrooveClient) -> dict[str, float]:
-    from coordinator.embedder import MiniLM, embedding_text
+    from coordinator.search.embedder import MiniLM, embedding_text
 
     texts = [f"While working on case {i}, we learned that {PAIRS[i % len(PAIRS)]['learning']}" for i in range(1280)]
     insight = "Apply this in every project."

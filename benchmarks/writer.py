@@ -22,10 +22,11 @@ import click
 from agents.corpus import load
 from benchmarks.common import machine
 from cli.output import table
-from coordinator.batcher import Batcher, WriteItem
-from coordinator.derived import Derived
 from coordinator.metrics import Metrics
-from coordinator.tiers import TierSet
+from coordinator.search.derived import Derived
+from coordinator.store.tiers import TierSet
+from coordinator.write.batcher import Batcher
+from coordinator.write.ops import PUT, WriteItem
 from protocol import constants as C
 from protocol.ids import now_ms, uuid7
 from protocol.models import LearningPutRequest
@@ -48,7 +49,7 @@ def measure(spread: bool, batch: int, batches: int) -> dict[str, Any]:
                 if not spread:
                     learning["scope"] = C.SCOPE_GLOBAL
                 body = LearningPutRequest.model_validate({"learnings": [learning]})
-                out.append(WriteItem(uuid7(), C.OP_LEARNING_PUT, body))
+                out.append(WriteItem(uuid7(), PUT, body))
             return out
 
         for _ in range(20):  # every tier opened and warm before timing

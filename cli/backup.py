@@ -14,7 +14,7 @@ import click
 from agents import GrooveClient
 from cli.commands import connect, json_option, with_client
 from cli.output import emit_json, fail, table
-from coordinator.config import default_data_dir
+from coordinator.net.config import default_data_dir
 
 
 @click.command()
@@ -47,8 +47,8 @@ def backup(client: GrooveClient, directory: Path, as_json: bool) -> None:
 def restore(ctx: click.Context, target: str, data_dir: Path) -> None:
     """`restore DIR`: make a data directory from the backup in DIR, offline (no coordinator may be using it).
     `restore ID`: bring the archived learning ID back into search and injection (asks the coordinator)."""
-    from coordinator.backup import restore_backup
     from coordinator.errors import StorageError
+    from coordinator.store.backup import restore_backup
 
     directory = Path(target)
     if not directory.is_dir():

@@ -207,7 +207,7 @@ def stats(client: GrooveClient, as_json: bool) -> None:
     click.echo(
         pairs(
             [
-                ("tiers on disk", s.tiers_on_disk),
+                ("tiers on disk", len(s.disk_tiers)),
                 ("write queue", f"{s.write_queue_depth} / {s.write_queue_capacity}"),
                 (
                     "batches",

@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from cli.output import emit_json, fail, table
+from protocol import constants as C
 from protocol.keys import PUBLIC_SUFFIX, KeyFileError, generate_key_pair, read_key_file
-
-ROLES = ("agent", "curator", "admin")
 
 
 @click.group("keys")
@@ -27,7 +26,7 @@ def keys_group() -> None:
     show_default=True,
     help="Where NAME.key (public) and NAME.key_secret (private, mode 0600) are written.",
 )
-@click.option("--role", type=click.Choice(ROLES), help="The role the coordinator grants this key (clients only).")
+@click.option("--role", type=click.Choice(C.ROLES), help="The role the coordinator grants this key (clients only).")
 @click.option("--org", "orgs", multiple=True, help="An organisation a curator key curates (repeatable).")
 @click.option("--user", help="The user id this key writes `user:<id>` learnings as (default: NAME).")
 @click.option("--server", is_flag=True, help="A key pair for the coordinator itself (no role).")

@@ -20,7 +20,7 @@ from cli.loop import loop_commands
 from cli.memory import memory_commands
 from cli.output import fail
 from cli.swarm import swarm_command
-from coordinator.config import ENV_PREFIX, Settings, build
+from coordinator.net.config import ENV_PREFIX, Settings, build
 from protocol.keys import CurveClient, KeyFileError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -129,7 +129,7 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) -> None:
     """Run the coordinator until SIGINT/SIGTERM, then commit and acknowledge every queued write."""
     from coordinator.errors import CoordinatorError
-    from coordinator.server import Coordinator
+    from coordinator.net.server import Coordinator
 
     try:
         settings = build(options, config_file)
@@ -142,10 +142,7 @@ def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) 
     try:
         coordinator.start()
     except CoordinatorError as exc:
-        message = str(exc)
-        if "lock" in message.lower():
-            message += " (is another coordinator already using this data directory?)"
-        fail(message, 2)
+        fail(str(exc), 2)
     except zmq.ZMQError as exc:
         fail(f"cannot listen on {settings.bind}: {exc}", 2)
     coordinator.install_signal_handlers()

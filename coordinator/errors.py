@@ -17,6 +17,10 @@ class StorageError(CoordinatorError):
     """A tier could not be opened, migrated or written."""
 
 
+class DataDirLocked(StorageError):
+    """Another process (a coordinator, or an offline restore) holds the data directory."""
+
+
 class Rejected(CoordinatorError):
     """A request that cannot be served as asked; the client gets `code` and the message."""
 

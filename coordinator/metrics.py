@@ -11,16 +11,20 @@ import psutil
 _WINDOW = 2048
 
 
+def percentile(ordered: list[float], q: float) -> float:
+    """The nearest-rank `q`th percentile (q in 0-100) of an ascending list; 0 for an empty one."""
+    if not ordered:
+        return 0.0
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
 def summarize(samples: list[float]) -> dict[str, float]:
     """Mean and nearest-rank 50th and 99th percentiles; zeros for no samples."""
     if not samples:
         return {"mean": 0.0, "p50": 0.0, "p99": 0.0, "samples": 0}
     ordered = sorted(samples)
-
-    def rank(q: float) -> float:
-        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-    return {"mean": sum(ordered) / len(ordered), "p50": rank(0.5), "p99": rank(0.99), "samples": len(ordered)}
+    p50, p99 = percentile(ordered, 50), percentile(ordered, 99)
+    return {"mean": sum(ordered) / len(ordered), "p50": p50, "p99": p99, "samples": len(ordered)}
 
 
 class Metrics:

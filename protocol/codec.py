@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from protocol import constants as C
 from protocol.errors import RETRYABLE, DecodeError, ErrorCode, ProtocolError, ValidationFailed
-from protocol.ops import REQUESTS
+from protocol.ops import OPS
 
 _ENVELOPE_KEYS = frozenset({"v", "id", "op", "body"})
 
@@ -71,7 +71,7 @@ def decode_request(data: bytes) -> RequestEnvelope:
     op = value.get("op")
     if not isinstance(op, str):
         raise DecodeError("'op' must be a string", request_id)
-    if op not in REQUESTS:
+    if op not in OPS:
         raise ProtocolError(ErrorCode.UNKNOWN_OP, f"unknown operation {op[:60]!r}", request_id)
     body = value.get("body", {})
     if not isinstance(body, dict):
@@ -82,7 +82,7 @@ def decode_request(data: bytes) -> RequestEnvelope:
 def validate_body(request: RequestEnvelope) -> BaseModel:
     """The request's body as its operation's model; raises ValidationFailed with a readable message."""
     try:
-        return REQUESTS[request.op].model_validate(request.body)
+        return OPS[request.op].request.model_validate(request.body)
     except ValidationError as exc:
         raise ValidationFailed(ErrorCode.BAD_REQUEST, describe(exc), request.id) from None
 

@@ -5,7 +5,7 @@ Anything a client in another language must agree on lives here and is restated i
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal, get_args
 
 PROTOCOL_VERSION: Final = 1
 
@@ -37,47 +37,35 @@ OP_BACKUP: Final = "backup"
 OP_EXPORT: Final = "export"
 OP_IMPORT: Final = "import"
 
-# Operations that change stored data: they go through the write queue and are idempotent by request id.
-WRITE_OPS: Final = frozenset(
-    {
-        OP_LEARNING_PUT,
-        OP_LEARNING_DELETE,
-        OP_OUTCOME_RECORD,
-        OP_RELATION_PUT,
-        OP_MAINTAIN,
-        OP_LEARNING_RESTORE,
-        OP_LEARNING_PROMOTE,
-        OP_LEARNING_PROPOSE,
-        OP_REVIEW_DECIDE,
-    }
-)
+# Roles a client key may have (with CURVE), least privileged first: each may do what the ones before it may.
+Role = Literal["agent", "curator", "admin"]
+ROLES: Final = get_args(Role)
+ROLE_AGENT, ROLE_CURATOR, ROLE_ADMIN = ROLES
 
 # Learning categories (seed 000, decision 15).
-CATEGORIES: Final = (
-    "code_pattern",
-    "preference",
-    "solution",
-    "error_recovery",
-    "tool_usage",
-    "harness_knowledge",
-)
+Category = Literal["code_pattern", "preference", "solution", "error_recovery", "tool_usage", "harness_knowledge"]
+CATEGORIES: Final = get_args(Category)
 
 # Where a learning came from (seed 000, decision 15: LearningSource::source_type).
-SOURCE_TYPES: Final = ("transcript", "user_created", "promoted", "imported", "enterprise_curated")
+SourceType = Literal["transcript", "user_created", "promoted", "imported", "enterprise_curated"]
+SOURCE_TYPES: Final = get_args(SourceType)
 DEFAULT_SOURCE_TYPE: Final = "user_created"
 
 # Relation types (seed 000, decision 12).
-RELATION_TYPES: Final = ("supersedes", "contradicts", "derived_from", "related_to", "specializes")
+RelationType = Literal["supersedes", "contradicts", "derived_from", "related_to", "specializes"]
+RELATION_TYPES: Final = get_args(RelationType)
 RELATION_SUPERSEDES: Final = "supersedes"
 RELATION_RELATED_TO: Final = "related_to"
 RELATION_DERIVED_FROM: Final = "derived_from"
-RELATION_DIRECTIONS: Final = ("out", "in", "both")
+Direction = Literal["out", "in", "both"]
+RELATION_DIRECTIONS: Final = get_args(Direction)
 
 # Attribution outcomes (seed 000, UsageStats::record_outcome).
 OUTCOME_HELPFUL: Final = "helpful"
 OUTCOME_IGNORED: Final = "ignored"
 OUTCOME_CONTRADICTED: Final = "contradicted"
-OUTCOMES: Final = (OUTCOME_HELPFUL, OUTCOME_IGNORED, OUTCOME_CONTRADICTED)
+OutcomeKind = Literal["helpful", "ignored", "contradicted"]
+OUTCOMES: Final = get_args(OutcomeKind)
 
 # Scopes (seed 000, decision 5) and the tiers they map to (decision 7).
 SCOPE_GLOBAL: Final = "global"
@@ -105,10 +93,12 @@ MAX_AGENT_FIELD_CHARS: Final = 256
 
 # Embeddings (seed 000, decision 6): 384-dim, L2-normalised, from this model unless a client sends its own.
 EMBEDDING_DIM: Final = 384
-EMBEDDING_MODEL: Final = "all-MiniLM-L6-v2"
+EmbeddingModel = Literal["all-MiniLM-L6-v2"]
+(EMBEDDING_MODEL,) = get_args(EmbeddingModel)
 
 # Search.
-SEARCH_MODES: Final = ("hybrid", "semantic", "keyword")
+SearchMode = Literal["hybrid", "semantic", "keyword"]
+SEARCH_MODES: Final = get_args(SearchMode)
 DEFAULT_SEARCH_LIMIT: Final = 10
 MAX_SEARCH_LIMIT: Final = 100
 MAX_SEARCH_DEPTH: Final = 3
@@ -152,13 +142,17 @@ DECAY_WEEKLY_FACTOR: Final = 0.9
 ARCHIVE_IDLE_DAYS: Final = 90
 ARCHIVE_BELOW_CONFIDENCE: Final = 0.1
 PURGE_ARCHIVED_DAYS: Final = 365
-ARCHIVE_REASONS: Final = ("unused", "low_confidence")
+ArchiveReason = Literal["unused", "low_confidence"]
+ARCHIVE_REASONS: Final = get_args(ArchiveReason)
 
 # Curation (seed 000 decision 8): proposals to an enterprise tier wait in its review queue.
-REVIEW_STATUSES: Final = ("pending", "approved", "rejected")
-REVIEW_DECISIONS: Final = ("approve", "reject")
+ReviewStatus = Literal["pending", "approved", "rejected"]
+REVIEW_STATUSES: Final = get_args(ReviewStatus)
+ReviewDecision = Literal["approve", "reject"]
+REVIEW_DECISIONS: Final = get_args(ReviewDecision)
 # What the proposal pre-filter flags (coordinator/risks.py).
-RISK_KINDS: Final = ("secret", "private_key", "password", "absolute_path", "email")
+RiskKind = Literal["secret", "private_key", "password", "absolute_path", "email"]
+RISK_KINDS: Final = get_args(RiskKind)
 MAX_REVIEW_LIST: Final = 500
 
 # Suggested client behaviour.
@@ -166,3 +160,5 @@ DEFAULT_BUSY_RETRY_MS: Final = 50
 MAX_BUSY_RETRY_MS: Final = 5000
 HEARTBEAT_INTERVAL_S: Final = 5.0
 AGENT_ALIVE_WINDOW_S: Final = 3 * HEARTBEAT_INTERVAL_S
+AgentState = Literal["alive", "gone"]
+AGENT_STATES: Final = get_args(AgentState)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -52,7 +52,7 @@ class ReviewListRequest(Body):
     """`review.list`: an enterprise's proposals, oldest first."""
 
     org: OrgId
-    status: Literal["pending", "approved", "rejected"] | None = "pending"
+    status: C.ReviewStatus | None = "pending"
     limit: Annotated[int, Field(ge=1, le=C.MAX_REVIEW_LIST)] = 100
 
 
@@ -84,7 +84,7 @@ class ReviewDecideRequest(Body):
 
     org: OrgId
     review_id: LearningId
-    decision: Literal["approve", "reject"]
+    decision: C.ReviewDecision
     curator: ShortText
     reason: Annotated[str, Field(min_length=1, max_length=C.MAX_DESCRIPTION_CHARS)] | None = None
 

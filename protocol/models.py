@@ -7,7 +7,7 @@ a typo in a client is an error at once rather than a silently ignored option.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -74,9 +74,9 @@ def _source(value: dict[str, Any]) -> dict[str, Any]:
 LearningId = Annotated[str, AfterValidator(_uuid7)]
 Scope = Annotated[str, AfterValidator(validate_scope)]
 Tier = Annotated[str, AfterValidator(validate_tier)]
-Category = Literal["code_pattern", "preference", "solution", "error_recovery", "tool_usage", "harness_knowledge"]
-RelationType = Literal["supersedes", "contradicts", "derived_from", "related_to", "specializes"]
-OutcomeKind = Literal["helpful", "ignored", "contradicted"]
+Category = C.Category
+RelationType = C.RelationType
+OutcomeKind = C.OutcomeKind
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 Source = Annotated[dict[str, Any], AfterValidator(_source), AfterValidator(_json_value(C.MAX_PATTERN_BYTES, "source"))]
 Pattern = Annotated[Any, AfterValidator(_json_value(C.MAX_PATTERN_BYTES, "pattern"))]
@@ -143,7 +143,7 @@ class LearningIn(Body):
     confidence: Probability = C.DEFAULT_CONFIDENCE
     source: Source = Field(default_factory=lambda: {"type": C.DEFAULT_SOURCE_TYPE})
     embedding: Vector | None = None
-    embedding_model: Literal["all-MiniLM-L6-v2"] | None = None
+    embedding_model: C.EmbeddingModel | None = None
 
 
 class LearningPutRequest(Body):
@@ -291,7 +291,7 @@ class RelationListRequest(Body):
 
     id: LearningId
     relation_type: RelationType | None = None
-    direction: Literal["out", "in", "both"] = "both"
+    direction: C.Direction = "both"
 
 
 class RelationListReply(Reply):
@@ -310,7 +310,7 @@ class StatsRequest(Body):
 class AgentsListRequest(Body):
     """`agents.list`: the agents that said `hello`, all of them or those in one state."""
 
-    state: Literal["alive", "gone"] | None = None
+    state: C.AgentState | None = None
 
 
 class AgentOut(Reply):
@@ -368,7 +368,6 @@ class StatsReply(Reply):
     """The coordinator's state and recent performance."""
 
     tiers: list[TierStats]
-    tiers_on_disk: int
     disk_tiers: list[str]
     write_queue_depth: int
     write_queue_capacity: int

@@ -1,53 +1,126 @@
-"""Every operation by name, with the model its request body must match (protocol version 1)."""
+"""Every operation of protocol version 1, declared once: its name, request and reply models, whether it is a
+write, and the least role that may send it.
+
+This is the registry's wire half: what a client must know. Codec lookup, the role table, resend deduplication
+and the checks of PROTOCOL.md all derive from it; the coordinator keeps each operation's handlers in a table
+keyed by these names (`coordinator/net/handlers.py`), checked against this one when it is imported.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from protocol import constants as C
-from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest, ReviewListRequest
-from protocol.loop import InjectPrepareRequest, MaintainRequest, ParamsListRequest, RestoreRequest
+from protocol.curation import (
+    PromoteReply,
+    PromoteRequest,
+    ProposeReply,
+    ProposeRequest,
+    ReviewDecideReply,
+    ReviewDecideRequest,
+    ReviewListReply,
+    ReviewListRequest,
+)
+from protocol.loop import (
+    InjectPrepareReply,
+    InjectPrepareRequest,
+    MaintainReply,
+    MaintainRequest,
+    ParamsListReply,
+    ParamsListRequest,
+    RestoreReply,
+    RestoreRequest,
+)
 from protocol.models import (
+    AgentsListReply,
     AgentsListRequest,
     Body,
+    EmptyReply,
     HeartbeatRequest,
     HelloRequest,
+    LearningDeleteReply,
     LearningDeleteRequest,
+    LearningGetReply,
     LearningGetRequest,
+    LearningListReply,
     LearningListRequest,
+    LearningPutReply,
     LearningPutRequest,
+    OutcomeRecordReply,
     OutcomeRecordRequest,
+    PingReply,
     PingRequest,
+    RelationListReply,
     RelationListRequest,
     RelationPutRequest,
+    Reply,
+    StatsReply,
     StatsRequest,
 )
-from protocol.portability import BackupRequest, ExportRequest, ImportRequest
-from protocol.search import RebuildRequest, SearchRequest
+from protocol.portability import (
+    BackupReply,
+    BackupRequest,
+    ExportReply,
+    ExportRequest,
+    ImportReply,
+    ImportRequest,
+)
+from protocol.search import RebuildReply, RebuildRequest, SearchReply, SearchRequest
 
-REQUESTS: dict[str, type[Body]] = {
-    C.OP_PING: PingRequest,
-    C.OP_HELLO: HelloRequest,
-    C.OP_HEARTBEAT: HeartbeatRequest,
-    C.OP_LEARNING_PUT: LearningPutRequest,
-    C.OP_LEARNING_GET: LearningGetRequest,
-    C.OP_LEARNING_LIST: LearningListRequest,
-    C.OP_LEARNING_DELETE: LearningDeleteRequest,
-    C.OP_OUTCOME_RECORD: OutcomeRecordRequest,
-    C.OP_RELATION_PUT: RelationPutRequest,
-    C.OP_RELATION_LIST: RelationListRequest,
-    C.OP_STATS: StatsRequest,
-    C.OP_AGENTS_LIST: AgentsListRequest,
-    C.OP_SEARCH: SearchRequest,
-    C.OP_REINDEX: RebuildRequest,
-    C.OP_REEMBED: RebuildRequest,
-    C.OP_PARAMS_LIST: ParamsListRequest,
-    C.OP_INJECT_PREPARE: InjectPrepareRequest,
-    C.OP_MAINTAIN: MaintainRequest,
-    C.OP_LEARNING_RESTORE: RestoreRequest,
-    C.OP_LEARNING_PROMOTE: PromoteRequest,
-    C.OP_LEARNING_PROPOSE: ProposeRequest,
-    C.OP_REVIEW_LIST: ReviewListRequest,
-    C.OP_REVIEW_DECIDE: ReviewDecideRequest,
-    C.OP_BACKUP: BackupRequest,
-    C.OP_EXPORT: ExportRequest,
-    C.OP_IMPORT: ImportRequest,
+
+@dataclass(frozen=True)
+class Op:
+    """One operation as a client sees it."""
+
+    name: str
+    request: type[Body]
+    reply: type[Reply]
+    # A write is group-committed and acked after its commit. Its request id is its idempotency key: a resend
+    # is answered from the first attempt (deduplicated), also across a coordinator crash.
+    write: bool
+    role: C.Role  # the least role that may send it when the coordinator runs with CURVE
+
+    @property
+    def deduped(self) -> bool:
+        """Whether a resend of the same request id is answered from the first attempt rather than redone."""
+        return self.write
+
+    def allows(self, role: C.Role) -> bool:
+        """Whether a key of `role` may send this operation."""
+        return C.ROLES.index(role) >= C.ROLES.index(self.role)
+
+
+_AGENT, _CURATOR, _ADMIN = C.ROLES
+
+OPS: dict[str, Op] = {
+    op.name: op
+    for op in (
+        Op(C.OP_PING, PingRequest, PingReply, write=False, role=_AGENT),
+        Op(C.OP_HELLO, HelloRequest, EmptyReply, write=False, role=_AGENT),
+        Op(C.OP_HEARTBEAT, HeartbeatRequest, EmptyReply, write=False, role=_AGENT),
+        Op(C.OP_LEARNING_PUT, LearningPutRequest, LearningPutReply, write=True, role=_AGENT),
+        Op(C.OP_LEARNING_GET, LearningGetRequest, LearningGetReply, write=False, role=_AGENT),
+        Op(C.OP_LEARNING_LIST, LearningListRequest, LearningListReply, write=False, role=_AGENT),
+        Op(C.OP_LEARNING_DELETE, LearningDeleteRequest, LearningDeleteReply, write=True, role=_ADMIN),
+        Op(C.OP_OUTCOME_RECORD, OutcomeRecordRequest, OutcomeRecordReply, write=True, role=_AGENT),
+        Op(C.OP_RELATION_PUT, RelationPutRequest, EmptyReply, write=True, role=_AGENT),
+        Op(C.OP_RELATION_LIST, RelationListRequest, RelationListReply, write=False, role=_AGENT),
+        Op(C.OP_STATS, StatsRequest, StatsReply, write=False, role=_AGENT),
+        Op(C.OP_AGENTS_LIST, AgentsListRequest, AgentsListReply, write=False, role=_AGENT),
+        Op(C.OP_SEARCH, SearchRequest, SearchReply, write=False, role=_AGENT),
+        Op(C.OP_REINDEX, RebuildRequest, RebuildReply, write=False, role=_ADMIN),
+        Op(C.OP_REEMBED, RebuildRequest, RebuildReply, write=False, role=_ADMIN),
+        Op(C.OP_PARAMS_LIST, ParamsListRequest, ParamsListReply, write=False, role=_AGENT),
+        # reads to choose a session's learnings, then writes the choice: a write on the wire
+        Op(C.OP_INJECT_PREPARE, InjectPrepareRequest, InjectPrepareReply, write=True, role=_AGENT),
+        Op(C.OP_MAINTAIN, MaintainRequest, MaintainReply, write=True, role=_ADMIN),
+        Op(C.OP_LEARNING_RESTORE, RestoreRequest, RestoreReply, write=True, role=_ADMIN),
+        Op(C.OP_LEARNING_PROMOTE, PromoteRequest, PromoteReply, write=True, role=_AGENT),
+        Op(C.OP_LEARNING_PROPOSE, ProposeRequest, ProposeReply, write=True, role=_AGENT),
+        Op(C.OP_REVIEW_LIST, ReviewListRequest, ReviewListReply, write=False, role=_CURATOR),
+        Op(C.OP_REVIEW_DECIDE, ReviewDecideRequest, ReviewDecideReply, write=True, role=_CURATOR),
+        Op(C.OP_BACKUP, BackupRequest, BackupReply, write=False, role=_ADMIN),
+        Op(C.OP_EXPORT, ExportRequest, ExportReply, write=False, role=_ADMIN),
+        Op(C.OP_IMPORT, ImportRequest, ImportReply, write=True, role=_ADMIN),
+    )
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
@@ -50,7 +50,7 @@ class SearchRequest(Body):
     depth: Annotated[int, Field(ge=0, le=C.MAX_SEARCH_DEPTH)] = 0
     include_superseded: bool = False
     include_archived: bool = False
-    mode: Literal["hybrid", "semantic", "keyword"] = "hybrid"
+    mode: C.SearchMode = "hybrid"
 
     @model_validator(mode="after")
     def _coherent(self) -> SearchRequest:

@@ -8,16 +8,18 @@ from typing import Any
 
 import pytest
 
-from coordinator.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome, WriteItem
 from coordinator.errors import Rejected
 from coordinator.metrics import Metrics
-from coordinator.reads import get_learning, list_relations
-from coordinator.tiers import TierSet
+from coordinator.net.handlers import HANDLERS, Write
+from coordinator.store.reads import get_learning, list_relations
+from coordinator.store.tiers import TierSet
+from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
+from coordinator.write.ops import WriteItem
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
 from protocol.models import LearningGetRequest, RelationListRequest
-from protocol.ops import REQUESTS
+from protocol.ops import OPS
 from tests.helpers import learning
 
 NOW = 1_800_000_000_000
@@ -37,7 +39,9 @@ class Harness:
             self.replies[item.request_id] = result
 
     def item(self, op: str, body: dict[str, Any], request_id: str | None = None) -> WriteItem:
-        return WriteItem(request_id or uuid7(), op, REQUESTS[op].model_validate(body))
+        handler = HANDLERS[op]
+        assert isinstance(handler, Write)
+        return WriteItem(request_id or uuid7(), handler.op, OPS[op].request.model_validate(body))
 
     def run(self, *items: WriteItem, now: int = NOW) -> list[dict[str, Any] | Rejected]:
         self.batcher.process(list(items), now)

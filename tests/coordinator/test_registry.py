@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from coordinator.registry import MAX_AGENTS, Registry
+from coordinator.net.agents import MAX_AGENTS, AgentRegistry
 from protocol import constants as C
 
 
 def test_agents_are_alive_while_they_keep_talking() -> None:
-    registry = Registry()
+    registry = AgentRegistry()
     registry.hello(b"peer-1", "a1", "worker", 11, "host-a", now=1000.0)
     registry.hello(b"peer-2", "a2", "worker", 12, "host-b", now=1000.0)
     assert registry.counts(now=1000.0) == (2, 2)
@@ -18,7 +18,7 @@ def test_agents_are_alive_while_they_keep_talking() -> None:
 
 
 def test_hello_again_from_a_new_connection_rebinds_the_agent() -> None:
-    registry = Registry()
+    registry = AgentRegistry()
     registry.hello(b"old", "a1", "worker", 11, "host-a", now=0.0)
     registry.hello(b"new", "a1", "worker", 99, "host-a", now=5.0)
     registry.touch(b"new", now=30.0)
@@ -28,7 +28,7 @@ def test_hello_again_from_a_new_connection_rebinds_the_agent() -> None:
 
 
 def test_heartbeats_keep_an_agent_alive_without_counting_as_requests() -> None:
-    registry = Registry()
+    registry = AgentRegistry()
     registry.hello(b"p1", "a1", "worker", 11, "host-a", now=0.0)
     for t in range(5, 60, 5):
         assert registry.beat("a1", now=float(t))
@@ -38,7 +38,7 @@ def test_heartbeats_keep_an_agent_alive_without_counting_as_requests() -> None:
 
 
 def test_listed_agents_say_their_state_most_recently_seen_first() -> None:
-    registry = Registry()
+    registry = AgentRegistry()
     registry.hello(b"p1", "quiet", "worker", 11, "host-a", now=0.0)
     registry.hello(b"p2", "busy", "orchestrator", 12, "host-b", now=0.0)
     registry.touch(b"p2", now=10.0)
@@ -51,7 +51,7 @@ def test_listed_agents_say_their_state_most_recently_seen_first() -> None:
 
 
 def test_a_flood_of_made_up_agents_is_bounded() -> None:
-    registry = Registry()
+    registry = AgentRegistry()
     for n in range(MAX_AGENTS + 50):
         registry.hello(f"p{n}".encode(), f"agent-{n}", "worker", n, "host", now=float(n))
     known, _ = registry.counts(now=float(MAX_AGENTS + 50))

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from pycozo.client import Client
 
-from coordinator.config import Settings, build
 from coordinator.errors import ConfigError
-from coordinator.schema import CURRENT_VERSION, MIGRATIONS, applied_version
-from coordinator.tiers import TierSet, tier_dir
+from coordinator.net.config import Settings, build
+from coordinator.store.schema import CURRENT_VERSION, MIGRATIONS, applied_version
+from coordinator.store.tiers import TierSet, tier_dir
 from protocol.ids import uuid7
 
 
@@ -96,7 +96,7 @@ def test_settings_reject_unknown_keys_and_bad_values(tmp_path: Path) -> None:
 def test_an_interrupted_migration_completes_on_the_next_open(tmp_path: Path) -> None:
     from pycozo.client import Client
 
-    from coordinator.schema import ensure_schema
+    from coordinator.store.schema import ensure_schema
 
     db = Client("rocksdb", str(tmp_path / "db"), dataframe=False)
     first = MIGRATIONS[0]
@@ -117,8 +117,8 @@ def test_an_interrupted_migration_completes_on_the_next_open(tmp_path: Path) -> 
 def test_the_content_hash_migration_backfills_stored_learnings(tmp_path: Path) -> None:
     from pycozo.client import Client
 
-    from coordinator.records import content_hash
-    from coordinator.schema import ensure_schema
+    from coordinator.store.records import content_hash
+    from coordinator.store.schema import ensure_schema
 
     db = Client("rocksdb", str(tmp_path / "db"), dataframe=False)
     db.run(":create schema_version { version: Int => applied_at: Int, description: String }")

@@ -11,7 +11,7 @@ import click
 import yaml
 
 from cli.main import cli
-from coordinator.config import ENV_PREFIX, Settings, build
+from coordinator.net.config import ENV_PREFIX, Settings, build
 
 ROOT = Path(__file__).resolve().parents[2]
 

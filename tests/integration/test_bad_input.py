@@ -13,7 +13,7 @@ import zmq
 from agents import GrooveClient
 from protocol import constants as C
 from protocol.ids import uuid7
-from protocol.ops import REQUESTS
+from protocol.ops import OPS
 from tests.helpers import RunningCoordinator, learning
 
 
@@ -147,7 +147,7 @@ def test_request_id_reused_for_another_operation(raw: Raw, client: GrooveClient)
     assert client.get(lid).usage.times_helpful == 1
 
 
-FIELDS = sorted({f for model in REQUESTS.values() for f in model.model_fields})
+FIELDS = sorted({f for op in OPS.values() for f in op.request.model_fields})
 
 
 def random_message(rng: random.Random) -> list[bytes]:
@@ -161,7 +161,7 @@ def random_message(rng: random.Random) -> list[bytes]:
     elif kind == 2:
         whole = msgpack.packb(
             envelope(
-                rng.choice([*list(C.WRITE_OPS), "ping", "learning.get"]),
+                rng.choice([*[name for name, op in OPS.items() if op.write], "ping", "learning.get"]),
                 {"learnings": [learning(n=1)]},
                 rid=f"f{rng.random()}",
             )
@@ -171,7 +171,7 @@ def random_message(rng: random.Random) -> list[bytes]:
         body: dict[str, Any] = {
             rng.choice(FIELDS): rng.choice([1, "x", [], {}, None, -1, "/", 1e300]) for _ in range(2)
         }
-        payload = msgpack.packb(envelope(rng.choice(sorted(REQUESTS)), body, rid="g"))
+        payload = msgpack.packb(envelope(rng.choice(sorted(OPS)), body, rid="g"))
     return rng.choice([[b"", payload], [payload], [b"", payload, b"extra"], [b"x", payload], [b"", payload]])
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agents import GrooveClient
-from coordinator.durability import WalSync
+from coordinator.write.durability import WalSync
 from tests.helpers import RunningCoordinator, free_port
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from agents import GrooveClient
 from agents.errors import TierUnavailable
-from coordinator.tiers import DB_DIR, tier_dir
+from coordinator.store.tiers import DB_DIR, tier_dir
 from tests.helpers import RunningCoordinator, learning
 
 

@@ -25,7 +25,7 @@ class AgentRecord:
     peer: bytes = b""
 
 
-class Registry:
+class AgentRegistry:
     """Agents by id, and which socket peer speaks for which agent. Written by the socket loop only."""
 
     def __init__(self) -> None:

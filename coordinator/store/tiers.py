@@ -10,9 +10,11 @@ On-disk layout under the data directory (documented in the README):
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -23,15 +25,15 @@ from typing import Any
 
 from pycozo.client import Client
 
-from coordinator.durability import WalSync
-from coordinator.errors import Rejected, StorageError, TierUnavailable
-from coordinator.schema import ensure_schema
+from coordinator.errors import DataDirLocked, Rejected, StorageError, TierUnavailable
+from coordinator.store.schema import ensure_schema
 from protocol import constants as C
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
 TIER_FILE = "tier.json"
+LOCK_FILE = "coordinator.lock"  # flocked by the process that owns the data dir; holds its pid
 _WHERE_LIMIT = 200_000  # cached learning locations (about 200 bytes each)
 DB_DIR = "db"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -72,7 +74,6 @@ class Tier:
         except Exception as exc:  # readable enough to open, not to use: release it so a repair can start
             self.db.close()
             raise StorageError(f"cannot read tier {name!r} at {path}: {_one_line(exc)}") from None
-        self.wal = WalSync(path / DB_DIR)
 
     def run(self, script: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """Run a script; returns its rows. Raises StorageError with CozoDB's message on failure."""
@@ -83,9 +84,22 @@ class Tier:
         rows: list[list[Any]] = result["rows"]
         return rows
 
+    def replies(self, request_ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Request id -> (op, this tier's share of its reply), for those of these requests applied here."""
+        rows = self.run(
+            "?[rid, op, reply] := rid in $ids, *applied_requests{request_id: rid, op, reply_json: reply}",
+            {"ids": request_ids},
+        )
+        return {rid: (op, json.loads(reply)) for rid, op, reply in rows}
+
+    def archived(self, among: list[str] | None = None) -> list[str]:
+        """The archived learnings of this tier (of `among`, if given)."""
+        if among is None:
+            return [row[0] for row in self.run("?[id] := *archived{learning_id: id}")]
+        return [row[0] for row in self.run("?[id] := id in $ids, *archived{learning_id: id}", {"ids": among})]
+
     def close(self) -> None:
         """Release the RocksDB directory."""
-        self.wal.close()
         self.db.close()
 
 
@@ -102,6 +116,32 @@ class TierSet:
         # only look, cannot put back an entry the writer just dropped.
         self._where: OrderedDict[str, str] = OrderedDict()  # bounded, oldest first (popitem is O(1))
         self._broken: dict[str, tuple[str, float]] = {}  # tier -> (why it failed to open, when)
+        self._lock_fd: int | None = None
+
+    def lock(self) -> None:
+        """Take the data dir for this process; DataDirLocked if another process holds it.
+
+        RocksDB locks each tier's directory too, but only once a tier opens, and it says so only in an error
+        message. This lock is the data dir's, taken before anything is opened, and it goes with the process.
+        A data dir that cannot even hold the lock file is left to the user tier's open to report.
+        """
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise DataDirLocked(
+                f"data dir {self.data_dir} is in use by another coordinator or a restore (pid {holder}); "
+                "stop it first, or give this one another --data-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
 
     def open_user(self) -> Tier:
         """The user tier, opened (created if new); TierUnavailable if its files cannot be opened."""
@@ -269,8 +309,11 @@ class TierSet:
             found[learning_id] = tier
 
     def close(self) -> None:
-        """Close every open tier."""
+        """Close every open tier and let go of the data dir."""
         with self._lock:
             for tier in self._open.values():
                 tier.close()
             self._open.clear()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None

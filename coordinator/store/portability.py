@@ -1,8 +1,9 @@
 """`export` and `import`: learnings, their usage and archive state, and relations as one JSON file.
 
 Embeddings are left out (they are the model's, 1.5 KB each, and can be made again): import queues every
-imported learning for embedding. Both run with group commits held, so an export is one consistent
-moment and an import never interleaves with a batch.
+imported learning for embedding. An export runs with group commits held, so it is one consistent moment.
+An import is read and validated here, then written through the batcher (planning.ImportRecord): one
+transaction per tier, exactly once under resends like every write.
 """
 
 from __future__ import annotations
@@ -15,20 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from coordinator.derived import Derived
 from coordinator.errors import Rejected
-from coordinator.records import (
-    JOINED_BODY,
-    JOINED_HEAD,
-    LEARNING_COLS,
-    RELATION_COLS,
-    USAGE_COLS,
-    content_hash,
-    learning_row,
-    learning_wire,
-    put_script,
-)
-from coordinator.tiers import Tier, TierSet
+from coordinator.store.records import learning_wire
+from coordinator.store.relations import JOINED_BODY, JOINED_HEAD, RELATIONS
+from coordinator.store.tiers import Tier, TierSet
 from protocol.codec import describe
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms
@@ -42,8 +33,6 @@ from protocol.portability import (
 
 log = logging.getLogger(__name__)
 
-_ARCHIVE_COLS = ("learning_id", "archived_at", "reason")
-_HASH_COLS = ("learning_id", "scope", "hash")
 _MAX_IMPORT_BYTES = 2 * 1024**3
 
 
@@ -59,10 +48,7 @@ def _tier_dump(tier: Tier) -> dict[str, Any]:
         at_why = archived.get(item["id"])
         item["archived"] = {"archived_at": at_why[0], "reason": at_why[1]} if at_why else None
         learnings.append(item)
-    relations = [
-        dict(zip(RELATION_COLS, row, strict=True))
-        for row in tier.run(f"?[{', '.join(RELATION_COLS)}] := *learning_relations{{{', '.join(RELATION_COLS)}}}")
-    ]
+    relations = [RELATIONS.wire(row) for row in tier.run(RELATIONS.scan())]
     return {"tier": tier.name, "learnings": learnings, "relations": relations}
 
 
@@ -112,50 +98,11 @@ def read_export(path: Path) -> ExportFile:
         raise Rejected(ErrorCode.BAD_REQUEST, f"{path} is not a groove export: {describe(exc)}") from None
 
 
-def import_file(tiers: TierSet, derived: Derived, body: ImportRequest) -> dict[str, Any]:
-    """Add the file's learnings and relations, skipping ids already stored anywhere; rebuild the derived
-    data of each tier written (which queues the new learnings for embedding)."""
+def check_import(body: ImportRequest) -> ExportFile:
+    """The export file an `import` names, read and validated whole before anything is written (on a reader
+    thread); its learnings and relations are then committed through the batcher like any write."""
     export = read_export(Path(body.path))
     ids = [item.id for t in export.tiers for item in t.learnings]
     if len(set(ids)) != len(ids):
         raise Rejected(ErrorCode.BAD_REQUEST, f"{body.path}: a learning id appears twice")
-    existing = set(tiers.locate(ids))
-    counts = dict.fromkeys(("learnings_imported", "learnings_skipped", "relations_imported", "relations_skipped"), 0)
-    queued = 0
-    for part in export.tiers:
-        tier = tiers.get(part.tier, create=True)
-        assert tier is not None
-        fresh = [item for item in part.learnings if item.id not in existing]
-        counts["learnings_skipped"] += len(part.learnings) - len(fresh)
-        stored = {
-            (f, r, t)
-            for f, r, t in tier.run("?[f, r, t] := *learning_relations{from_id: f, relation_type: r, to_id: t}")
-        }
-        relations = [rel for rel in part.relations if (rel.from_id, rel.relation_type, rel.to_id) not in stored]
-        counts["relations_skipped"] += len(part.relations) - len(relations)
-        if not fresh and not relations:
-            continue
-        params: dict[str, Any] = {
-            "learnings": [learning_row(i, i.id, i.confidence, i.created_at, i.updated_at) for i in fresh],
-            "usage": [[i.id, *(getattr(i.usage, c) for c in USAGE_COLS[1:])] for i in fresh],
-            "hashes": [[i.id, i.scope, content_hash(i.description, i.insight)] for i in fresh],
-            "archived": [[i.id, i.archived.archived_at, i.archived.reason] for i in fresh if i.archived],
-            "relations": [[getattr(rel, c) for c in RELATION_COLS] for rel in relations],
-        }
-        script = "\n".join(
-            [
-                put_script("learning", LEARNING_COLS, 1, "learnings"),
-                put_script("usage_stats", USAGE_COLS, 1, "usage"),
-                put_script("learning_hashes", _HASH_COLS, 1, "hashes"),
-                put_script("archived", _ARCHIVE_COLS, 1, "archived"),
-                put_script("learning_relations", RELATION_COLS, 3, "relations"),
-            ]
-        )
-        tier.run(script, params)  # one transaction per tier
-        tier.learnings += len(fresh)
-        counts["learnings_imported"] += len(fresh)
-        counts["relations_imported"] += len(relations)
-        derived.load_tier(tier)
-        queued += len(fresh)
-        log.info("import: tier %s, %d learnings and %d relations added", tier.name, len(fresh), len(relations))
-    return counts | {"tiers": len(export.tiers), "queued_for_embedding": queued if derived.embeddings else 0}
+    return export

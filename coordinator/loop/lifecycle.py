@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.records import UsageRow
-from coordinator.tiers import Tier
+from coordinator.store.records import UsageRow
+from coordinator.store.tiers import Tier
 from protocol import constants as C
 
 _WEEK_MS = 7 * C.DAY_MS
@@ -75,13 +75,6 @@ def plan_tier(tier: Tier, now: int) -> MaintainPart:
         elif usage.confidence < C.ARCHIVE_BELOW_CONFIDENCE:
             part.archive.append((lid, "low_confidence"))
     return part
-
-
-def archived_ids(tier: Tier, among: list[str] | None = None) -> list[str]:
-    """The archived learnings of a tier (of `among`, if given)."""
-    if among is None:
-        return [row[0] for row in tier.run("?[id] := *archived{learning_id: id}")]
-    return [row[0] for row in tier.run("?[id] := id in $ids, *archived{learning_id: id}", {"ids": among})]
 
 
 def last_run_row(now: int) -> list[object]:

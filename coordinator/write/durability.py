@@ -14,6 +14,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from coordinator.store.tiers import DB_DIR, Tier
+
 WAL_DIR = "data"  # RocksDB's directory inside a tier's db directory
 _SYNCERS = 8  # tiers synced side by side: fdatasync waits on the disk, not the CPU, and lets go of the GIL
 
@@ -58,9 +60,16 @@ class Syncer:
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(_SYNCERS, thread_name_prefix="groove-fsync")
+        self._logs: dict[str, WalSync] = {}  # tier name -> its log (writer thread only)
 
-    def sync(self, logs: list[WalSync]) -> None:
-        """Return once every one of `logs` is on disk; raises OSError if one could not be synced."""
+    @property
+    def syncs(self) -> int:
+        """Log syncs made so far, in every tier."""
+        return sum(log.syncs for log in list(self._logs.values()))
+
+    def sync(self, tiers: list[Tier]) -> None:
+        """Return once the logs of all these tiers are on disk; raises OSError if one could not be synced."""
+        logs = [self._logs.get(t.name) or self._logs.setdefault(t.name, WalSync(t.path / DB_DIR)) for t in tiers]
         if len(logs) == 1:
             logs[0].sync()
             return
@@ -68,5 +77,7 @@ class Syncer:
             job.result()
 
     def close(self) -> None:
-        """Stop the sync threads."""
+        """Stop the sync threads and close the log files held open."""
         self._pool.shutdown(wait=True)
+        for log in self._logs.values():
+            log.close()

@@ -7,16 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.errors import not_found
-from coordinator.records import (
-    JOINED_BODY,
-    JOINED_HEAD,
-    RELATION_COLS,
-    REVIEW_COLS,
-    learning_wire,
-    relation_wire,
-    review_wire,
-)
-from coordinator.tiers import Tier, TierSet
+from coordinator.store.records import learning_wire
+from coordinator.store.relations import JOINED_BODY, JOINED_HEAD, RELATIONS, REVIEWS
+from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.curation import ReviewListRequest
 from protocol.models import LearningGetRequest, LearningListRequest, RelationListRequest
@@ -67,7 +60,7 @@ def list_relations(tiers: TierSet, body: RelationListRequest) -> dict[str, Any]:
     owner = tiers.locate([body.id]).get(body.id)
     if owner is None:
         raise not_found(body.id)
-    cols = ", ".join(RELATION_COLS)
+    cols = ", ".join(RELATIONS.cols)
     params: dict[str, Any] = {"id": body.id}
     type_filter = ""
     if body.relation_type:
@@ -75,15 +68,15 @@ def list_relations(tiers: TierSet, body: RelationListRequest) -> dict[str, Any]:
         params["type"] = body.relation_type
     relations: list[dict[str, Any]] = []
     if body.direction in ("out", "both"):
-        script = f"?[{cols}] := from_id = $id{type_filter}, *learning_relations{{{cols}}}"
-        relations.extend(relation_wire(row, owner.name) for row in owner.run(script, params))
+        script = f"?[{cols}] := from_id = $id{type_filter}, {RELATIONS.pattern()}"
+        relations.extend(RELATIONS.wire(row) | {"tier": owner.name} for row in owner.run(script, params))
     if body.direction in ("in", "both"):
         script = (
             f"?[{cols}] := to_id = $id{type_filter}, *learning_relations:by_to{{to_id, from_id, relation_type}}, "
-            f"*learning_relations{{{cols}}}"
+            f"{RELATIONS.pattern()}"
         )
         for tier in tiers.open_all():
-            relations.extend(relation_wire(row, tier.name) for row in tier.run(script, params))
+            relations.extend(RELATIONS.wire(row) | {"tier": tier.name} for row in tier.run(script, params))
     return {"relations": relations}
 
 
@@ -92,10 +85,8 @@ def list_reviews(tiers: TierSet, body: ReviewListRequest) -> dict[str, Any]:
     tier = tiers.get(C.TIER_ENTERPRISE_PREFIX + body.org, create=False)
     if tier is None:
         return {"reviews": []}  # nothing was ever proposed to this organisation
-    cols = ", ".join(REVIEW_COLS)
     status = "" if body.status is None else ", status = $status"
     rows = tier.run(
-        f"?[{cols}] := *pending_reviews{{{cols}}}{status} :order proposed_at, review_id :limit {body.limit}",
-        {"status": body.status},
+        f"{REVIEWS.scan()}{status} :order proposed_at, review_id :limit {body.limit}", {"status": body.status}
     )
-    return {"reviews": [review_wire(row) for row in rows]}
+    return {"reviews": [REVIEWS.wire(row) for row in rows]}

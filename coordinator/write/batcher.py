@@ -15,19 +15,17 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
-from coordinator.durability import Syncer
 from coordinator.errors import Rejected, StorageError
 from coordinator.metrics import Metrics
-from coordinator.parts import DerivedChanges, Part
-from coordinator.planning import Planner, combine
-from coordinator.records import stored_replies
-from coordinator.tiers import Tier, TierSet
-from coordinator.writes import TierWrite
+from coordinator.search.derived import DerivedChanges
+from coordinator.store.tiers import Tier, TierSet
+from coordinator.write.durability import Syncer
+from coordinator.write.ops import MAINTAIN, WriteItem
+from coordinator.write.planning import Planner
+from coordinator.write.render import changes, derived_changes, script
+from coordinator.write.tierwrite import TierWrite
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms, uuid7
@@ -40,22 +38,6 @@ IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600 * 1000
 _PRUNE_EVERY_S = 600.0
 
 
-@dataclass(slots=True)
-class WriteItem:
-    """One write request on its way through the queue."""
-
-    request_id: str
-    op: str
-    body: BaseModel
-    parts: dict[str, Part] = field(default_factory=dict)
-    replies: dict[str, dict[str, Any]] = field(default_factory=dict)
-    error: Rejected | None = None
-    internal: bool = False  # the coordinator's own write (stored vectors): no client waits, no id recorded
-    # With CURVE, a non-admin sender's organisations: the enterprise tiers a relation.put of theirs may
-    # change (only planning knows which tiers its learnings are in). None: any tier.
-    curates: frozenset[str] | None = None
-
-
 Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
 # Receives every request of a batch with its reply body or rejection, once the batch is done: one call per
 # batch, because each hand-off to the socket thread costs a GIL round trip.
@@ -65,13 +47,12 @@ Committed = Callable[[str, DerivedChanges], None]
 
 
 def _check_curation(item: WriteItem) -> None:
-    """A relation in, or a supersession of, a curated learning is the curators' to make (an agent's
-    `supersedes` would demote enterprise knowledge)."""
-    if item.curates is None or item.op != C.OP_RELATION_PUT:
+    """A write its op marks `curated` may change only enterprise tiers its sender curates."""
+    if item.curates is None or not item.op.curated:
         return
     for tier in item.parts:
         if tier.startswith(C.TIER_ENTERPRISE_PREFIX) and tier[len(C.TIER_ENTERPRISE_PREFIX) :] not in item.curates:
-            raise Rejected(ErrorCode.UNAUTHORIZED, f"relation.put would change {tier!r}, not curated by this key")
+            raise Rejected(ErrorCode.UNAUTHORIZED, f"{item.op.name} would change {tier!r}, not curated by this key")
 
 
 class Batcher:
@@ -171,10 +152,16 @@ class Batcher:
         """Plan, deduplicate, commit and answer one batch."""
         started = time.perf_counter()
         self._dirty = {}
-        planner = Planner(self.tiers, [item.body for item in items], now)
+        planner = Planner(
+            self.tiers,
+            now,
+            finds=[lid for item in items for lid in item.op.finds(item.body)],
+            claims=[lid for item in items for lid in item.op.claims(item.body)],
+            closes=[iid for item in items for iid in item.op.closes(item.body)],
+        )
         for item in items:
             try:
-                item.parts = planner.plan(item.op, item.body)
+                item.parts = item.op.plan(planner, item.body)
                 _check_curation(item)
             except Rejected as exc:
                 item.parts = {}
@@ -190,19 +177,19 @@ class Batcher:
                 self._commit_tier(tier_name, pending, now)
         if self.syncer is not None and self._dirty:
             # OSError: the batch fails with `internal` before any ack (committed, but not known to be on disk)
-            self.syncer.sync([tier.wal for tier in self._dirty.values()])
+            self.syncer.sync(list(self._dirty.values()))
         outcomes: list[Outcome] = []
         for item in items:
             if item.internal:
                 if item.error is not None:
-                    log.warning("internal write %s failed: %s", item.op, item.error.message)
+                    log.warning("internal write %s failed: %s", item.op.name, item.error.message)
                 continue
             if item.error is not None and (
                 not item.replies or item.error.code in (ErrorCode.INTERNAL, ErrorCode.BAD_REQUEST)
             ):
                 outcomes.append((item, item.error))
             else:
-                outcomes.append((item, combine(item.op, item.body, list(item.replies.values()))))
+                outcomes.append((item, item.op.combine(item.body, list(item.replies.values()))))
         committed = sum(1 for _, result in outcomes if not isinstance(result, Rejected))
         if outcomes:
             self.metrics.record_batch(len(outcomes), committed, (time.perf_counter() - started) * 1000)
@@ -214,10 +201,10 @@ class Batcher:
         by_id = {item.request_id: item for item in items}
         found = False
         for tier in tiers:
-            for rid, (op, reply) in stored_replies(tier, list(by_id)).items():
+            for rid, (op, reply) in tier.replies(list(by_id)).items():
                 item = by_id[rid]
                 found = True
-                if op != item.op:
+                if op != item.op.name:
                     item.parts.clear()
                     item.error = Rejected(
                         ErrorCode.BAD_REQUEST, f"request id {rid} was already used for {op}; use a new id per request"
@@ -246,13 +233,13 @@ class Batcher:
         for item in live:
             try:
                 part = item.parts[tier_name]
-                results.append((item, write.apply(item.request_id, item.op, part, record=not item.internal)))
+                results.append((item, write.apply(item.request_id, item.op.name, part, record=not item.internal)))
             except Rejected as exc:
                 results.append((item, exc))
-        script, params = write.script()
+        text, params = script(write)
         try:
-            if script:
-                tier.run(script, params)
+            if text:
+                tier.run(text, params)
         except StorageError as exc:
             if self._recall([tier], live):
                 rest = [item for item in live if tier_name not in item.replies and item.error is None]
@@ -271,13 +258,13 @@ class Batcher:
                 item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
             return
         self._dirty[tier_name] = tier
-        added, removed = write.changes()
+        added, removed = changes(write)
         tier.learnings += len(added) - len(removed)
         self.tiers.remember(dict.fromkeys(added, tier_name))
         self.tiers.forget(removed)
         if self.committed is not None:
             try:
-                self.committed(tier_name, write.derived_changes())
+                self.committed(tier_name, derived_changes(write))
             except Exception:  # derived data must never fail a committed source write
                 log.exception("updating derived data for tier %s failed", tier_name)
         for item, result in results:
@@ -293,7 +280,7 @@ class Batcher:
             # the tiers open now: one opened later catches up at its next run (decay counts idle time)
             body = MaintainRequest(tiers=[t.name for t in self.tiers.opened()])
             try:
-                self.process([WriteItem(uuid7(), C.OP_MAINTAIN, body, internal=True)], now_ms())
+                self.process([WriteItem(uuid7(), MAINTAIN, body, internal=True)], now_ms())
             except Exception:  # the writer outlives a failed run; the next one catches up
                 log.exception("lifecycle maintenance failed")
         if time.monotonic() - self._last_prune < _PRUNE_EVERY_S:

@@ -20,8 +20,8 @@ from pycozo.client import Client
 
 from coordinator import __version__
 from coordinator.errors import Rejected, StorageError
-from coordinator.schema import CURRENT_VERSION
-from coordinator.tiers import DB_DIR, TIER_FILE, TierSet, tier_dir
+from coordinator.store.schema import CURRENT_VERSION
+from coordinator.store.tiers import DB_DIR, TIER_FILE, TierSet, tier_dir
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms
 
@@ -81,6 +81,17 @@ def restore_backup(directory: Path, data_dir: Path, progress: Callable[[str], No
     present = [p for p in ("user", "projects", "enterprises") if (data_dir / p).exists()]
     if present:
         raise StorageError(f"data dir {data_dir} already holds tiers ({', '.join(present)}); restore into an empty one")
+    owner = TierSet(data_dir)
+    owner.lock()  # no coordinator may start on it meanwhile
+    try:
+        return _restore(directory, manifest, data_dir, progress)
+    finally:
+        owner.close()
+
+
+def _restore(
+    directory: Path, manifest: dict[str, Any], data_dir: Path, progress: Callable[[str], None]
+) -> list[dict[str, Any]]:
     restored = []
     for n, entry in enumerate(manifest["tiers"], 1):
         source = directory / entry["file"]

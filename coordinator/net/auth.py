@@ -22,37 +22,9 @@ from protocol import constants as C
 from protocol.curation import ReviewDecideRequest, ReviewListRequest
 from protocol.keys import PUBLIC_SUFFIX, SECRET_SUFFIX, KeyFileError, generate_key_pair, read_key_file
 from protocol.models import LearningPutRequest
-from protocol.ops import REQUESTS
+from protocol.ops import OPS
 
 log = logging.getLogger(__name__)
-
-ROLE_AGENT, ROLE_CURATOR, ROLE_ADMIN = "agent", "curator", "admin"
-ROLES = (ROLE_AGENT, ROLE_CURATOR, ROLE_ADMIN)
-SERVER_KEY_NAME = "server"
-
-# What an agent may do. A curator may also do it, and decide its organisations' reviews and write their
-# enterprise tiers; an admin may do everything (delete, maintain, rebuild, backup, export, import).
-AGENT_OPS = frozenset(
-    {
-        C.OP_PING,
-        C.OP_HELLO,
-        C.OP_HEARTBEAT,
-        C.OP_LEARNING_PUT,
-        C.OP_LEARNING_GET,
-        C.OP_LEARNING_LIST,
-        C.OP_OUTCOME_RECORD,
-        C.OP_RELATION_PUT,
-        C.OP_RELATION_LIST,
-        C.OP_STATS,
-        C.OP_AGENTS_LIST,
-        C.OP_SEARCH,
-        C.OP_PARAMS_LIST,
-        C.OP_INJECT_PREPARE,
-        C.OP_LEARNING_PROMOTE,
-        C.OP_LEARNING_PROPOSE,
-    }
-)
-CURATOR_OPS = AGENT_OPS | {C.OP_REVIEW_LIST, C.OP_REVIEW_DECIDE}
 
 
 @dataclass(frozen=True)
@@ -60,17 +32,17 @@ class Principal:
     """An authenticated client: its key's name, role, the user id it writes as, and (curators) its orgs."""
 
     name: str
-    role: str
+    role: C.Role
     user: str
     orgs: frozenset[str] = frozenset()
 
     @property
     def curates(self) -> frozenset[str] | None:
         """The organisations whose enterprise tiers this key's writes may change; None: any."""
-        return None if self.role == ROLE_ADMIN else self.orgs
+        return None if self.role == C.ROLE_ADMIN else self.orgs
 
 
-ADMIN = Principal("local", ROLE_ADMIN, "local")  # every client when CURVE is off (loopback only)
+ADMIN = Principal("local", C.ROLE_ADMIN, "local")  # every client when CURVE is off (loopback only)
 
 
 def load_authorized(directory: Path) -> dict[bytes, Principal]:
@@ -84,11 +56,12 @@ def load_authorized(directory: Path) -> dict[bytes, Principal]:
         except KeyFileError as exc:
             raise ConfigError(str(exc)) from None
         name = path.name[: -len(PUBLIC_SUFFIX)]
-        role = key.metadata.get("role", "")
-        if role not in ROLES:
-            raise ConfigError(f"{path}: metadata role is {role!r}; expected one of {', '.join(ROLES)}")
+        named = key.metadata.get("role", "")
+        role = next((r for r in C.ROLES if r == named), None)
+        if role is None:
+            raise ConfigError(f"{path}: metadata role is {named!r}; expected one of {', '.join(C.ROLES)}")
         orgs = frozenset(o.strip() for o in key.metadata.get("orgs", "").split(",") if o.strip())
-        if role == ROLE_CURATOR and not orgs:
+        if role == C.ROLE_CURATOR and not orgs:
             raise ConfigError(f'{path}: a curator key needs metadata orgs = "org1,org2"')
         if key.public in principals:
             raise ConfigError(f"{path}: the same public key as {principals[key.public].name}{PUBLIC_SUFFIX}")
@@ -163,18 +136,15 @@ def is_loopback(endpoint: str) -> bool:
 def op_refusal(who: Principal, op: str) -> str | None:
     """Why `who` may not send `op` at all, or None; checked before anything else is done for the request
     (a resend is answered from its first attempt's reply, so this must come first)."""
-    if who.role == ROLE_ADMIN or op not in REQUESTS:  # an unknown op is answered `unknown_op` by validation
+    spec = OPS.get(op)
+    if spec is None or spec.allows(who.role):  # an unknown op is answered `unknown_op` by validation
         return None
-    allowed = CURATOR_OPS if who.role == ROLE_CURATOR else AGENT_OPS
-    if op not in allowed:
-        needed = ROLE_CURATOR if op in CURATOR_OPS else ROLE_ADMIN
-        return f"{op} needs the {needed} role; key {who.name!r} is {who.role}"
-    return None
+    return f"{op} needs the {spec.role} role; key {who.name!r} is {who.role}"
 
 
 def body_refusal(who: Principal, body: Any) -> str | None:
     """Why `who` may not send this (validated) body: an organisation or tier or scope not its own."""
-    if who.role == ROLE_ADMIN:
+    if who.role == C.ROLE_ADMIN:
         return None
     if isinstance(body, ReviewListRequest | ReviewDecideRequest) and body.org not in who.orgs:
         return f"key {who.name!r} curates {', '.join(sorted(who.orgs))}, not {body.org!r}"

@@ -21,17 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.embedder import Embedder, embedding_text
 from coordinator.errors import Rejected
-from coordinator.keywords import KeywordIndex
-from coordinator.lifecycle import archived_ids
 from coordinator.metrics import summarize
-from coordinator.neighbours import NearDuplicates
-from coordinator.parts import DerivedChanges
-from coordinator.records import JOINED_BODY, JOINED_HEAD, LEARNING_COLS
-from coordinator.rowcache import Archive, RowCache, Supersessions
-from coordinator.tiers import Tier, TierSet
-from coordinator.vectors import VectorIndex
+from coordinator.search.embedder import Embedder, embedding_text
+from coordinator.search.keywords import KeywordIndex
+from coordinator.search.neighbours import NearDuplicates
+from coordinator.search.rowcache import Archive, RowCache, Supersessions
+from coordinator.search.vectors import VectorIndex
+from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
+from coordinator.store.tiers import Tier, TierSet
 from protocol.constants import RELATION_SUPERSEDES
 from protocol.errors import ErrorCode
 from protocol.search import RebuildRequest
@@ -40,7 +38,7 @@ log = logging.getLogger(__name__)
 
 _BATCH = 256  # texts per encode call: the model sorts them by length, so bigger calls pad less
 _PAGE = 5000  # rows read per query while rebuilding a tier's derived data
-_DESCRIPTION, _INSIGHT = LEARNING_COLS.index("description"), LEARNING_COLS.index("insight")
+_DESCRIPTION, _INSIGHT = JOINED_AT["description"], JOINED_AT["insight"]
 _LAG_WINDOW = 2048
 BACKGROUND_NICE = 10  # niceness of the embedding worker (and of torch's threads it starts)
 _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier loads
@@ -48,6 +46,21 @@ _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier lo
 # they like: past this bound new entries are not queued, and once the queue drains the worker looks up the
 # learnings still without a vector in CozoDB. Memory stays bounded and nothing is forgotten.
 _QUEUE_LIMIT = 50_000
+
+
+@dataclass(slots=True)
+class DerivedChanges:
+    """What derived data must learn from a commit (the writer reports it per tier, before the acks)."""
+
+    texts: list[tuple[str, str]]  # learnings put: (id, text to index and embed)
+    vectors: list[tuple[str, list[float]]]  # vectors stored
+    deleted: list[str]  # learnings gone
+    stale: list[str]  # learnings whose stored vector was dropped because their text changed
+    touched: list[str]  # learnings whose stored row or usage changed (or that are gone)
+    archived: list[str]  # learnings archived by this commit
+    unarchived: list[str]  # learnings restored (or purged) by it
+    supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
+    supersedes_gone: list[tuple[str, str]]  # ... and removed
 
 
 @dataclass(slots=True)
@@ -98,7 +111,7 @@ class Derived:
             {"type": RELATION_SUPERSEDES},
         )
         self.supersessions.load(tier.name, [(f, t) for f, t in pairs])
-        self.archive.load(tier.name, archived_ids(tier))
+        self.archive.load(tier.name, tier.archived())
         index = VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
         texts: dict[str, str] = {}

@@ -1,6 +1,7 @@
-"""The parts a write request is planned into, one per tier it touches, and what a commit tells derived data.
+"""The parts a write request is planned into, one per tier it touches.
 
-Planning (planning.py) makes them; `TierWrite` (writes.py) applies them to a tier's working copy.
+Planning (planning.py) makes them; `TierWrite` (tierwrite.py) applies them to a tier's working copy,
+dispatching on their type exhaustively: a part type added to `Part` and not handled there fails mypy.
 """
 
 from __future__ import annotations
@@ -8,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.lifecycle import MaintainPart, RestorePart
+from coordinator.loop.lifecycle import MaintainPart, RestorePart
 from protocol.models import LearningIn
+from protocol.portability import ExportedLearning, ExportedRelation
 
 
 @dataclass(slots=True)
@@ -87,7 +89,7 @@ class PromotePart:
 
 @dataclass(slots=True)
 class ProposePart:
-    """A `learning.propose`, in the enterprise tier: the review row to queue (records.REVIEW_COLS order)."""
+    """A `learning.propose`, in the enterprise tier: the `pending_reviews` row to queue."""
 
     row: list[Any]
 
@@ -105,6 +107,15 @@ class DecidePart:
     item: LearningIn | None = None
 
 
+@dataclass(slots=True)
+class ImportPart:
+    """An `import`'s share of a tier: its learnings whose ids no tier holds yet, and all its relations."""
+
+    learnings: list[ExportedLearning]
+    relations: list[ExportedRelation]
+    skipped: int  # learnings of this tier in the file whose ids some tier holds already
+
+
 Part = (
     PutPart
     | OutcomePart
@@ -117,19 +128,5 @@ Part = (
     | PromotePart
     | ProposePart
     | DecidePart
+    | ImportPart
 )
-
-
-@dataclass(slots=True)
-class DerivedChanges:
-    """What derived data must learn from a commit."""
-
-    texts: list[tuple[str, str]]  # learnings put: (id, text to index and embed)
-    vectors: list[tuple[str, list[float]]]  # vectors stored
-    deleted: list[str]  # learnings gone
-    stale: list[str]  # learnings whose stored vector was dropped because their text changed
-    touched: list[str]  # learnings whose stored row or usage changed (or that are gone)
-    archived: list[str]  # learnings archived by this commit
-    unarchived: list[str]  # learnings restored (or purged) by it
-    supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
-    supersedes_gone: list[tuple[str, str]]  # ... and removed

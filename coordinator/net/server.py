@@ -21,34 +21,31 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import zmq
 from pydantic import BaseModel
 
 from coordinator import __version__
-from coordinator.auth import ADMIN, Gate, Principal, body_refusal, load_authorized, op_refusal, server_keys
-from coordinator.backup import backup_tiers
-from coordinator.batcher import Batcher, Outcome, WriteItem
-from coordinator.config import Settings
-from coordinator.derived import Derived, rebuild_index, reembed
-from coordinator.embedder import MiniLM
 from coordinator.errors import Rejected, StorageError, TierUnavailable
-from coordinator.injection import InjectRecord, params_list, prepare
 from coordinator.metrics import Metrics
-from coordinator.planning import OP_STORE_VECTORS, StoreVectors
-from coordinator.portability import export_tiers, import_file
-from coordinator.reads import get_learning, list_learnings, list_relations, list_reviews
-from coordinator.registry import Registry
-from coordinator.search import search
-from coordinator.tiers import TierSet
+from coordinator.net import stats
+from coordinator.net.agents import AgentRegistry
+from coordinator.net.auth import ADMIN, Gate, Principal, body_refusal, load_authorized, op_refusal, server_keys
+from coordinator.net.config import Settings
+from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
+from coordinator.search.derived import Derived
+from coordinator.search.embedder import MiniLM
+from coordinator.store.tiers import TierSet
+from coordinator.write.batcher import Batcher, Outcome
+from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
+from coordinator.write.planning import StoreVectors
 from protocol import constants as C
 from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, validate_body
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
-from protocol.loop import InjectPrepareRequest
-from protocol.models import HeartbeatRequest, HelloRequest, RelationPutRequest
+from protocol.models import RelationPutRequest
+from protocol.ops import OPS
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +55,6 @@ _READ, _WRITE, _CHOSEN = b"R", b"W", b"C"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
-# Requests whose resends are recognised by id before their body is validated again: a flood of resends
-# must cost a dictionary lookup each, not a validation.
-_DEDUPED = C.WRITE_OPS | {C.OP_INJECT_PREPARE}
 
 
 def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
@@ -88,7 +82,7 @@ class Coordinator:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.metrics = Metrics()
-        self.registry = Registry()
+        self.registry = AgentRegistry()
         self.derived = Derived(
             settings.exact_limit, embeddings=settings.embedder != "none", row_cache=settings.row_cache
         )
@@ -127,8 +121,9 @@ class Coordinator:
         self._replies: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
         self._closing = False
         self._reads_pending = 0  # socket thread only
-        # injections chosen on reader threads, waiting for the socket thread to queue their write
-        self._chosen: queue.SimpleQueue[tuple[bytes, str, InjectRecord, float]] = queue.SimpleQueue()
+        # writes prepared on reader threads (an injection chosen, an import read), waiting for the socket
+        # thread to queue them: (peer, request id, its write, the prepared body, when it was received)
+        self._chosen: queue.SimpleQueue[tuple[bytes, str, WriteOp[Any], BaseModel, float]] = queue.SimpleQueue()
         self.router: zmq.Socket[bytes] = self.context.socket(zmq.ROUTER)
         self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
         self.endpoint = settings.bind
@@ -146,12 +141,12 @@ class Coordinator:
             assert self.settings.authorized_keys is not None  # Settings checks this
             self.settings.data_dir.mkdir(parents=True, exist_ok=True)
             curve = (load_authorized(self.settings.authorized_keys), *server_keys(self.settings.server_key_path()))
+        self.tiers.lock()  # DataDirLocked: another coordinator serves this data dir; never serve beside it
         started = time.monotonic()
         try:
             self.tiers.open_user()
         except TierUnavailable as exc:
-            # another coordinator has this data dir (never serve beside it), or the tier cannot even be made
-            if "lock" in exc.reason.lower() or C.TIER_USER not in self.tiers.unavailable():
+            if C.TIER_USER not in self.tiers.unavailable():  # it could not even be made
                 raise StorageError(exc.reason) from None
             log.critical("serving without the user tier (restore it from a backup): %s", exc.reason)
         ready_ms = (time.monotonic() - started) * 1000
@@ -273,10 +268,10 @@ class Coordinator:
                 continue
             if frames[0] == _CHOSEN:
                 self._reads_pending -= 1
-                peer, request_id, record, received = self._chosen.get_nowait()
-                # a retry chosen meanwhile on another reader joins the first choice's waiters
-                if not self._known(peer, request_id, C.OP_INJECT_PREPARE):
-                    self._write(peer, request_id, C.OP_INJECT_PREPARE, record, received)
+                peer, request_id, write, prepared, received = self._chosen.get_nowait()
+                # a retry prepared meanwhile on another reader joins the first one's waiters
+                if not self._known(peer, request_id, write.name):
+                    self._write(peer, request_id, write, prepared, received)
                 continue
             for i in range(1, len(frames), 3):
                 request_id, payload, cacheable = frames[i].decode(), frames[i + 1], frames[i + 2]
@@ -318,13 +313,15 @@ class Coordinator:
         try:
             request = decode_request(frames[2])
             self.registry.touch(peer)
-            op = request.op
+            op, handler = request.op, HANDLERS[request.op]
             if who is not ADMIN and (reason := op_refusal(who, op)) is not None:
                 self._unauthorized(peer, request.id, reason)
                 return
-            if op in _DEDUPED and self._known(peer, request.id, op):
-                return  # a resend: answered from the stored reply, or when the first attempt commits
-            if op in C.WRITE_OPS and self.batcher.queue.full():
+            # A resend is recognised by its id before its body is validated again: a flood of resends costs a
+            # lookup each. It is answered from the stored reply, or when the first attempt commits.
+            if OPS[op].deduped and self._known(peer, request.id, op):
+                return
+            if isinstance(handler, Write) and self.batcher.queue.full():
                 self._refuse_write(peer, request.id)  # under a flood, before spending a validation on it
                 return
             body = validate_body(request)
@@ -334,20 +331,13 @@ class Coordinator:
         if who is not ADMIN and (reason := body_refusal(who, body)) is not None:
             self._unauthorized(peer, request.id, reason)
             return
-        if op in C.WRITE_OPS:
-            self._write(peer, request.id, op, body, time.perf_counter(), who.curates)
-        elif op == C.OP_PING:
-            self._send(peer, encode_ok(request.id, self._ping()))
-        elif op == C.OP_HELLO:
-            assert isinstance(body, HelloRequest)
-            self.registry.hello(peer, body.agent_id, body.role, body.pid, body.host)
-            self._send(peer, encode_ok(request.id, {}))
-        elif op == C.OP_HEARTBEAT:
-            assert isinstance(body, HeartbeatRequest)
-            if self.registry.beat(body.agent_id):
-                self._send(peer, encode_ok(request.id, {}))
-            else:
-                self._error(peer, request.id, ErrorCode.NOT_FOUND, f"no agent {body.agent_id!r}: say hello first")
+        if isinstance(handler, Write):
+            self._write(peer, request.id, handler.op, body, time.perf_counter(), who.curates)
+        elif isinstance(handler, Control):
+            try:
+                self._send(peer, encode_ok(request.id, handler.run(self, peer, body)))
+            except Rejected as exc:
+                self._error(peer, request.id, exc.code, exc.message)
         else:
             if self._reads_pending >= _MAX_PENDING_READS:
                 self._error(
@@ -383,7 +373,7 @@ class Coordinator:
         self,
         peer: bytes,
         request_id: str,
-        op: str,
+        op: WriteOp[Any],
         body: BaseModel,
         received: float,
         curates: frozenset[str] | None = None,
@@ -401,7 +391,7 @@ class Coordinator:
         if not self.batcher.submit(WriteItem(request_id, op, body, curates=curates)):
             self._refuse_write(peer, request_id)
             return
-        self._waiters[request_id] = (op, [peer], received)
+        self._waiters[request_id] = (op.name, [peer], received)
 
     def _unauthorized(self, peer: bytes, request_id: str, reason: str) -> None:
         self.metrics.unauthorized += 1
@@ -419,7 +409,8 @@ class Coordinator:
             retry_after_ms=int(min(C.MAX_BUSY_RETRY_MS, max(C.DEFAULT_BUSY_RETRY_MS, drain))),
         )
 
-    def _ping(self) -> dict[str, Any]:
+    def ping(self) -> dict[str, Any]:
+        """The `ping` reply body."""
         return {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
 
     def uptime(self) -> float:
@@ -439,7 +430,7 @@ class Coordinator:
         return sock
 
     def _store_vectors(self, tier: str, rows: list[tuple[str, list[float]]]) -> bool:
-        item = WriteItem(uuid7(), OP_STORE_VECTORS, StoreVectors(tier=tier, rows=rows), internal=True)
+        item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows), internal=True)
         return self.batcher.submit(item)
 
     def _relate(self, pairs: list[tuple[str, str, float]]) -> bool:
@@ -447,7 +438,7 @@ class Coordinator:
             body = RelationPutRequest(
                 from_id=newer, relation_type=C.RELATION_RELATED_TO, to_id=older, weight=min(1.0, score)
             )
-            if not self.batcher.submit(WriteItem(uuid7(), C.OP_RELATION_PUT, body, internal=True)):
+            if not self.batcher.submit(WriteItem(uuid7(), RELATION, body, internal=True)):
                 return False
         return True
 
@@ -463,14 +454,20 @@ class Coordinator:
         self._outbox().send_multipart(frames)
 
     def _read(self, peer: bytes, request: RequestEnvelope, body: BaseModel, received: float) -> None:
+        handler = HANDLERS[request.op]
         try:
-            if isinstance(body, InjectPrepareRequest):
-                # chosen here; the socket thread queues its write, and the ack goes out after the commit
-                self._chosen.put((peer, request.id, prepare(self.tiers, self.derived, body, request.id), received))
+            if isinstance(handler, Prepared):
+                # prepared here; the socket thread queues its write, and the ack goes out after the commit
+                self._chosen.put((peer, request.id, handler.op, handler.prepare(self, body, request.id), received))
                 self._outbox().send(_CHOSEN)
                 return
-            result = self._dispatch_read(request.op, body)
-            if request.op == C.OP_SEARCH:
+            assert isinstance(handler, Read)
+            if handler.held:
+                with self.batcher.held():
+                    result = handler.run(self, body)
+            else:
+                result = handler.run(self, body)
+            if "took_ms" in OPS[request.op].reply.model_fields:
                 result["took_ms"] = (time.perf_counter() - received) * 1000
             payload = encode_ok(request.id, result)
         except Rejected as exc:
@@ -481,76 +478,6 @@ class Coordinator:
         self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000)
         self._outbox().send_multipart([_READ, peer, payload])
 
-    def _dispatch_read(self, op: str, body: Any) -> dict[str, Any]:
-        if op == C.OP_LEARNING_GET:
-            return get_learning(self.tiers, body)
-        if op == C.OP_LEARNING_LIST:
-            return list_learnings(self.tiers, body)
-        if op == C.OP_RELATION_LIST:
-            return list_relations(self.tiers, body)
-        if op == C.OP_STATS:
-            return self.stats()
-        if op == C.OP_AGENTS_LIST:
-            return {"agents": self.registry.listed(body.state)}
-        if op == C.OP_SEARCH:
-            return search(self.tiers, self.derived, body)
-        if op == C.OP_REINDEX:
-            return rebuild_index(self.tiers, self.derived, body)
-        if op == C.OP_REEMBED:
-            return reembed(self.tiers, self.derived, body)
-        if op == C.OP_PARAMS_LIST:
-            return params_list(self.tiers)
-        if op == C.OP_REVIEW_LIST:
-            return list_reviews(self.tiers, body)
-        if op in (C.OP_BACKUP, C.OP_EXPORT, C.OP_IMPORT):
-            with self.batcher.held():
-                if op == C.OP_BACKUP:
-                    return backup_tiers(self.tiers, Path(body.directory))
-                if op == C.OP_EXPORT:
-                    return export_tiers(self.tiers, body)
-                return import_file(self.tiers, self.derived, body)
-        raise Rejected(ErrorCode.UNKNOWN_OP, f"unknown operation {op!r}")
-
     def stats(self) -> dict[str, Any]:
         """The `stats` reply body."""
-        batch_size, commit_ms = self.metrics.batch_summaries()
-        known, alive = self.registry.counts()
-        rss_mb, cpu = self.metrics.resources()
-        return {
-            "tiers": [{"tier": t.name, "learnings": t.learnings, "path": str(t.path)} for t in self.tiers.opened()],
-            "tiers_on_disk": len(disk := self.tiers.on_disk()),
-            "disk_tiers": disk,
-            "write_queue_depth": self.batcher.queue.qsize(),
-            "write_queue_capacity": self.batcher.capacity,
-            "batches_committed": self.metrics.batches_committed,
-            "writes_committed": self.metrics.writes_committed,
-            "writes_rejected": self.metrics.writes_rejected,
-            "batch_size": batch_size,
-            "commit_ms": commit_ms,
-            "agents_known": known,
-            "agents_alive": alive,
-            "requests_served": self.metrics.requests_served,
-            "replies_dropped": self.metrics.replies_dropped,
-            "rss_mb": rss_mb,
-            "cpu_percent": cpu,
-            "uptime_s": self.uptime(),
-            "embedder": self.derived.status(),
-            "embedding_queue_depth": self.derived.queue_depth(),
-            "embeddings_per_s": self.derived.embeddings_per_s(),
-            "visibility_lag_ms": self.derived.lag_summary(),
-            "keyword_entries": len(self.derived.keywords),
-            "vectors": sum(len(index) for index in self.derived.vectors.values()),
-            "near_duplicate_backlog": self.derived.near.backlog(),
-            "vector_index": {name: index.state for name, index in sorted(self.derived.vectors.items())},
-            "row_cache": {"rows": len(rows := self.derived.rows), "hits": rows.hits, "misses": rows.misses},
-            "op_ms": self.metrics.op_summaries(),
-            "op_counts": self.metrics.op_totals(),
-            "durability": self.settings.durability,
-            "last_stop": self.last_stop,
-            "recovery_ms": self.recovery_ms,
-            "wal_syncs": sum(t.wal.syncs for t in self.tiers.opened()),
-            "tiers_unavailable": [{"tier": t, "reason": r} for t, r in sorted(self.tiers.unavailable().items())],
-            "auth": "curve" if self.gate is not None else "none",
-            "handshakes_refused": self.gate.refused if self.gate is not None else 0,
-            "requests_unauthorized": self.metrics.unauthorized,
-        }
+        return stats.reply(self)

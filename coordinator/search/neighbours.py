@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from coordinator.vectors import VectorIndex
+from coordinator.search.vectors import VectorIndex
 from protocol import constants as C
 
 log = logging.getLogger(__name__)

@@ -27,19 +27,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator import adaptive
-from coordinator.adaptive import SPECS, AdaptiveParam
-from coordinator.derived import Derived
-from coordinator.records import LEARNING_COLS, UsageRow, learning_wire, stored_replies
-from coordinator.search import Candidate, find, stored_rows
-from coordinator.tiers import Tier, TierSet
+from coordinator.loop import adaptive
+from coordinator.loop.adaptive import SPECS, AdaptiveParam
+from coordinator.search.derived import Derived
+from coordinator.search.ranking import Candidate, find, stored_rows
+from coordinator.store.records import UsageRow, joined, learning_wire
+from coordinator.store.relations import PARAMS
+from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.ids import uuid7
 from protocol.loop import InjectPrepareRequest
 from protocol.search import SearchRequest
 
-_COL = {name: i for i, name in enumerate(LEARNING_COLS)}
-_USAGE = len(LEARNING_COLS)  # where the usage columns start in a joined row
 _POOL = 50  # candidates considered per session: enough for the largest budget after the filters
 
 
@@ -56,12 +55,7 @@ class InjectRecord(BaseModel):
 
 def load_params(tier: Tier) -> dict[str, tuple[AdaptiveParam, int | None]]:
     """Every system parameter with when it was last updated (None: still at its prior)."""
-    stored = {
-        row[0]: (adaptive.from_row(row), row[-1])
-        for row in tier.run(
-            f"?[{', '.join(adaptive.PARAM_COLS)}] := *adaptive_params{{{', '.join(adaptive.PARAM_COLS)}}}"
-        )
-    }
+    stored = {row[0]: (adaptive.from_row(row), row[-1]) for row in tier.run(PARAMS.scan())}
     return {name: stored.get(name, (spec.prior(), None)) for name, spec in SPECS.items()}
 
 
@@ -129,7 +123,7 @@ def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str) -> Inj
         tier = tiers.get(name, create=False)
         if tier is None:
             continue
-        op, reply = stored_replies(tier, [request_id]).get(request_id, ("", {}))
+        op, reply = tier.replies([request_id]).get(request_id, ("", {}))
         # another op under this id is answered `bad_request` by the batcher; earlier versions stored only the
         # user tier's empty share of an injection
         if op == C.OP_INJECT_PREPARE and "injection_id" in reply:
@@ -158,14 +152,14 @@ def _most_confident(derived: Derived, read: dict[str, Tier]) -> list[Candidate]:
         best = [lid for lid, _ in ranked if lid not in hidden][:_POOL]
         rows = stored_rows(derived, tier, best)
         found += [
-            Candidate(lid, name, row=rows[lid], score=rows[lid][_COL["confidence"]]) for lid in best if lid in rows
+            Candidate(lid, name, row=rows[lid], score=joined(rows[lid], "confidence")) for lid in best if lid in rows
         ]
     superseded = derived.supersessions.superseded(list(read), [c.learning_id for c in found])
     return [c for c in found if c.learning_id not in superseded]
 
 
 def _more_harm_than_good(c: Candidate) -> bool:
-    usage = UsageRow(*c.row[_USAGE:])
+    usage = UsageRow.of(c.row)
     return usage.times_contradicted > usage.times_helpful
 
 

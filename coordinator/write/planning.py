@@ -1,8 +1,9 @@
-"""Turning a validated write request into per-tier parts, and per-tier replies back into one reply.
+"""Turning a validated write request into per-tier parts.
 
 Planning runs on the writer thread just before the batch commits, so the tiers it consults cannot change
 under it. It rejects what can be known to fail (unknown learning ids, an id already used in another tier)
-before anything is written.
+before anything is written. Each write operation's entry in `ops.py` names its plan method here and says
+which ids the batch must look up first, so that one query per tier serves the whole batch.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator.adaptive import SessionResult, updates
 from coordinator.errors import Rejected, already_closed, not_found
-from coordinator.injection import InjectRecord
-from coordinator.lifecycle import MaintainPart, RestorePart, archived_ids, plan_tier
-from coordinator.parts import (
+from coordinator.loop.adaptive import SessionResult, updates
+from coordinator.loop.injection import InjectRecord
+from coordinator.loop.lifecycle import MaintainPart, RestorePart, plan_tier
+from coordinator.loop.risks import scan
+from coordinator.store.records import learning_wire
+from coordinator.store.relations import INJECTIONS, JOINED_BODY, JOINED_HEAD, REVIEWS
+from coordinator.store.tiers import Tier, TierSet
+from coordinator.write.parts import (
     DecidePart,
     DeletePart,
     EmbedPart,
+    ImportPart,
     InjectPart,
     OutcomePart,
     Part,
@@ -30,9 +36,6 @@ from coordinator.parts import (
     RelationPart,
     SessionClose,
 )
-from coordinator.records import INJECTION_COLS, JOINED_BODY, JOINED_HEAD, REVIEW_COLS, learning_wire
-from coordinator.risks import scan
-from coordinator.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from protocol.errors import ErrorCode
@@ -45,17 +48,24 @@ from protocol.models import (
     OutcomeRecordRequest,
     RelationPutRequest,
 )
+from protocol.portability import ExportedTier
 from protocol.scopes import tier_for_scope
 
-# The internal write the embedding worker sends through the batcher (never on the wire).
-OP_STORE_VECTORS = "embedding.store"
+Parts = dict[str, Part]
 
 
 class StoreVectors(BaseModel):
-    """Vectors computed by the embedding worker for learnings of one tier."""
+    """Vectors computed by the embedding worker for learnings of one tier (an internal write)."""
 
     tier: str
     rows: list[tuple[str, list[float]]]
+
+
+class ImportRecord(BaseModel):
+    """An export file read and validated on a reader thread, on its way to the batcher (never on the wire)."""
+
+    tiers: list[ExportedTier]
+    embeds: bool  # whether the coordinator embeds what it stores (the reply counts what is queued)
 
 
 @dataclass(frozen=True)
@@ -100,64 +110,25 @@ def _stored(tier: Tier, key: tuple[str, str, str]) -> bool:
 
 
 class Planner:
-    """Plans the requests of one batch; every learning the batch names is located up front, with one query
-    per tier for the whole batch rather than one per request.
-    """
+    """Plans the requests of one batch. Every learning the batch names (`finds`), every client-chosen id of a new
+    learning (`claims`) and every injection it closes (`closes`) is looked up once, up front."""
 
-    def __init__(self, tiers: TierSet, bodies: list[BaseModel], now: int) -> None:
+    def __init__(self, tiers: TierSet, now: int, finds: list[str], claims: list[str], closes: list[str]) -> None:
         self.tiers = tiers
         self.now = now
-        named: list[str] = []
-        given: list[str] = []
-        closing = [b.injection_id for b in bodies if isinstance(b, OutcomeRecordRequest) and b.injection_id]
-        self.injections = load_injections(tiers.open_user(), closing) if closing else {}
+        self.injections = load_injections(tiers.open_user(), closes) if closes else {}
         self.closing: set[str] = set()  # injections an outcome of this batch closes
         self.superseding: set[tuple[str, str, str]] = set()  # supersedes relations this batch adds
         self.deciding: set[str] = set()  # reviews decided in this batch
-        for injected in self.injections.values():
-            named.extend(lid for lid, _ in injected.learnings)
-        for body in bodies:
-            if isinstance(body, OutcomeRecordRequest):
-                named.extend(a.learning_id for a in body.attributions)
-            elif isinstance(body, RelationPutRequest):
-                named.extend((body.from_id, body.to_id))
-            elif isinstance(body, LearningDeleteRequest | RestoreRequest | PromoteRequest | ProposeRequest):
-                named.append(body.id)
-            elif isinstance(body, LearningPutRequest):
-                given.extend(item.id for item in body.learnings if item.id is not None)
+        named = finds + [lid for injected in self.injections.values() for lid, _ in injected.learnings]
         self.found: dict[str, Tier] = tiers.locate(named) if named else {}
         # Client-given ids of new learnings are found nowhere; looking for them must not open every tier,
         # so only open tiers are checked for an id already used elsewhere.
-        self.given: dict[str, Tier] = tiers.locate_open(given) if given else {}
+        self.given: dict[str, Tier] = tiers.locate_open(claims) if claims else {}
         tiers.remember({lid: tier.name for lid, tier in (self.found | self.given).items()})
 
-    def plan(self, op: str, body: BaseModel) -> dict[str, Part]:
-        """The parts of one write request, keyed by tier name; raises Rejected if it cannot apply."""
-        if isinstance(body, LearningPutRequest):
-            return self._put(body)
-        if isinstance(body, OutcomeRecordRequest):
-            return self._outcome(body)
-        if isinstance(body, RelationPutRequest):
-            return self._relation(body)
-        if isinstance(body, LearningDeleteRequest):
-            return self._delete(body)
-        if isinstance(body, StoreVectors):
-            return {body.tier: EmbedPart(body.rows)} if self.tiers.get(body.tier, create=False) else {}
-        if isinstance(body, InjectRecord):
-            return self._inject(body)
-        if isinstance(body, MaintainRequest):
-            return self._maintain(body)
-        if isinstance(body, RestoreRequest):
-            return self._restore(body)
-        if isinstance(body, PromoteRequest):
-            return self._promote(body)
-        if isinstance(body, ProposeRequest):
-            return self._propose(body)
-        if isinstance(body, ReviewDecideRequest):
-            return self._decide(body)
-        raise Rejected(ErrorCode.UNKNOWN_OP, f"{op} is not a write operation")
-
-    def _put(self, body: LearningPutRequest) -> dict[str, Part]:
+    def put(self, body: LearningPutRequest) -> Parts:
+        """`learning.put`: each learning to its tier."""
         ids = [item.id or uuid7() for item in body.learnings]
         if len(set(ids)) != len(ids):
             raise Rejected(ErrorCode.BAD_REQUEST, "learnings: the same id appears more than once in one request")
@@ -175,14 +146,15 @@ class Planner:
             self.tiers.get(tier, create=True)
         return dict(parts)
 
-    def _outcome(self, body: OutcomeRecordRequest) -> dict[str, Part]:
+    def outcome(self, body: OutcomeRecordRequest) -> Parts:
+        """`outcome.record`: attributions to each learning's tier; a closed session's side to the user tier."""
         missing = list(dict.fromkeys(a.learning_id for a in body.attributions if a.learning_id not in self.found))
         if len(missing) == 1:
             raise not_found(missing[0])
         if missing:
             more = " ..." if len(missing) > 5 else ""
             raise Rejected(ErrorCode.NOT_FOUND, f"no learnings with ids {', '.join(missing[:5])}{more}")
-        attributions = [(a.learning_id, a.outcome) for a in body.attributions]
+        attributions: list[tuple[str, str]] = [(a.learning_id, a.outcome) for a in body.attributions]
         injected: set[str] = set()
         session: SessionClose | None = None
         if body.injection_id is not None:
@@ -216,7 +188,8 @@ class Planner:
             parts.setdefault(C.TIER_USER, OutcomePart([])).session = session
         return dict(parts)
 
-    def _maintain(self, body: MaintainRequest) -> dict[str, Part]:
+    def maintain(self, body: MaintainRequest) -> Parts:
+        """`maintain`: each tier's run; every open tier drops relations to what another tier purges."""
         now = body.now if body.now is not None else self.now
         parts: dict[str, MaintainPart] = {tier.name: plan_tier(tier, now) for tier in self.tiers.named(body.tiers)}
         purged = {name: part.purge for name, part in parts.items() if part.purge}
@@ -226,43 +199,44 @@ class Planner:
                     parts.setdefault(tier.name, MaintainPart(now, ran=False)).unlink.extend(ids)
         return dict(parts)
 
-    def _restore(self, body: RestoreRequest) -> dict[str, Part]:
+    def restore(self, body: RestoreRequest) -> Parts:
+        """`learning.restore`, in the learning's tier."""
         tier = self.found.get(body.id)
         if tier is None:
             raise not_found(body.id)
-        if not archived_ids(tier, [body.id]):
+        if not tier.archived([body.id]):
             raise Rejected(
                 ErrorCode.CONFLICT, f"learning {body.id} is not archived; only archived ones can be restored"
             )
         return {tier.name: RestorePart(body.id)}
 
-    def _curatable(self, learning_id: str, verb: str) -> tuple[Tier, list[Any]]:
-        """The tier and stored row of a learning that may be promoted or proposed."""
+    def _curatable(self, learning_id: str, verb: str) -> tuple[Tier, dict[str, Any]]:
+        """The tier and stored learning (as on the wire) of one that may be promoted or proposed."""
         tier = self.found.get(learning_id)
         if tier is None:
             raise not_found(learning_id)
-        if archived_ids(tier, [learning_id]):
+        if tier.archived([learning_id]):
             raise Rejected(ErrorCode.CONFLICT, f"learning {learning_id} is archived; restore it before you {verb} it")
         rows = tier.run(f"?[{JOINED_HEAD}] := id = $id, {JOINED_BODY}", {"id": learning_id})
-        return tier, rows[0]
+        return tier, learning_wire(rows[0], tier.name)
 
-    def _promote(self, body: PromoteRequest) -> dict[str, Part]:
-        tier, row = self._curatable(body.id, "promote")
+    def promote(self, body: PromoteRequest) -> Parts:
+        """`learning.promote`: a copy in the user tier."""
+        tier, stored = self._curatable(body.id, "promote")
         if not tier.name.startswith(C.TIER_PROJECT_PREFIX):
             raise Rejected(
                 ErrorCode.CONFLICT,
                 f"learning {body.id} is in tier {tier.name!r}; "
                 "only project-tier learnings are promoted to the user tier",
             )
-        stored = learning_wire(row, tier.name)
         source = {"type": "promoted", "from_tier": tier.name, "from_id": body.id, "original": stored["source"]}
         return {C.TIER_USER: PromotePart(uuid7(), _copy(stored, source), body.id)}
 
-    def _propose(self, body: ProposeRequest) -> dict[str, Part]:
-        tier, row = self._curatable(body.id, "propose")
+    def propose(self, body: ProposeRequest) -> Parts:
+        """`learning.propose`: a review in the enterprise tier's queue, with what the pre-filter flags."""
+        tier, stored = self._curatable(body.id, "propose")
         if tier.name.startswith(C.TIER_ENTERPRISE_PREFIX):
             raise Rejected(ErrorCode.CONFLICT, f"learning {body.id} is in an enterprise tier already ({tier.name!r})")
-        stored = learning_wire(row, tier.name)
         flags = scan(
             {
                 "description": stored["description"],
@@ -271,14 +245,23 @@ class Planner:
                 "note": body.note or "",
             }
         )
-        review = [uuid7(), "pending", json.dumps(stored), tier.name, body.id, body.note, json.dumps(flags), self.now]
-        review += [None, None, None, None]
-        assert len(review) == len(REVIEW_COLS)
+        review = {
+            "review_id": uuid7(),
+            "status": "pending",
+            "learning": stored,
+            "from_tier": tier.name,
+            "from_id": body.id,
+            "note": body.note,
+            "flags": flags,
+            "proposed_at": self.now,
+        }
         target = C.TIER_ENTERPRISE_PREFIX + body.org
         self.tiers.get(target, create=True)
-        return {target: ProposePart(review)}
+        decided = dict.fromkeys(("decided_at", "curator", "reason", "learning_id"))
+        return {target: ProposePart(REVIEWS.row(review | decided))}
 
-    def _decide(self, body: ReviewDecideRequest) -> dict[str, Part]:
+    def decide(self, body: ReviewDecideRequest) -> Parts:
+        """`review.decide`, in the enterprise tier; an approval stores the learning there."""
         target = C.TIER_ENTERPRISE_PREFIX + body.org
         tier = self.tiers.get(target, create=False)
         if tier is None:
@@ -306,26 +289,27 @@ class Planner:
             part.learning_id, part.item = uuid7(), _copy(stored, source)
         return {target: part}
 
-    def _inject(self, body: InjectRecord) -> dict[str, Part]:
+    def inject(self, body: InjectRecord) -> Parts:
+        """`inject.prepare`'s choice: usage in each chosen learning's tier, the record in the user tier."""
         parts: dict[str, InjectPart] = {}
         for lid, tier in body.learnings:
             parts.setdefault(tier, InjectPart([])).learning_ids.append(lid)
-        record = [
-            body.injection_id,
-            body.session_id,
-            self.now,
-            json.dumps(body.learnings),
-            body.had_task,
-            json.dumps(body.params),
-            None,
-        ]
-        assert len(record) == len(INJECTION_COLS)
-        parts.setdefault(C.TIER_USER, InjectPart([])).record = record
+        record = {
+            "injection_id": body.injection_id,
+            "session_id": body.session_id,
+            "created_at": self.now,
+            "learnings": body.learnings,
+            "had_task": body.had_task,
+            "params": body.params,
+            "outcome_at": None,
+        }
+        parts.setdefault(C.TIER_USER, InjectPart([])).record = INJECTIONS.row(record)
         for part in parts.values():
             part.reply = body.reply
         return dict(parts)
 
-    def _relation(self, body: RelationPutRequest) -> dict[str, Part]:
+    def relation(self, body: RelationPutRequest) -> Parts:
+        """`relation.put`, in from_id's tier; a new `supersedes` also demotes to_id in its own."""
         if body.from_id == body.to_id:
             raise Rejected(ErrorCode.BAD_REQUEST, "a learning cannot be related to itself (from_id == to_id)")
         for lid in (body.from_id, body.to_id):
@@ -333,7 +317,7 @@ class Planner:
                 raise not_found(lid)
         part = RelationPart(body.from_id, body.relation_type, body.to_id, body.weight)
         home, other = self.found[body.from_id], self.found[body.to_id]
-        parts: dict[str, Part] = {home.name: part}
+        parts: Parts = {home.name: part}
         key = (body.from_id, body.relation_type, body.to_id)
         if body.relation_type == C.RELATION_SUPERSEDES and key not in self.superseding and not _stored(home, key):
             # a new supersedes relation lowers the older learning's confidence, once
@@ -344,40 +328,26 @@ class Planner:
                 parts[other.name] = RelationPart(*key, body.weight, store=False, demote=True)
         return parts
 
-    def _delete(self, body: LearningDeleteRequest) -> dict[str, Part]:
+    def delete(self, body: LearningDeleteRequest) -> Parts:
+        """`learning.delete`: the owner drops the learning; every open tier drops relations pointing at it."""
         owner = self.found.get(body.id)
-        # Every open tier may hold relations pointing at the learning; each drops them in the same batch.
-        parts: dict[str, Part] = {t.name: DeletePart(body.id, owner=False) for t in self.tiers.opened()}
+        parts: Parts = {t.name: DeletePart(body.id, owner=False) for t in self.tiers.opened()}
         if owner is not None:
             parts[owner.name] = DeletePart(body.id, owner=True)
         return parts
 
+    def store_vectors(self, body: StoreVectors) -> Parts:
+        """The embedding worker's vectors, if their tier is still there."""
+        return {body.tier: EmbedPart(body.rows)} if self.tiers.get(body.tier, create=False) else {}
 
-def combine(op: str, body: BaseModel, replies: list[dict[str, Any]]) -> dict[str, Any]:
-    """One reply body from the per-tier replies of a request."""
-    if op == C.OP_LEARNING_PUT:
-        assert isinstance(body, LearningPutRequest)
-        n = len(body.learnings)
-        ids: list[str | None] = [None] * n
-        created = [False] * n
-        for reply in replies:
-            for index, lid, was_new in zip(reply["idx"], reply["ids"], reply["created"], strict=True):
-                ids[index] = lid
-                created[index] = was_new
-        return {"ids": ids, "created": created}
-    if op == C.OP_OUTCOME_RECORD:
-        return {
-            "applied": sum(int(r.get("applied", 0)) for r in replies),
-            "ignored": sum(int(r.get("ignored", 0)) for r in replies),
-        }
-    if op == C.OP_INJECT_PREPARE:
-        assert isinstance(body, InjectRecord)
-        return body.reply
-    if op == C.OP_MAINTAIN:
-        tiers = sorted(replies, key=lambda r: str(r["tier"]))
-        return {key: sum(int(r[key]) for r in tiers) for key in ("decayed", "archived", "purged")} | {"tiers": tiers}
-    if op in (C.OP_LEARNING_RESTORE, C.OP_LEARNING_PROMOTE, C.OP_LEARNING_PROPOSE, C.OP_REVIEW_DECIDE):
-        return replies[0]
-    if op == C.OP_LEARNING_DELETE:
-        return {"deleted": any(r.get("deleted", False) for r in replies)}
-    return {}
+    def import_(self, body: ImportRecord) -> Parts:
+        """`import`: each tier of the file gets the learnings no tier holds yet, and its relations."""
+        parts: dict[str, ImportPart] = {}
+        for exported in body.tiers:
+            self.tiers.get(exported.tier, create=True)
+            part = parts.setdefault(exported.tier, ImportPart([], [], 0))
+            fresh = [item for item in exported.learnings if item.id not in self.found]
+            part.learnings += fresh
+            part.relations += exported.relations
+            part.skipped += len(exported.learnings) - len(fresh)
+        return dict(parts)

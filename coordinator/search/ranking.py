@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.derived import Derived
-from coordinator.embedder import Vectors, normalise
-from coordinator.keywords import query_terms
-from coordinator.records import JOINED_BODY, JOINED_HEAD, LEARNING_COLS, learning_wire
-from coordinator.tiers import Tier, TierSet
+from coordinator.search.derived import Derived
+from coordinator.search.embedder import Vectors, normalise
+from coordinator.search.keywords import query_terms
+from coordinator.store.records import learning_wire
+from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
+from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.search import SearchRequest
 
@@ -31,7 +32,6 @@ _KEYWORD_ONLY = 0.6
 _SEMANTIC_FLOOR = 0.15
 _MIN_POOL = 50
 _HOP_DECAY = 0.5
-_COL = {name: i for i, name in enumerate(LEARNING_COLS)}
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Candidate:
     @property
     def confidence(self) -> float:
         """The learning's stored confidence."""
-        value: float = self.row[_COL["confidence"]]
+        value: float = self.row[JOINED_AT["confidence"]]
         return value
 
     def relevance(self) -> float:
@@ -191,16 +191,16 @@ def stored_rows(derived: Derived, tier: Tier, ids: list[str]) -> dict[str, list[
 
 
 def _passes(body: SearchRequest, row: list[Any]) -> bool:
-    if body.scope_prefix is not None and not row[_COL["scope"]].startswith(body.scope_prefix):
+    if body.scope_prefix is not None and not row[JOINED_AT["scope"]].startswith(body.scope_prefix):
         return False
-    if body.category is not None and row[_COL["category"]] != body.category:
+    if body.category is not None and row[JOINED_AT["category"]] != body.category:
         return False
-    created_at = row[_COL["created_at"]]
+    created_at = row[JOINED_AT["created_at"]]
     if body.since is not None and created_at < body.since:
         return False
     if body.until is not None and created_at > body.until:
         return False
-    return body.min_confidence is None or row[_COL["confidence"]] >= body.min_confidence
+    return body.min_confidence is None or row[JOINED_AT["confidence"]] >= body.min_confidence
 
 
 def _expand(

@@ -16,6 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.store.relations import PARAMS
 from protocol import constants as C
 
 
@@ -119,17 +120,20 @@ def updates(result: SessionResult) -> dict[str, float]:
     return out
 
 
-PARAM_COLS = ("param_name", "value", "uncertainty", "observations", "prior_alpha", "prior_beta", "updated_at")
+# The stored columns prior_alpha and prior_beta hold the posterior's alpha and beta (seed 000 named them).
+_STORED_AS = {"alpha": "prior_alpha", "beta": "prior_beta"}
 
 
 def from_row(row: list[Any]) -> AdaptiveParam:
-    """A stored `adaptive_params` row (PARAM_COLS order) as a parameter."""
-    return AdaptiveParam(row[1], row[2], row[3], row[4], row[5])
+    """A stored `adaptive_params` row as a parameter."""
+    stored = dict(zip(PARAMS.cols, row, strict=True))
+    return AdaptiveParam(**{f: stored[_STORED_AS.get(f, f)] for f in AdaptiveParam.__dataclass_fields__})
 
 
 def to_row(name: str, param: AdaptiveParam, now: int) -> list[Any]:
-    """A parameter as an `adaptive_params` row (PARAM_COLS order)."""
-    return [name, param.value, param.uncertainty, param.observations, param.alpha, param.beta, now]
+    """A parameter as an `adaptive_params` row."""
+    fields = {_STORED_AS.get(f, f): getattr(param, f) for f in AdaptiveParam.__dataclass_fields__}
+    return [{"param_name": name, "updated_at": now, **fields}[c] for c in PARAMS.cols]
 
 
 def wire(name: str, param: AdaptiveParam, updated_at: int | None) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from coordinator.auth import is_loopback
 from coordinator.errors import ConfigError
+from coordinator.net.auth import is_loopback
 from protocol.codec import describe
 
 ENV_PREFIX = "GROOVE_"

@@ -1,11 +1,11 @@
 """The in-memory vector index of one tier: derived from `learning_embeddings`, rebuilt at start-up.
 
 Small tiers are searched exactly (one matrix product, recall 1.0: ≈ 0.9 ms at 10k vectors here on one
-BLAS thread). Past `exact_limit` vectors an HNSW graph (hnswlib, inner product on unit vectors) answers
-instead, because an exact scan grows faster than linearly once the matrix leaves the cache (≈ 3.8 ms at
-20k) while HNSW stays under a millisecond (≈ 0.4 ms at 10k, 0.7 ms at 20k). The matrix is
-kept in both cases: it is what the graph is built from, what exact search uses while the graph is being
-built, and what removals move rows within.
+BLAS thread). Past `exact_limit` vectors an HNSW graph (usearch, inner product on unit vectors) answers
+instead, because an exact scan grows faster than linearly once the matrix leaves the cache while HNSW stays
+near a millisecond (figures in the README, `benchmarks.ann`). The matrix is kept in both cases: it is what
+the graph is built from, what exact search uses while the graph is being built, and what removals move rows
+within. usearch was chosen over hnswlib (no wheels, unmaintained) and faiss (its HNSW cannot remove a vector).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import os
 import threading
 import time
 
-import hnswlib
 import numpy as np
+from usearch.index import BatchMatches, Index, Matches
 
-from coordinator.embedder import Vectors
+from coordinator.search.embedder import Vectors
 from protocol import constants as C
 
 _HNSW_M = 16
@@ -26,10 +26,8 @@ _HNSW_EF_CONSTRUCTION = 100
 _HNSW_EF_MIN = 64
 # A background build leaves one core to serving: on 2 cores, a build on both made searches 3x slower.
 _BUILD_THREADS = max(1, (os.cpu_count() or 2) - 1)
-_REPLAY_UNDER_LOCK = 2000
-_NEIGHBOUR_CHUNK = (
-    8  # learnings compared per hold of the lock  # rows changed during a build that are replayed while searches wait
-)
+_REPLAY_UNDER_LOCK = 2000  # rows changed during a build that are replayed while searches wait
+_NEIGHBOUR_CHUNK = 8  # learnings compared per hold of the lock
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +35,10 @@ log = logging.getLogger(__name__)
 class VectorIndex:
     """Learning id -> unit vector, searchable by inner product. Thread-safe: one lock guards it all.
 
-    Rows of the matrix are HNSW labels. The graph is built on a background thread (≈ 45 s for 100k random
-    vectors on 2 cores), from a snapshot of the matrix, while searches stay exact; rows written or moved
-    meanwhile are recorded in `_dirty` and replayed into the graph before it takes over. So neither opening a
-    large tier nor crossing `exact_limit` in the middle of a write burst stalls the coordinator.
+    Rows of the matrix are the graph's keys. The graph is built on a background thread from a snapshot of the
+    matrix, while searches stay exact; rows written or moved meanwhile are recorded in `_dirty` and replayed
+    into the graph before it takes over. So neither opening a large tier nor crossing `exact_limit` in the
+    middle of a write burst stalls the coordinator.
     """
 
     def __init__(self, exact_limit: int = 10_000, dim: int = C.EMBEDDING_DIM) -> None:
@@ -50,7 +48,7 @@ class VectorIndex:
         self._matrix: Vectors = np.zeros((1024, dim), dtype=np.float32)
         self._ids: list[str] = []  # row -> id
         self._rows: dict[str, int] = {}  # id -> row
-        self._hnsw: hnswlib.Index | None = None
+        self._hnsw: Index | None = None
         self._dirty: set[int] | None = None  # while a graph is being built: rows changed since its snapshot
         self._builder: threading.Thread | None = None
 
@@ -94,10 +92,7 @@ class VectorIndex:
                 rows.append(row)
             self._matrix[rows] = vectors
             if self._hnsw is not None:
-                if len(self._ids) > self._hnsw.get_max_elements():
-                    self._hnsw.resize_index(len(self._matrix))
-                # one call for the whole batch: hnswlib inserts it on every core
-                self._hnsw.add_items(self._matrix[rows], np.asarray(rows))
+                _put(self._hnsw, self._matrix[rows], rows, threads=_BUILD_THREADS)
             elif self._dirty is not None:
                 self._dirty.update(rows)
             elif len(self._ids) > self.exact_limit:
@@ -117,11 +112,10 @@ class VectorIndex:
                     self._ids[row] = moved
                     self._rows[moved] = row
                     if self._hnsw is not None:
-                        # HNSW labels are rows: re-adding label `row` replaces its vector with the moved one
-                        self._hnsw.add_items(self._matrix[row].reshape(1, -1), np.array([row]))
+                        # the graph's keys are rows: key `row` now holds the moved vector
+                        _put(self._hnsw, self._matrix[row].reshape(1, -1), [row], threads=1)
                 if self._hnsw is not None:
-                    # a later upsert that reuses this row re-adds the label, which also undeletes it
-                    self._hnsw.mark_deleted(last)
+                    self._hnsw.remove(last)
                 elif self._dirty is not None:
                     self._dirty.update((row, last))
                 self._ids.pop()
@@ -140,10 +134,10 @@ class VectorIndex:
                 return []
             k = min(k, n)
             if self._hnsw is not None:
-                self._hnsw.set_ef(max(_HNSW_EF_MIN, 2 * k))
-                labels, distances = self._hnsw.knn_query(query.reshape(1, -1), k=k)
-                pairs = zip(labels[0], distances[0], strict=True)
-                return [(self._ids[int(label)], 1.0 - float(d)) for label, d in pairs]
+                _search_depth(self._hnsw, 2 * k)
+                found = self._hnsw.search(query.reshape(-1), k, threads=1)
+                pairs = zip(found.keys, found.distances, strict=True)
+                return [(self._ids[int(key)], 1.0 - float(d)) for key, d in pairs]
             scores = self._matrix[:n] @ query.reshape(-1)
             top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
             top = top[np.argsort(-scores[top])]
@@ -163,13 +157,13 @@ class VectorIndex:
                 queries = self._matrix[rows]
                 if self._hnsw is not None:
                     want = min(k + 1, len(self._ids))
-                    self._hnsw.set_ef(max(_HNSW_EF_MIN, 2 * want))
-                    labels, distances = self._hnsw.knn_query(queries, k=want, num_threads=1)
-                    found += [
-                        (self._ids[row], self._ids[int(label)], 1.0 - float(d))
-                        for row, row_labels, row_distances in zip(rows, labels, distances, strict=True)
-                        for label, d in zip(row_labels, row_distances, strict=True)
-                    ]
+                    _search_depth(self._hnsw, 2 * want)
+                    answers = _per_query(self._hnsw.search(queries, want, threads=1))
+                    for row, (keys, distances) in zip(rows, answers, strict=True):
+                        found += [
+                            (self._ids[row], self._ids[int(key)], 1.0 - float(d))
+                            for key, d in zip(keys, distances, strict=True)
+                        ]
                     continue
                 scores = queries @ self._matrix[: len(self._ids)].T
                 for row, row_scores in zip(rows, scores, strict=True):
@@ -187,11 +181,19 @@ class VectorIndex:
         self._builder.start()
 
     def _build(self, snapshot: Vectors) -> None:
+        try:
+            self._build_from(snapshot)
+        except Exception:  # derived data: searches stay exact, the next upsert past the limit tries again
+            log.exception("building the HNSW graph of %d vectors failed; searching exactly meanwhile", len(snapshot))
+            with self._lock:
+                self._dirty, self._builder = None, None
+
+    def _build_from(self, snapshot: Vectors) -> None:
         started = time.monotonic()
-        index = hnswlib.Index(space="ip", dim=self.dim)
-        index.init_index(max_elements=len(snapshot), ef_construction=_HNSW_EF_CONSTRUCTION, M=_HNSW_M)
-        index.add_items(snapshot, np.arange(len(snapshot)), num_threads=_BUILD_THREADS)
-        beyond: set[int] = set()  # labels past the snapshot's rows added since
+        index = Index(
+            ndim=self.dim, metric="ip", dtype="f32", connectivity=_HNSW_M, expansion_add=_HNSW_EF_CONSTRUCTION
+        )
+        index.add(np.arange(len(snapshot), dtype=np.uint64), snapshot, threads=_BUILD_THREADS)
         while True:
             with self._lock:
                 assert self._dirty is not None
@@ -199,24 +201,40 @@ class VectorIndex:
                 n = len(self._ids)
                 live = sorted(r for r in rows if r < n)
                 if len(live) <= _REPLAY_UNDER_LOCK:
-                    _add(index, self._matrix[live], live, beyond, len(snapshot))
-                    # labels past the last row hold vectors removed meanwhile
-                    for label in [*range(n, len(snapshot)), *(b for b in beyond if b >= n)]:
-                        index.mark_deleted(label)
+                    _put(index, self._matrix[live], live, threads=_BUILD_THREADS)
+                    # keys past the last row hold vectors removed meanwhile
+                    past = np.asarray(sorted({*range(n, len(snapshot)), *(r for r in rows if r >= n)}), dtype=np.uint64)
+                    held = past[index.contains(past)] if len(past) else past
+                    if len(held):
+                        index.remove(held)
                     self._hnsw, self._dirty, self._builder = index, None, None
                     break
                 vectors = self._matrix[live].copy()
             # Many rows changed while building: add them without blocking searches. Rows changed again from now
             # on are in the fresh `_dirty` set and get re-added on the next turn.
-            _add(index, vectors, live, beyond, len(snapshot))
+            _put(index, vectors, live, threads=_BUILD_THREADS)
         log.info("HNSW graph of %d vectors built in %.1f s", len(snapshot), time.monotonic() - started)
 
 
-def _add(index: hnswlib.Index, vectors: Vectors, rows: list[int], beyond: set[int], snapshot: int) -> None:
-    """Add (or replace) these rows' vectors under their labels, growing the graph as needed."""
+def _per_query(found: Matches | BatchMatches) -> list[tuple[Vectors, Vectors]]:
+    """(keys, distances) found for each query: usearch answers a batch of one query as one `Matches`."""
+    if isinstance(found, Matches):
+        return [(found.keys, found.distances)]
+    return [(keys[:n], dists[:n]) for keys, dists, n in zip(found.keys, found.distances, found.counts, strict=True)]
+
+
+def _search_depth(index: Index, depth: int) -> None:
+    """Set how many candidates a search of the graph explores (HNSW's `ef`), at least _HNSW_EF_MIN."""
+    # usearch declares this property's setter apart from its getter, which mypy does not follow
+    index.expansion_search = max(_HNSW_EF_MIN, depth)  # type: ignore[misc]
+
+
+def _put(index: Index, vectors: Vectors, rows: list[int], threads: int) -> None:
+    """Add these rows' vectors under their keys, replacing what those keys held (usearch refuses a key twice)."""
     if not rows:
         return
-    if rows[-1] >= index.get_max_elements():
-        index.resize_index(max(rows[-1] + 1, 2 * index.get_max_elements()))
-    index.add_items(vectors, np.asarray(rows), num_threads=_BUILD_THREADS)
-    beyond.update(r for r in rows if r >= snapshot)
+    keys = np.asarray(rows, dtype=np.uint64)
+    held = keys[index.contains(keys)]
+    if len(held):
+        index.remove(held)
+    index.add(keys, vectors, threads=threads)

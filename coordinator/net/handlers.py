@@ -1,0 +1,167 @@
+"""The coordinator's half of the operation registry: how each operation of `protocol.ops.OPS` is served.
+
+One entry per operation, of one of four kinds, and the socket loop dispatches on the kind:
+- `Control`: answered on the socket thread at once, never queued behind reads or writes (ping, hello, heartbeat);
+- `Read`: run on a reader thread (`held`: with group commits held, to see every tier at one moment);
+- `Write`: queued for the batcher; its `WriteOp` (write/ops.py) plans, applies and combines it;
+- `Prepared`: prepared on a reader thread (an injection chosen, an import file read and validated), then
+  committed like a write.
+
+This module checks itself against `OPS` when imported: an operation without a handler, a handler without
+an operation, or a write served as a read stops the coordinator before it serves anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from coordinator.errors import Rejected
+from coordinator.loop.injection import params_list, prepare
+from coordinator.net.agents import AgentRegistry
+from coordinator.search.derived import Derived, rebuild_index, reembed
+from coordinator.search.ranking import search
+from coordinator.store.backup import backup_tiers
+from coordinator.store.portability import check_import, export_tiers
+from coordinator.store.reads import get_learning, list_learnings, list_relations, list_reviews
+from coordinator.store.tiers import TierSet
+from coordinator.write import ops as writes
+from coordinator.write.ops import WriteOp
+from coordinator.write.planning import ImportRecord
+from protocol import constants as C
+from protocol.curation import ReviewListRequest
+from protocol.errors import ErrorCode
+from protocol.loop import InjectPrepareRequest, ParamsListRequest
+from protocol.models import (
+    AgentsListRequest,
+    HeartbeatRequest,
+    HelloRequest,
+    LearningGetRequest,
+    LearningListRequest,
+    PingRequest,
+    RelationListRequest,
+    StatsRequest,
+)
+from protocol.ops import OPS
+from protocol.portability import BackupRequest, ExportRequest, ImportRequest
+from protocol.search import RebuildRequest, SearchRequest
+
+B = TypeVar("B", bound=BaseModel)
+W = TypeVar("W", bound=BaseModel)
+ReplyBody = dict[str, Any]
+
+
+class Services(Protocol):
+    """What handlers may use of the coordinator."""
+
+    tiers: TierSet
+    derived: Derived
+    registry: AgentRegistry
+
+    def ping(self) -> ReplyBody:
+        """The `ping` reply body."""
+        ...
+
+    def stats(self) -> ReplyBody:
+        """The `stats` reply body."""
+        ...
+
+
+@dataclass(frozen=True)
+class Control(Generic[B]):
+    """Answered on the socket thread; `run` gets the sender's peer id."""
+
+    run: Callable[[Services, bytes, B], ReplyBody]
+
+
+@dataclass(frozen=True)
+class Read(Generic[B]):
+    """Run on a reader thread."""
+
+    run: Callable[[Services, B], ReplyBody]
+    held: bool = False  # with group commits held: writes queue meanwhile and are acked after
+
+
+@dataclass(frozen=True)
+class Write(Generic[B]):
+    """Queued for the batcher as it is."""
+
+    op: WriteOp[B]
+
+
+@dataclass(frozen=True)
+class Prepared(Generic[B, W]):
+    """Prepared on a reader thread (given the request id), then committed as the write `op`."""
+
+    prepare: Callable[[Services, B, str], W]
+    op: WriteOp[W]
+
+
+Handler = Control[Any] | Read[Any] | Write[Any] | Prepared[Any, Any]
+
+
+def _hello(services: Services, peer: bytes, body: HelloRequest) -> ReplyBody:
+    services.registry.hello(peer, body.agent_id, body.role, body.pid, body.host)
+    return {}
+
+
+def _heartbeat(services: Services, _: bytes, body: HeartbeatRequest) -> ReplyBody:
+    if not services.registry.beat(body.agent_id):
+        raise Rejected(ErrorCode.NOT_FOUND, f"no agent {body.agent_id!r}: say hello first")
+    return {}
+
+
+def _import(services: Services, body: ImportRequest, _: str) -> ImportRecord:
+    return ImportRecord(tiers=check_import(body).tiers, embeds=services.derived.embeddings)
+
+
+HANDLERS: dict[str, Handler] = {
+    C.OP_PING: Control[PingRequest](lambda s, _, __: s.ping()),
+    C.OP_HELLO: Control[HelloRequest](_hello),
+    C.OP_HEARTBEAT: Control[HeartbeatRequest](_heartbeat),
+    C.OP_LEARNING_PUT: Write(writes.PUT),
+    C.OP_LEARNING_GET: Read[LearningGetRequest](lambda s, b: get_learning(s.tiers, b)),
+    C.OP_LEARNING_LIST: Read[LearningListRequest](lambda s, b: list_learnings(s.tiers, b)),
+    C.OP_LEARNING_DELETE: Write(writes.DELETE),
+    C.OP_OUTCOME_RECORD: Write(writes.OUTCOME),
+    C.OP_RELATION_PUT: Write(writes.RELATION),
+    C.OP_RELATION_LIST: Read[RelationListRequest](lambda s, b: list_relations(s.tiers, b)),
+    C.OP_STATS: Read[StatsRequest](lambda s, _: s.stats()),
+    C.OP_AGENTS_LIST: Read[AgentsListRequest](lambda s, b: {"agents": s.registry.listed(b.state)}),
+    C.OP_SEARCH: Read[SearchRequest](lambda s, b: search(s.tiers, s.derived, b)),
+    C.OP_REINDEX: Read[RebuildRequest](lambda s, b: rebuild_index(s.tiers, s.derived, b)),
+    C.OP_REEMBED: Read[RebuildRequest](lambda s, b: reembed(s.tiers, s.derived, b)),
+    C.OP_PARAMS_LIST: Read[ParamsListRequest](lambda s, _: params_list(s.tiers)),
+    C.OP_INJECT_PREPARE: Prepared[InjectPrepareRequest, Any](
+        lambda s, b, rid: prepare(s.tiers, s.derived, b, rid), writes.INJECT
+    ),
+    C.OP_MAINTAIN: Write(writes.MAINTAIN),
+    C.OP_LEARNING_RESTORE: Write(writes.RESTORE),
+    C.OP_LEARNING_PROMOTE: Write(writes.PROMOTE),
+    C.OP_LEARNING_PROPOSE: Write(writes.PROPOSE),
+    C.OP_REVIEW_LIST: Read[ReviewListRequest](lambda s, b: list_reviews(s.tiers, b)),
+    C.OP_REVIEW_DECIDE: Write(writes.DECIDE),
+    C.OP_BACKUP: Read[BackupRequest](lambda s, b: backup_tiers(s.tiers, Path(b.directory)), held=True),
+    C.OP_EXPORT: Read[ExportRequest](lambda s, b: export_tiers(s.tiers, b), held=True),
+    C.OP_IMPORT: Prepared[ImportRequest, Any](_import, writes.IMPORT),
+}
+
+
+def _check() -> None:
+    """Every operation has exactly one handler, of a kind that matches whether it is a write."""
+    missing, extra = set(OPS) - set(HANDLERS), set(HANDLERS) - set(OPS)
+    if missing or extra:
+        raise TypeError(f"handlers do not match protocol.ops.OPS: missing {sorted(missing)}, unknown {sorted(extra)}")
+    for name, op in OPS.items():
+        handler = HANDLERS[name]
+        if isinstance(handler, Write | Prepared) != op.write:
+            raise TypeError(f"{name} is {'a write' if op.write else 'a read'} on the wire but served as {handler}")
+        if isinstance(handler, Write | Prepared) and handler.op.name != name:
+            raise TypeError(f"{name} is served by the write {handler.op.name}")
+
+
+_check()

@@ -1,0 +1,76 @@
+"""The `stats` reply: the coordinator's state and recent performance, gathered from every subsystem."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from coordinator.metrics import Metrics
+from coordinator.net.agents import AgentRegistry
+from coordinator.net.auth import Gate
+from coordinator.net.config import Settings
+from coordinator.search.derived import Derived
+from coordinator.store.tiers import TierSet
+from coordinator.write.batcher import Batcher
+
+
+class Observed(Protocol):
+    """What `stats` reads of the coordinator."""
+
+    settings: Settings
+    metrics: Metrics
+    registry: AgentRegistry
+    derived: Derived
+    tiers: TierSet
+    batcher: Batcher
+    gate: Gate | None
+    last_stop: str
+    recovery_ms: float
+
+    def uptime(self) -> float:
+        """Seconds since it started."""
+        ...
+
+
+def reply(c: Observed) -> dict[str, Any]:
+    """The `stats` reply body (fields in PROTOCOL.md, `stats`)."""
+    batch_size, commit_ms = c.metrics.batch_summaries()
+    known, alive = c.registry.counts()
+    rss_mb, cpu = c.metrics.resources()
+    derived = c.derived
+    return {
+        "tiers": [{"tier": t.name, "learnings": t.learnings, "path": str(t.path)} for t in c.tiers.opened()],
+        "disk_tiers": c.tiers.on_disk(),
+        "write_queue_depth": c.batcher.queue.qsize(),
+        "write_queue_capacity": c.batcher.capacity,
+        "batches_committed": c.metrics.batches_committed,
+        "writes_committed": c.metrics.writes_committed,
+        "writes_rejected": c.metrics.writes_rejected,
+        "batch_size": batch_size,
+        "commit_ms": commit_ms,
+        "agents_known": known,
+        "agents_alive": alive,
+        "requests_served": c.metrics.requests_served,
+        "replies_dropped": c.metrics.replies_dropped,
+        "rss_mb": rss_mb,
+        "cpu_percent": cpu,
+        "uptime_s": c.uptime(),
+        "embedder": derived.status(),
+        "embedding_queue_depth": derived.queue_depth(),
+        "embeddings_per_s": derived.embeddings_per_s(),
+        "visibility_lag_ms": derived.lag_summary(),
+        "keyword_entries": len(derived.keywords),
+        "vectors": sum(len(index) for index in derived.vectors.values()),
+        "near_duplicate_backlog": derived.near.backlog(),
+        "vector_index": {name: index.state for name, index in sorted(derived.vectors.items())},
+        "row_cache": {"rows": len(derived.rows), "hits": derived.rows.hits, "misses": derived.rows.misses},
+        "op_ms": c.metrics.op_summaries(),
+        "op_counts": c.metrics.op_totals(),
+        "durability": c.settings.durability,
+        "last_stop": c.last_stop,
+        "recovery_ms": c.recovery_ms,
+        "wal_syncs": c.batcher.syncer.syncs if c.batcher.syncer is not None else 0,
+        "tiers_unavailable": [{"tier": t, "reason": r} for t, r in sorted(c.tiers.unavailable().items())],
+        "auth": "curve" if c.gate is not None else "none",
+        "handshakes_refused": c.gate.refused if c.gate is not None else 0,
+        "requests_unauthorized": c.metrics.unauthorized,
+    }

@@ -1,0 +1,200 @@
+"""Every stored relation, declared once: its name, key and value columns (in CozoDB's own syntax) and its
+indexes. The DDL the migrations run, the `:put`/`:rm`/`:update` scripts the writer renders, column positions
+and the conversions between stored rows and wire maps all derive from these declarations.
+
+Conventions the conversions rely on: a column named `<x>_json` holds the JSON text of the wire field `<x>`;
+a column listed in `derived` is not on the wire at all, it is computed from the wire map when a row is made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from protocol.models import compact_json
+
+_JSON = "_json"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its name and CozoDB type (`String`, `Int?`, `<F32; 384>`, ...)."""
+
+    name: str
+    type: str
+
+
+def _columns(spec: str) -> tuple[Column, ...]:
+    if not spec.strip():
+        return ()
+    parts = [p.split(":", 1) for p in spec.split(",")]
+    return tuple(Column(name.strip(), kind.strip()) for name, kind in parts)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A stored relation. `columns` reads like its `:create`: `"key: Type, ... => value: Type, ..."`."""
+
+    name: str
+    columns: str
+    indexes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # columns computed from the wire map (not sent on the wire themselves)
+    derived: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict)
+
+    @cached_property
+    def keys(self) -> tuple[str, ...]:
+        """The key columns, in order."""
+        return tuple(c.name for c in _columns(self.columns.split("=>")[0]))
+
+    @cached_property
+    def values(self) -> tuple[str, ...]:
+        """The value columns, in order."""
+        parts = self.columns.split("=>")
+        return tuple(c.name for c in _columns(parts[1])) if len(parts) > 1 else ()
+
+    @cached_property
+    def cols(self) -> tuple[str, ...]:
+        """Every column, keys first: the order of the rows this module's scripts read and write."""
+        return self.keys + self.values
+
+    @cached_property
+    def at(self) -> dict[str, int]:
+        """Column name -> its position in a row."""
+        return {name: i for i, name in enumerate(self.cols)}
+
+    def create(self) -> str:
+        """The `:create` script."""
+        return f":create {self.name} {{{self.columns}}}"
+
+    def index(self, name: str) -> str:
+        """The script creating one of its indexes."""
+        return f"::index create {self.name}:{name} {{{', '.join(self.indexes[name])}}}"
+
+    def put(self, param: str, verb: str = "put") -> str:
+        """A block writing whole rows given as the list parameter `param` (`verb` `insert` fails on an
+        existing key)."""
+        head = ", ".join(self.cols)
+        return f"{{?[{head}] <- ${param} :{verb} {self.name} {{{', '.join(self.keys)} => {', '.join(self.values)}}}}}"
+
+    def rm(self, param: str) -> str:
+        """A block removing the keys given as the list parameter `param`."""
+        head = ", ".join(self.keys)
+        return f"{{?[{head}] <- ${param} :rm {self.name} {{{head}}}}}"
+
+    def update(self, param: str, columns: Sequence[str]) -> str:
+        """A block setting some value columns of existing rows, given as [keys..., columns...] rows."""
+        head = ", ".join((*self.keys, *columns))
+        return f"{{?[{head}] <- ${param} :update {self.name} {{{', '.join(self.keys)} => {', '.join(columns)}}}}}"
+
+    def pattern(self, prefix: str = "") -> str:
+        """`*name{col, ...}` binding every column (to `<prefix><col>` when a prefix is given)."""
+        if not prefix:
+            return f"*{self.name}{{{', '.join(self.cols)}}}"
+        return f"*{self.name}{{{', '.join(f'{c}: {prefix}{c}' for c in self.cols)}}}"
+
+    def scan(self) -> str:
+        """A query returning every row, in column order."""
+        return f"?[{', '.join(self.cols)}] := {self.pattern()}"
+
+    def wire(self, row: Sequence[Any]) -> dict[str, Any]:
+        """A stored row as its wire map: JSON columns decoded under their wire names, derived ones left out."""
+        out: dict[str, Any] = {}
+        for name, value in zip(self.cols, row, strict=True):
+            if name in self.derived:
+                continue
+            if name.endswith(_JSON):
+                out[name[: -len(_JSON)]] = json.loads(value)
+            else:
+                out[name] = value
+        return out
+
+    def row(self, wire: Mapping[str, Any]) -> list[Any]:
+        """A wire map as a stored row (the inverse of `wire`)."""
+        out: list[Any] = []
+        for name in self.cols:
+            if name in self.derived:
+                out.append(self.derived[name](wire))
+            elif name.endswith(_JSON):
+                out.append(compact_json(wire[name[: -len(_JSON)]]))
+            else:
+                out.append(wire[name])
+        return out
+
+
+LEARNING = Relation(
+    "learning",
+    "id: String => scope: String, category: String, description: String, pattern_json: String, insight: String, "
+    "confidence: Float, created_at: Int, updated_at: Int, source_type: String, source_json: String",
+    derived={"source_type": lambda wire: wire["source"]["type"]},
+)
+USAGE = Relation(
+    "usage_stats",
+    "learning_id: String => times_injected: Int, times_helpful: Int, times_ignored: Int, times_contradicted: Int, "
+    "last_used: Int?, confidence_alpha: Float, confidence_beta: Float",
+)
+EMBEDDINGS = Relation("learning_embeddings", "learning_id: String => embedding: <F32; 384>")
+PARAMS = Relation(
+    "adaptive_params",
+    "param_name: String => value: Float, uncertainty: Float, observations: Int, prior_alpha: Float, "
+    "prior_beta: Float, updated_at: Int",
+)
+# The key starts with from_id, so lookups by from_id are prefix scans already; only the reverse direction needs
+# an index (seed 000 also lists a by_from index, which would duplicate the key).
+RELATIONS = Relation(
+    "learning_relations",
+    "from_id: String, relation_type: String, to_id: String => weight: Float, created_at: Int",
+    indexes={"by_to": ("to_id",)},
+)
+# Request ids of applied writes, committed in the same transaction as the write, with the part of the reply
+# this tier produced: a retried request is answered from here, never re-applied.
+APPLIED = Relation("applied_requests", "request_id: String => op: String, reply_json: String, applied_at: Int")
+INJECTIONS = Relation(
+    "injections",
+    "injection_id: String => session_id: String, created_at: Int, learnings_json: String, had_task: Bool, "
+    "params_json: String, outcome_at: Int?",
+)
+HASHES = Relation(
+    "learning_hashes", "learning_id: String => scope: String, hash: String", indexes={"by_hash": ("hash", "scope")}
+)
+ARCHIVED = Relation("archived", "learning_id: String => archived_at: Int, reason: String")
+MAINTENANCE = Relation("maintenance", "name: String => at: Int")
+REVIEWS = Relation(
+    "pending_reviews",
+    "review_id: String => status: String, learning_json: String, from_tier: String, from_id: String, "
+    "note: String?, flags_json: String, proposed_at: Int, decided_at: Int?, curator: String?, reason: String?, "
+    "learning_id: String?",
+)
+REJECTIONS = Relation(
+    "rejection_log", "review_id: String => reason: String, curator: String, rejected_at: Int, learning_json: String"
+)
+SCHEMA_VERSION = Relation("schema_version", "version: Int => applied_at: Int, description: String")
+
+ALL = (
+    LEARNING,
+    USAGE,
+    EMBEDDINGS,
+    PARAMS,
+    RELATIONS,
+    APPLIED,
+    INJECTIONS,
+    HASHES,
+    ARCHIVED,
+    MAINTENANCE,
+    REVIEWS,
+    REJECTIONS,
+    SCHEMA_VERSION,
+)
+
+# A learning with its usage, as one row: the learning's columns, then the usage's values prefixed `u_`.
+_USAGE_AS = tuple(f"u_{c}" for c in USAGE.values)
+JOINED_COLS = LEARNING.cols + _USAGE_AS
+JOINED_AT = {name: i for i, name in enumerate(JOINED_COLS)}
+JOINED_HEAD = ", ".join(JOINED_COLS)
+JOINED_BODY = (
+    f"{LEARNING.pattern()}, *{USAGE.name}{{{USAGE.keys[0]}: {LEARNING.keys[0]}, "
+    + ", ".join(f"{c}: {u}" for c, u in zip(USAGE.values, _USAGE_AS, strict=True))
+    + "}"
+)

@@ -1,0 +1,179 @@
+"""Every tier's CozoDB schema, as numbered migrations (seed 000, decision 10).
+
+A tier records the migrations it has applied in `schema_version`. Opening a tier applies the missing ones
+in order. Each step checks whether its relation or index already exists, so a migration interrupted by a
+crash is finished on the next start instead of failing on a half-made schema.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pycozo.client import Client
+
+from coordinator.errors import StorageError
+from coordinator.store.records import content_hash
+from coordinator.store.relations import (
+    APPLIED,
+    ARCHIVED,
+    EMBEDDINGS,
+    HASHES,
+    INJECTIONS,
+    LEARNING,
+    MAINTENANCE,
+    PARAMS,
+    REJECTIONS,
+    RELATIONS,
+    REVIEWS,
+    SCHEMA_VERSION,
+    USAGE,
+    Relation,
+)
+from protocol.ids import now_ms
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One schema object: the name `::relations` or `::indices` lists once it exists, and its script."""
+
+    name: str
+    script: str
+
+    @classmethod
+    def create(cls, relation: Relation) -> Step:
+        """Make a relation as declared."""
+        return cls(relation.name, relation.create())
+
+    @classmethod
+    def index(cls, relation: Relation, index: str) -> Step:
+        """Make one of a relation's declared indexes."""
+        return cls(f"{relation.name}:{index}", relation.index(index))
+
+
+@dataclass(frozen=True)
+class Migration:
+    """A numbered set of steps, and optionally a backfill run after them (it must be safe to run twice).
+
+    Steps make relations as `relations.py` declares them now. A later change to a declared relation's columns
+    needs a migration of its own that rebuilds the relation, and the steps before it must keep making the old
+    shape (write that shape into the step then).
+    """
+
+    version: int
+    description: str
+    steps: tuple[Step, ...]
+    backfill: Callable[[Client], None] | None = None
+
+
+def _hash_learnings(db: Client) -> None:
+    rows = db.run("?[id, scope, description, insight] := *learning{id, scope, description, insight}")["rows"]
+    if rows:
+        db.run(HASHES.put("rows"), {"rows": [[lid, scope, content_hash(d, i)] for lid, scope, d, i in rows]})
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "learnings, usage stats, embeddings, adaptive params, relations, applied requests",
+        (
+            Step.create(LEARNING),
+            Step.create(USAGE),
+            Step.create(EMBEDDINGS),
+            Step.create(PARAMS),
+            Step.create(RELATIONS),
+            Step.index(RELATIONS, "by_to"),
+            Step.create(APPLIED),
+        ),
+    ),
+    Migration(
+        2,
+        "injections: what each session was given, for outcome.record to close the loop",
+        (Step.create(INJECTIONS),),
+    ),
+    Migration(
+        3,
+        "content hashes: a learning put again with the same content reinforces the stored one",
+        (Step.create(HASHES), Step.index(HASHES, "by_hash")),
+        backfill=_hash_learnings,
+    ),
+    Migration(
+        4,
+        "lifecycle: archived learnings and when maintenance last ran",
+        (Step.create(ARCHIVED), Step.create(MAINTENANCE)),
+    ),
+    Migration(
+        5,
+        "curation: an enterprise tier's review queue and its rejection log",
+        (Step.create(REVIEWS), Step.create(REJECTIONS)),
+    ),
+)
+
+CURRENT_VERSION = MIGRATIONS[-1].version
+
+
+def _existing(db: Client) -> set[str]:
+    names = {row[0] for row in db.run("::relations")["rows"]}
+    for relation in list(names):
+        if ":" not in relation:
+            names.update(f"{relation}:{row[0]}" for row in db.run(f"::indices {relation}")["rows"])
+    return names
+
+
+def applied_version(db: Client) -> int:
+    """The highest migration recorded in this tier, 0 for a new tier."""
+    if "schema_version" not in _existing(db):
+        return 0
+    rows = db.run("?[max(version)] := *schema_version{version}")["rows"]
+    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+
+def snapshot_before_migration(db: Client, path: Path, from_version: int) -> Path:
+    """Back up a tier about to be migrated into `path` (beside its database); no snapshot, no migration."""
+    target = path / f"pre-migration-v{from_version}-{time.strftime('%Y%m%d-%H%M%S')}.cozo"
+    try:
+        db.backup(str(target))
+    except Exception as exc:  # pycozo raises bare exceptions
+        raise StorageError(f"snapshot before migrating {path} failed, so it was not migrated: {exc}") from None
+    log.warning(
+        "tier at %s is at schema v%d of %d: snapshot %s taken before migrating",
+        path,
+        from_version,
+        CURRENT_VERSION,
+        target,
+    )
+    return target
+
+
+def ensure_schema(db: Client, now: int | None = None, snapshot_dir: Path | None = None) -> list[int]:
+    """Apply the migrations this tier lacks; returns the versions applied. An existing tier (not a new one)
+    is first backed up into `snapshot_dir` when given."""
+    current = applied_version(db)
+    if current > CURRENT_VERSION:
+        raise StorageError(
+            f"tier schema is version {current}, newer than this coordinator's {CURRENT_VERSION}; "
+            "upgrade groove before opening it"
+        )
+    if snapshot_dir is not None and 0 < current < CURRENT_VERSION:
+        snapshot_before_migration(db, snapshot_dir, current)
+    done: list[int] = []
+    for migration in MIGRATIONS:
+        if migration.version <= current:
+            continue
+        existing = _existing(db)
+        if "schema_version" not in existing:
+            db.run(SCHEMA_VERSION.create())
+        for step in migration.steps:
+            if step.name not in existing:
+                db.run(step.script)
+        if migration.backfill is not None:
+            migration.backfill(db)
+        at = now if now is not None else now_ms()
+        db.run(SCHEMA_VERSION.put("v"), {"v": [[migration.version, at, migration.description]]})
+        done.append(migration.version)
+    return done

@@ -1,0 +1,140 @@
+"""The write operations: how each is planned into per-tier parts and how the tiers' replies become one.
+
+One `WriteOp` per write, the coordinator's own internal writes (`embedding.store`) among them. A `WriteItem`
+carries its op through the queue, so the batcher needs no table of its own: it calls what the item brings.
+How a part is applied in its tier is `TierWrite`'s, by the part's type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from coordinator.errors import Rejected
+from coordinator.loop.injection import InjectRecord
+from coordinator.write.parts import Part
+from coordinator.write.planning import ImportRecord, Planner, StoreVectors
+from protocol import constants as C
+from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
+from protocol.loop import MaintainRequest, RestoreRequest
+from protocol.models import (
+    LearningDeleteRequest,
+    LearningPutRequest,
+    OutcomeRecordRequest,
+    RelationPutRequest,
+)
+
+B = TypeVar("B", bound=BaseModel)
+TierReplies = list[dict[str, Any]]
+
+
+def _nothing(_: Any) -> Sequence[str]:
+    return ()
+
+
+@dataclass(frozen=True)
+class WriteOp(Generic[B]):
+    """One write operation's handlers."""
+
+    name: str
+    plan: Callable[[Planner, B], dict[str, Part]]
+    combine: Callable[[B, TierReplies], dict[str, Any]]  # every tier's share of the reply -> the reply
+    finds: Callable[[B], Sequence[str]] = _nothing  # learnings it names, located in any tier before planning
+    claims: Callable[[B], Sequence[str]] = _nothing  # client-chosen ids of new learnings (open tiers only)
+    closes: Callable[[B], Sequence[str]] = _nothing  # injections it closes, loaded before planning
+    # With CURVE, a sender who curates no organisation may not have this write change an enterprise tier
+    # (only planning knows which tiers it touches): a relation there, or a `supersedes` demoting curated
+    # knowledge, is the curators' to make.
+    curated: bool = False
+
+
+@dataclass(slots=True)
+class WriteItem:
+    """One write request on its way through the queue."""
+
+    request_id: str
+    op: WriteOp[Any]
+    body: BaseModel
+    parts: dict[str, Part] = field(default_factory=dict)
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    error: Rejected | None = None
+    # The coordinator's own write (stored vectors, near-duplicate relations, periodic maintenance): no client
+    # waits for its reply and its request id is not recorded.
+    internal: bool = False
+    # With CURVE, a non-admin sender's organisations (see WriteOp.curated). None: any tier.
+    curates: frozenset[str] | None = None
+
+
+def _put_reply(body: LearningPutRequest, replies: TierReplies) -> dict[str, Any]:
+    n = len(body.learnings)
+    ids: list[str | None] = [None] * n
+    created = [False] * n
+    for reply in replies:
+        for index, lid, was_new in zip(reply["idx"], reply["ids"], reply["created"], strict=True):
+            ids[index] = lid
+            created[index] = was_new
+    return {"ids": ids, "created": created}
+
+
+def _summed(*keys: str) -> Callable[[Any, TierReplies], dict[str, Any]]:
+    def combine(_: Any, replies: TierReplies) -> dict[str, Any]:
+        return {key: sum(int(r.get(key, 0)) for r in replies) for key in keys}
+
+    return combine
+
+
+def _the_one(_: Any, replies: TierReplies) -> dict[str, Any]:
+    return replies[0]  # planned into exactly one tier
+
+
+def _empty(_: Any, __: TierReplies) -> dict[str, Any]:
+    return {}
+
+
+def _maintained(_: MaintainRequest, replies: TierReplies) -> dict[str, Any]:
+    tiers = sorted(replies, key=lambda r: str(r["tier"]))
+    return _summed("decayed", "archived", "purged")(None, tiers) | {"tiers": tiers}
+
+
+def _imported(body: ImportRecord, replies: TierReplies) -> dict[str, Any]:
+    counts = _summed("learnings_imported", "learnings_skipped", "relations_imported", "relations_skipped")(
+        None, replies
+    )
+    queued = counts["learnings_imported"] if body.embeds else 0
+    return counts | {"tiers": len(body.tiers), "queued_for_embedding": queued}
+
+
+PUT = WriteOp[LearningPutRequest](
+    C.OP_LEARNING_PUT, Planner.put, _put_reply, claims=lambda b: [i.id for i in b.learnings if i.id is not None]
+)
+OUTCOME = WriteOp[OutcomeRecordRequest](
+    C.OP_OUTCOME_RECORD,
+    Planner.outcome,
+    _summed("applied", "ignored"),
+    finds=lambda b: [a.learning_id for a in b.attributions],
+    closes=lambda b: [b.injection_id] if b.injection_id is not None else [],
+)
+RELATION = WriteOp[RelationPutRequest](
+    C.OP_RELATION_PUT, Planner.relation, _empty, finds=lambda b: [b.from_id, b.to_id], curated=True
+)
+DELETE = WriteOp[LearningDeleteRequest](
+    C.OP_LEARNING_DELETE,
+    Planner.delete,
+    lambda _, replies: {"deleted": any(r.get("deleted", False) for r in replies)},
+    finds=lambda b: [b.id],
+)
+MAINTAIN = WriteOp[MaintainRequest](C.OP_MAINTAIN, Planner.maintain, _maintained)
+RESTORE = WriteOp[RestoreRequest](C.OP_LEARNING_RESTORE, Planner.restore, _the_one, finds=lambda b: [b.id])
+PROMOTE = WriteOp[PromoteRequest](C.OP_LEARNING_PROMOTE, Planner.promote, _the_one, finds=lambda b: [b.id])
+PROPOSE = WriteOp[ProposeRequest](C.OP_LEARNING_PROPOSE, Planner.propose, _the_one, finds=lambda b: [b.id])
+DECIDE = WriteOp[ReviewDecideRequest](C.OP_REVIEW_DECIDE, Planner.decide, _the_one)
+# Prepared on a reader thread (the choice, the file read), then written like any other write.
+INJECT = WriteOp[InjectRecord](C.OP_INJECT_PREPARE, Planner.inject, lambda body, _: body.reply)
+IMPORT = WriteOp[ImportRecord](
+    C.OP_IMPORT, Planner.import_, _imported, finds=lambda b: [i.id for t in b.tiers for i in t.learnings]
+)
+# The embedding worker's vectors: internal only, never on the wire.
+STORE_VECTORS = WriteOp[StoreVectors]("embedding.store", Planner.store_vectors, _empty)

@@ -1,0 +1,98 @@
+"""A tier's working copy after a batch, as what is committed and what derived data must learn.
+
+`script` renders the final state as one CozoDB script of `{...}` blocks, one per relation and kind of change,
+plus the `:insert` of the applied request ids: one transaction, all or nothing. A request id applied before
+makes that insert, and so the whole transaction, fail (the batcher then answers from the stored reply).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.loop.adaptive import to_row
+from coordinator.loop.lifecycle import last_run_row
+from coordinator.search.derived import DerivedChanges
+from coordinator.store.relations import (
+    APPLIED,
+    ARCHIVED,
+    EMBEDDINGS,
+    HASHES,
+    INJECTIONS,
+    LEARNING,
+    MAINTENANCE,
+    PARAMS,
+    REJECTIONS,
+    RELATIONS,
+    REVIEWS,
+    USAGE,
+)
+from coordinator.write.tierwrite import TierWrite
+from protocol.constants import RELATION_SUPERSEDES
+
+
+def script(w: TierWrite) -> tuple[str, dict[str, Any]]:
+    """The transaction: every block of the final state plus the applied request ids."""
+    blocks: list[str] = []
+    params: dict[str, Any] = {}
+
+    def add(block: str, name: str, rows: list[Any]) -> None:
+        if rows:
+            blocks.append(block)
+            params[name] = rows
+
+    gone = [[lid] for lid, created in w.created.items() if created is None]
+    add(LEARNING.rm("gone"), "gone", gone)
+    add(USAGE.rm("gone_u"), "gone_u", gone)
+    add(EMBEDDINGS.rm("gone_e"), "gone_e", gone)
+    add(HASHES.rm("gone_h"), "gone_h", gone)
+    add(ARCHIVED.rm("unarchived"), "unarchived", gone + [[lid] for lid in w.unarchived])
+    add(ARCHIVED.put("archive"), "archive", list(w.archived.values()))
+    add(REVIEWS.put("reviews"), "reviews", w.reviews_put)
+    add(REVIEWS.update("decided", ("status", "decided_at", "curator", "reason", "learning_id")), "decided", w.decided)
+    add(REJECTIONS.put("rejected"), "rejected", w.rejections)
+    if w.last_run is not None:
+        add(MAINTENANCE.put("run"), "run", [last_run_row(w.last_run)])
+    add(HASHES.put("hashes"), "hashes", list(w.hashes_put.values()))
+    add(LEARNING.put("learning"), "learning", list(w.learning_put.values()))
+    add(
+        LEARNING.update("conf", ("confidence", "updated_at")),
+        "conf",
+        [[lid, w.confidence[lid], w.now] for lid in sorted(w.confidence_dirty)],
+    )
+    add(USAGE.put("usage"), "usage", [w.usage[lid].row(lid) for lid in sorted(w.usage_dirty)])
+    add(EMBEDDINGS.put("vec"), "vec", [[lid, vector] for lid, vector in w.vectors.items() if vector is not None])
+    add(EMBEDDINGS.rm("vec_gone"), "vec_gone", [[lid] for lid, vector in w.vectors.items() if vector is None])
+    add(INJECTIONS.put("inj"), "inj", w.injections)
+    add(INJECTIONS.update("closed", ("outcome_at",)), "closed", [[iid, at] for iid, at in w.closed.items()])
+    if w.params is not None:
+        rows = [to_row(name, w.params[name], w.now) for name in sorted(w.params_dirty)]
+        add(PARAMS.put("params"), "params", rows)
+    add(RELATIONS.rm("rel_gone"), "rel_gone", [list(k) for k, row in w.relations.items() if row is None])
+    add(RELATIONS.put("rel"), "rel", [row for row in w.relations.values() if row is not None])
+    # :insert, not :put: the transaction fails if a request id was applied before, and nothing commits
+    add(APPLIED.put("applied", verb="insert"), "applied", w.applied)
+    return "\n".join(blocks), params
+
+
+def changes(w: TierWrite) -> tuple[list[str], list[str]]:
+    """(learnings this commit adds, learnings it removes)."""
+    now_exist = {lid for lid, created in w.created.items() if created is not None}
+    return sorted(now_exist - w.existed), sorted(w.existed - now_exist)
+
+
+def derived_changes(w: TierWrite) -> DerivedChanges:
+    """What the keyword and vector indexes, the row cache and the in-memory maps must take from this commit."""
+    deleted = [lid for lid, created in w.created.items() if created is None]
+    return DerivedChanges(
+        texts=list(w.texts.items()),
+        vectors=[(lid, v) for lid, v in w.vectors.items() if v is not None],
+        deleted=deleted,
+        stale=[lid for lid, v in w.vectors.items() if v is None],
+        touched=sorted(set(deleted) | set(w.learning_put) | w.usage_dirty | w.confidence_dirty),
+        archived=sorted(w.archived),
+        unarchived=sorted(set(w.unarchived) | set(deleted)),
+        supersedes_put=[
+            (k[0], k[2]) for k, row in w.relations.items() if row is not None and k[1] == RELATION_SUPERSEDES
+        ],
+        supersedes_gone=[(k[0], k[2]) for k, row in w.relations.items() if row is None and k[1] == RELATION_SUPERSEDES],
+    )
