@@ -7,8 +7,9 @@ COPY protocol ./protocol
 COPY agents ./agents
 COPY coordinator ./coordinator
 COPY cli ./cli
-# torch from the CPU wheel index: PyPI's default torch wheel pulls a multi-GB CUDA build
-RUN pip install --no-cache-dir -c constraints.txt \
+# wheels only (no compiler in the slim image); torch from the CPU wheel index: PyPI's default torch wheel
+# pulls a multi-GB CUDA build
+RUN pip install --no-cache-dir --only-binary=:all: -c constraints.txt \
         --extra-index-url https://download.pytorch.org/whl/cpu . \
     && useradd --create-home --uid 1000 groove \
     && mkdir /data && chown groove /data

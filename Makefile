@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint contracts typecheck wheels unit bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,15 +17,29 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/groove swarm --agents $(or $(AGENTS),6) --duration $(or $(DURATION),20)
 
-## test: lint, type-check, then every test (slow integration tests included)
-test: lint typecheck unit
+## test: lint, import contracts, type-check, a wheels-only install, then every test (integration tests included)
+test: lint contracts typecheck wheels unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+## contracts: which way imports run (import-linter; contracts in pyproject.toml)
+contracts: $(STAMP)
+	$(BIN)/lint-imports
+
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## wheels: a fresh venv installs groove and every dependency from wheels alone (no compiler, no headers)
+WHEELS_VENV := .wheels-venv
+wheels:
+	rm -rf $(WHEELS_VENV)
+	$(PYTHON) -m venv $(WHEELS_VENV)
+	$(WHEELS_VENV)/bin/python -m pip install --quiet --only-binary=:all: -c constraints.txt . > $(WHEELS_VENV)/pip.log 2>&1 \
+		|| { grep -v '^WARNING: Location' $(WHEELS_VENV)/pip.log; exit 1; }
+	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import coordinator.net.server, agents, cli.main, usearch"
+	rm -rf $(WHEELS_VENV)
 
 unit: $(STAMP)
 	$(BIN)/pytest -q
@@ -37,4 +51,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.inject
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(WHEELS_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,24 +10,23 @@ import pytest
 from agents import GrooveClient
 from cli.processes import start_coordinator
 from protocol.keys import CurveClient
-from tests.helpers import RunningCoordinator, free_port
+from tests.helpers import RunningCoordinator
 
 
 @pytest.fixture
 def coordinator_factory(tmp_path: Path) -> Iterator[Callable[..., RunningCoordinator]]:
-    """Start coordinators: `factory(*serve_args, data_dir=None, model=False)`; all stopped at teardown."""
+    """Start coordinators: `factory(*serve_args, data_dir=None, model=False)`; all stopped at teardown.
+
+    Each binds port 0 on loopback (unless its args bind elsewhere) and reports the endpoint it got; a restart
+    binds that endpoint again, so clients ride it out."""
     started: list[RunningCoordinator] = []
 
-    def factory(
-        *args: str, data_dir: Path | None = None, port: int | None = None, model: bool = False
-    ) -> RunningCoordinator:
+    def factory(*args: str, data_dir: Path | None = None, model: bool = False) -> RunningCoordinator:
         directory = data_dir or tmp_path / f"data{len(started)}"
         directory.mkdir(parents=True, exist_ok=True)
-        # a fixed port, so that clients can ride out a restart on the same endpoint
-        bind = f"tcp://127.0.0.1:{port or free_port()}"
         # Loading the embedding model costs seconds and hundreds of MB: only tests about meaning ask for it.
         serve_args = [*args] if model else ["--embedder", "none", *args]
-        proc, endpoint = start_coordinator(directory, ["--bind", bind, *serve_args])
+        proc, endpoint = start_coordinator(directory, serve_args)
         running = RunningCoordinator(directory, serve_args, proc, endpoint)
         started.append(running)
         return running

@@ -1,4 +1,4 @@
-"""Helpers the tests share: free ports, coordinator process handles, CLI runs, sample learnings."""
+"""Helpers the tests share: deadlines, endpoints, coordinator process handles, CLI runs, sample learnings."""
 
 from __future__ import annotations
 
@@ -7,20 +7,35 @@ import os
 import signal
 import socket
 import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agents.fleet import groove_argv, stop_process
 from cli.processes import start_coordinator
 
+T = TypeVar("T")
 
-def free_port() -> int:
-    """A TCP port free on loopback right now."""
+
+def wait_for(condition: Callable[[], T], what: str, timeout: float = 10.0, every: float = 0.05) -> T:
+    """Poll `condition` until it returns something truthy, and return it; fail naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
+        time.sleep(every)
+    return result
+
+
+@contextmanager
+def silent_endpoint() -> Iterator[str]:
+    """A loopback TCP endpoint where nothing listens. Its port stays bound (not listening) until the block ends,
+    so nothing else can take it meanwhile: connections to it are refused."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+        yield f"tcp://127.0.0.1:{s.getsockname()[1]}"
 
 
 @dataclass

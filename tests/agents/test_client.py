@@ -15,7 +15,7 @@ import zmq
 from agents import Busy, GrooveClient, GrooveTimeout, NotFound, RemoteError
 from agents.errors import from_wire
 from protocol.codec import encode_request
-from tests.helpers import RunningCoordinator, free_port, learning
+from tests.helpers import RunningCoordinator, learning, silent_endpoint
 
 
 def test_error_codes_become_typed_exceptions() -> None:
@@ -29,12 +29,13 @@ def test_error_codes_become_typed_exceptions() -> None:
 
 
 def test_no_coordinator_means_a_timeout_at_the_deadline() -> None:
-    client = GrooveClient(f"tcp://127.0.0.1:{free_port()}", timeout=0.6, attempt_timeout=0.1)
-    started = time.monotonic()
-    with pytest.raises(GrooveTimeout, match="is the coordinator running"):
-        client.ping()
-    assert 0.5 < time.monotonic() - started < 3
-    client.close()
+    with silent_endpoint() as endpoint:
+        client = GrooveClient(endpoint, timeout=0.6, attempt_timeout=0.1)
+        started = time.monotonic()
+        with pytest.raises(GrooveTimeout, match="is the coordinator running"):
+            client.ping()
+        assert 0.5 < time.monotonic() - started < 3
+        client.close()
 
 
 def test_busy_is_answered_when_the_queue_is_full_and_the_client_rides_it_out(

@@ -18,7 +18,7 @@ from agents.fleet import Fleet
 from agents.worker import WorkerSpec, run_worker
 from agents.workloads import Report, parse_mix, parse_script
 from protocol import constants as C
-from tests.helpers import RunningCoordinator, agent_report, free_port, run_groove, spawn_agent
+from tests.helpers import RunningCoordinator, agent_report, run_groove, spawn_agent, wait_for
 
 
 def test_the_corpus_is_large_varied_and_covers_every_category() -> None:
@@ -108,7 +108,7 @@ def test_heartbeats_keep_an_idle_worker_alive_and_survive_a_coordinator_restart(
     client_factory: Callable[..., GrooveClient],
     tmp_path: Path,
 ) -> None:
-    running = coordinator_factory(port=free_port())
+    running = coordinator_factory()
     script = tmp_path / "idle.jsonl"
     script.write_text('{"sleep": 4}\n')
     spec = WorkerSpec(running.endpoint, "idle-1", workload=str(script), heartbeat_s=0.2, timeout=10)
@@ -116,12 +116,10 @@ def test_heartbeats_keep_an_idle_worker_alive_and_survive_a_coordinator_restart(
     thread = threading.Thread(target=lambda: result.update(report=run_worker(spec)))
     thread.start()
     client = client_factory(running.endpoint)
-    time.sleep(1.0)
-    seen = client.agents()[0]
+    (seen,) = wait_for(client.agents, "the worker said hello")
     assert seen.agent_id == "idle-1"
     assert seen.requests == 0  # it is idle: only heartbeats keep it fresh
-    time.sleep(0.6)
-    assert client.agents()[0].last_seen > seen.last_seen
+    wait_for(lambda: client.agents()[0].last_seen > seen.last_seen, "a heartbeat refreshed it", timeout=5)
     running.kill()
     running.restart()
     client = client_factory(running.endpoint)
@@ -140,7 +138,11 @@ def test_a_fleet_restarts_a_worker_that_crashes_and_collects_every_report(
     fleet.spawn("steady", "--mix", "learn=1", duration=4)
     acked = str(tmp_path / "crashing-{run}.json")
     crashing = fleet.spawn("crashing", "--mix", "learn=1", "--acked-file", acked, duration=6)
-    time.sleep(1.5)
+    with GrooveClient(coordinator.endpoint) as client:  # killed once it is writing, not while it starts
+        wait_for(
+            lambda: any(a.agent_id == "crashing" and a.requests > 0 for a in client.agents()),
+            "the crashing agent got going",
+        )
     assert crashing.proc is not None
     crashing.proc.send_signal(signal.SIGKILL)
     crashing.proc.wait(10)

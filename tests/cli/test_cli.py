@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from agents import GrooveClient
-from tests.helpers import RunningCoordinator, free_port, run_groove
+from tests.helpers import RunningCoordinator, run_groove, silent_endpoint
 
 
 def test_client_verbs(coordinator: RunningCoordinator) -> None:
@@ -67,7 +67,8 @@ def test_errors_are_one_line_without_traceback(coordinator: RunningCoordinator) 
 
 
 def test_unreachable_coordinator(tmp_path: Path) -> None:
-    result = run_groove("--endpoint", f"tcp://127.0.0.1:{free_port()}", "--timeout", "0.5", "ping")
+    with silent_endpoint() as endpoint:
+        result = run_groove("--endpoint", endpoint, "--timeout", "0.5", "ping")
     assert result.returncode == 3
     assert result.stderr.strip().count("\n") == 0
     assert "is the coordinator running?" in result.stderr
@@ -86,7 +87,7 @@ def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
 
 
 def test_a_second_coordinator_on_the_same_data_dir_is_refused(coordinator: RunningCoordinator) -> None:
-    result = run_groove("serve", "--data-dir", str(coordinator.data_dir), "--bind", f"tcp://127.0.0.1:{free_port()}")
+    result = run_groove("serve", "--data-dir", str(coordinator.data_dir), "--bind", "tcp://127.0.0.1:0")
     assert result.returncode == 2
     assert "another coordinator" in result.stderr
 
@@ -94,7 +95,7 @@ def test_a_second_coordinator_on_the_same_data_dir_is_refused(coordinator: Runni
 def test_serve_explains_an_unusable_data_dir_or_endpoint(tmp_path: Path, coordinator: RunningCoordinator) -> None:
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
-    result = run_groove("serve", "--data-dir", str(not_a_dir), "--bind", f"tcp://127.0.0.1:{free_port()}")
+    result = run_groove("serve", "--data-dir", str(not_a_dir), "--bind", "tcp://127.0.0.1:0")
     assert result.returncode == 2
     assert result.stderr.startswith("groove: error: cannot create tier 'user'")
     taken = run_groove("serve", "--data-dir", str(tmp_path / "d"), "--bind", coordinator.endpoint)

@@ -12,7 +12,7 @@ import pytest
 
 from agents import GrooveClient
 from agents.fleet import groove_argv
-from tests.helpers import run_groove
+from tests.helpers import run_groove, wait_for
 
 
 @pytest.mark.slow
@@ -56,7 +56,7 @@ def test_ctrl_c_stops_the_agents_then_the_coordinator_and_still_reports(tmp_path
         while len(client.agents()) < 2:  # both running (a worker stopped while starting up has no report)
             assert time.monotonic() < deadline
             time.sleep(0.2)
-    time.sleep(2)
+        wait_for(lambda: client.stats().writes_committed > 0, "the agents wrote")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1  # interrupted runs say so

@@ -10,7 +10,7 @@ import pytest
 from agents import GrooveClient, GrooveTimeout
 from agents.errors import Unauthorized, UnknownOp
 from protocol.keys import CurveClient, generate_key_pair
-from tests.helpers import RunningCoordinator, free_port, learning, run_groove
+from tests.helpers import RunningCoordinator, learning, run_groove
 
 Clients = Callable[..., GrooveClient]
 
@@ -146,14 +146,13 @@ def test_the_cli_speaks_curve_with_server_key_and_key(secured: RunningCoordinato
 def test_a_non_loopback_bind_needs_curve_or_insecure(
     tmp_path: Path, coordinator_factory: Callable[..., RunningCoordinator], client_factory: Clients
 ) -> None:
-    port = free_port()
-    refused = run_groove("serve", "--data-dir", str(tmp_path / "d"), "--bind", f"tcp://0.0.0.0:{port}")
+    refused = run_groove("serve", "--data-dir", str(tmp_path / "d"), "--bind", "tcp://0.0.0.0:0")
     assert refused.returncode == 2
     assert "refusing to listen on tcp://0.0.0.0" in refused.stderr
     assert not (tmp_path / "d").exists()  # refused before anything was made
-    insecure = coordinator_factory("--bind", f"tcp://0.0.0.0:{port}", "--insecure")
+    insecure = coordinator_factory("--bind", "tcp://0.0.0.0:0", "--insecure")
     assert insecure.endpoint.startswith("tcp://0.0.0.0")
-    client_factory(f"tcp://127.0.0.1:{port}").ping()
+    client_factory(insecure.endpoint.replace("0.0.0.0", "127.0.0.1")).ping()
 
 
 def test_bad_key_files_stop_the_start_with_the_file_named(tmp_path: Path, keyring: Keyring) -> None:

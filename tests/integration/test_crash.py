@@ -16,7 +16,7 @@ import zmq
 
 from agents import GrooveClient
 from protocol.codec import encode_request
-from tests.helpers import RunningCoordinator, agent_report, free_port, spawn_agent
+from tests.helpers import RunningCoordinator, agent_report, spawn_agent
 
 
 def raw_call(endpoint: str, payload: bytes) -> dict[str, object]:
@@ -94,7 +94,7 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
     tmp_path: Path,
     durability: str,
 ) -> None:
-    coordinator = coordinator_factory("--durability", durability, port=free_port())
+    coordinator = coordinator_factory("--durability", durability)
     agents = []
     for i in range(16):
         acked_path = tmp_path / f"acked-{i}.json"

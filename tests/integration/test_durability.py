@@ -8,13 +8,13 @@ from pathlib import Path
 
 from agents import GrooveClient
 from coordinator.write.durability import WalSync
-from tests.helpers import RunningCoordinator, free_port
+from tests.helpers import RunningCoordinator
 
 
 def test_fsync_mode_syncs_every_batch_before_its_ack_and_survives_kill_9(
     coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
 ) -> None:
-    running = coordinator_factory("--durability", "fsync", port=free_port())
+    running = coordinator_factory("--durability", "fsync")
     client = client_factory(running.endpoint)
     ids = [client.learn(f"project:/srv/p{i % 3}", "solution", f"d{i}", "i") for i in range(30)]
     stats = client.stats()

@@ -11,7 +11,8 @@ import pytest
 
 from agents import BadRequest, GrooveClient, NotFound
 from protocol import constants as C
-from tests.helpers import RunningCoordinator, learning
+from protocol.ids import now_ms
+from tests.helpers import RunningCoordinator, learning, wait_for
 
 
 def axis(i: int, tilt: int | None = None) -> list[float]:
@@ -80,9 +81,8 @@ def test_tiers_are_isolated_by_context(client: GrooveClient) -> None:
 
 def test_filters(client: GrooveClient) -> None:
     old = put(client, "cache invalidation", axis(4), category="solution", confidence=0.2)
-    time.sleep(0.01)
-    cut = int(time.time() * 1000)
-    time.sleep(0.01)
+    cut = client.get(old).created_at + 1
+    wait_for(lambda: now_ms() > cut, "the clock moved past the cut")
     new = put(client, "cache warming", axis(4, tilt=5), scope="user:alex", category="preference", confidence=0.8)
     assert ids(client.search(vector=axis(4), since=cut)) == [new]
     assert ids(client.search(vector=axis(4), until=cut)) == [old]

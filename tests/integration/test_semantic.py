@@ -23,10 +23,9 @@ def semantic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GrooveC
     """One coordinator with the model for the whole module (loading it costs seconds), the set stored."""
     from agents.fleet import stop_process
     from cli.processes import start_coordinator
-    from tests.helpers import free_port
 
     data = tmp_path_factory.mktemp("semantic")
-    proc, endpoint = start_coordinator(data, ["--bind", f"tcp://127.0.0.1:{free_port()}"])
+    proc, endpoint = start_coordinator(data, [])
     client = GrooveClient(endpoint, timeout=60)
     try:
         items = [

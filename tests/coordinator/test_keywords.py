@@ -1,0 +1,61 @@
+"""The keyword index: every word first, the rarest words as a fallback, stop words, tiers, replacement."""
+
+from __future__ import annotations
+
+from coordinator.search.keywords import KeywordIndex, query_terms
+
+
+def index(*entries: tuple[str, str, str]) -> KeywordIndex:
+    built = KeywordIndex()
+    for lid, tier, text in entries:
+        built.upsert(tier, [(lid, text)])
+    return built
+
+
+def test_query_terms_drop_stop_words_and_repeats_but_keep_a_query_of_only_stop_words() -> None:
+    assert query_terms("How do I fix the flaky flaky test?") == ["fix", "flaky", "test"]
+    assert query_terms("what is it") == ["what", "is", "it"]
+    assert query_terms("") == []
+
+
+def test_learnings_with_every_word_come_before_those_with_some() -> None:
+    kw = index(
+        ("a", "user", "flaky socket test under load"),
+        ("b", "user", "socket options for the proxy"),
+        ("c", "user", "unrelated advice about logging"),
+    )
+    hits = kw.search("flaky socket", ["user"], 10)
+    assert [h[0] for h in hits] == ["a", "b"]
+    assert hits[0][3] == ["flaky", "socket"]
+    assert hits[1][3] == ["socket"]
+
+
+def test_the_any_word_fallback_uses_the_rarest_words() -> None:
+    common = [(f"c{i}", "user", f"common words everywhere number {i}") for i in range(30)]
+    kw = index(*common, ("rare", "user", "a zeppelin mooring guide"))
+    # six query words: AND matches nothing, the fallback ORs the four rarest that occur at all
+    hits = kw.search("common words everywhere zeppelin mooring nothing", ["user"], 3)
+    assert hits[0][0] == "rare"
+    assert kw._rarest(["common", "words", "everywhere", "zeppelin", "mooring", "absent"]) == [
+        "zeppelin",
+        "mooring",
+        "common",
+        "words",
+    ]
+
+
+def test_only_the_tiers_asked_for_are_searched() -> None:
+    kw = index(("a", "user", "retry with backoff"), ("b", "project:/x", "retry with jitter"))
+    assert [h[0] for h in kw.search("retry", ["project:/x"], 10)] == ["b"]
+    assert kw.search("retry", [], 10) == []
+
+
+def test_upsert_replaces_remove_and_drop_tier_forget() -> None:
+    kw = index(("a", "user", "old words"), ("b", "project:/x", "other words"))
+    kw.upsert("user", [("a", "new text")])
+    assert kw.search("old", ["user"], 10) == []
+    assert [h[0] for h in kw.search("new", ["user"], 10)] == ["a"]
+    kw.remove(["a", "unknown"])
+    assert kw.search("new", ["user"], 10) == []
+    kw.drop_tier("project:/x")
+    assert len(kw) == 0

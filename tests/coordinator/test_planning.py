@@ -1,0 +1,214 @@
+"""Every write operation, planned against real temp tiers (no sockets): the parts go to the tiers they should,
+and the batcher's combined reply is what the operation's reply model accepts.
+
+A write op added to `coordinator/write/ops.py` without a case here fails `test_every_write_op_has_a_case`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from coordinator.errors import Rejected
+from coordinator.loop.injection import InjectRecord
+from coordinator.loop.lifecycle import MaintainPart, RestorePart
+from coordinator.metrics import Metrics
+from coordinator.store.tiers import TierSet
+from coordinator.write import ops
+from coordinator.write.batcher import Batcher, Outcome
+from coordinator.write.ops import WriteItem, WriteOp
+from coordinator.write.parts import (
+    DecidePart,
+    DeletePart,
+    EmbedPart,
+    ImportPart,
+    InjectPart,
+    OutcomePart,
+    Part,
+    PromotePart,
+    ProposePart,
+    PutPart,
+    RelationPart,
+)
+from coordinator.write.planning import ImportRecord, Planner, StoreVectors
+from protocol import constants as C
+from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
+from protocol.ids import uuid7
+from protocol.loop import MaintainRequest, RestoreRequest
+from protocol.models import (
+    LearningDeleteRequest,
+    LearningPutRequest,
+    OutcomeRecordRequest,
+    RelationPutRequest,
+)
+from protocol.ops import OPS
+from protocol.portability import ExportFile
+from tests.helpers import learning
+
+NOW = 1_800_000_000_000
+PROJECT = "project:/srv/api"
+
+
+class World:
+    """Temp tiers with a project learning and a user-tier learning, and a batcher to commit through."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.tiers = TierSet(data_dir)
+        self.tiers.open_user()
+        self.replies: dict[str, dict[str, Any] | Rejected] = {}
+        self.batcher = Batcher(self.tiers, Metrics(), self._done, max_batch=64, max_wait_ms=0, capacity=100)
+        self.project_id, self.user_id = self.write(
+            ops.PUT, LearningPutRequest.model_validate({"learnings": [learning(PROJECT, 1), learning("global", 2)]})
+        )["ids"]
+
+    def _done(self, outcomes: list[Outcome]) -> None:
+        for item, result in outcomes:
+            self.replies[item.request_id] = result
+
+    def write(self, op: WriteOp[Any], body: BaseModel) -> dict[str, Any]:
+        item = WriteItem(uuid7(), op, body)
+        self.batcher.process([item], NOW)
+        reply = self.replies[item.request_id]
+        assert not isinstance(reply, Rejected), reply.message
+        return reply
+
+    def plan(self, op: WriteOp[Any], body: BaseModel) -> dict[str, Part]:
+        planner = Planner(self.tiers, NOW, list(op.finds(body)), list(op.claims(body)), list(op.closes(body)))
+        return op.plan(planner, body)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    built = World(tmp_path)
+    yield built
+    built.tiers.close()
+
+
+def _put(w: World) -> tuple[BaseModel, dict[str, type]]:
+    body = LearningPutRequest.model_validate({"learnings": [learning(PROJECT, 3), learning("user:alex", 4)]})
+    return body, {PROJECT: PutPart, C.TIER_USER: PutPart}
+
+
+def _outcome(w: World) -> tuple[BaseModel, dict[str, type]]:
+    body = OutcomeRecordRequest(attributions=[{"learning_id": w.project_id, "outcome": "helpful"}])  # type: ignore[list-item]
+    return body, {PROJECT: OutcomePart}
+
+
+def _relation(w: World) -> tuple[BaseModel, dict[str, type]]:
+    # a supersedes across tiers: stored in the newer's tier, the older demoted in its own
+    body = RelationPutRequest(from_id=w.user_id, relation_type="supersedes", to_id=w.project_id)
+    return body, {C.TIER_USER: RelationPart, PROJECT: RelationPart}
+
+
+def _delete(w: World) -> tuple[BaseModel, dict[str, type]]:
+    return LearningDeleteRequest(id=w.project_id), {PROJECT: DeletePart, C.TIER_USER: DeletePart}
+
+
+def _maintain(w: World) -> tuple[BaseModel, dict[str, type]]:
+    return MaintainRequest(now=NOW), {PROJECT: MaintainPart, C.TIER_USER: MaintainPart}
+
+
+def _restore(w: World) -> tuple[BaseModel, dict[str, type]]:
+    w.write(ops.MAINTAIN, MaintainRequest(now=NOW + 100 * C.DAY_MS))  # unused for 100 days: archived
+    return RestoreRequest(id=w.project_id), {PROJECT: RestorePart}
+
+
+def _promote(w: World) -> tuple[BaseModel, dict[str, type]]:
+    return PromoteRequest(id=w.project_id), {C.TIER_USER: PromotePart}
+
+
+def _propose(w: World) -> tuple[BaseModel, dict[str, type]]:
+    return ProposeRequest(id=w.project_id, org="acme"), {"enterprise:acme": ProposePart}
+
+
+def _decide(w: World) -> tuple[BaseModel, dict[str, type]]:
+    review = w.write(ops.PROPOSE, ProposeRequest(id=w.project_id, org="acme"))["review_id"]
+    body = ReviewDecideRequest(org="acme", review_id=review, decision="approve", curator="dana")
+    return body, {"enterprise:acme": DecidePart}
+
+
+def _inject(w: World) -> tuple[BaseModel, dict[str, type]]:
+    reply = {"injection_id": uuid7(), "learnings": [], "markdown": "", "params": {}}
+    body = InjectRecord(
+        injection_id=reply["injection_id"],
+        session_id="s-1",
+        learnings=[(w.project_id, PROJECT)],
+        had_task=False,
+        params={},
+        reply=reply,
+    )
+    return body, {PROJECT: InjectPart, C.TIER_USER: InjectPart}
+
+
+def _import(w: World) -> tuple[BaseModel, dict[str, type]]:
+    lid = uuid7()
+    usage = {"times_injected": 0, "times_helpful": 0, "times_ignored": 0, "times_contradicted": 0}
+    exported = {
+        "id": lid,
+        "scope": "project:/srv/web",
+        "category": "solution",
+        "description": "imported",
+        "insight": "from another coordinator",
+        "confidence": 0.5,
+        "source": {"type": "imported"},
+        "created_at": 1,
+        "updated_at": 2,
+        "usage": usage | {"last_used": None, "confidence_alpha": 1.0, "confidence_beta": 1.0},
+    }
+    relation = {"from_id": lid, "relation_type": "related_to", "to_id": w.project_id, "weight": 0.5, "created_at": 3}
+    tier = {"tier": "project:/srv/web", "learnings": [exported], "relations": [relation]}
+    export = ExportFile.model_validate({"format": "groove-export", "version": 1, "exported_at": 4, "tiers": [tier]})
+    return ImportRecord(tiers=export.tiers, embeds=False), {"project:/srv/web": ImportPart}
+
+
+def _store_vectors(w: World) -> tuple[BaseModel, dict[str, type]]:
+    return StoreVectors(tier=PROJECT, rows=[(w.project_id, [1.0] + [0.0] * 383)]), {PROJECT: EmbedPart}
+
+
+CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
+    "PUT": _put,
+    "OUTCOME": _outcome,
+    "RELATION": _relation,
+    "DELETE": _delete,
+    "MAINTAIN": _maintain,
+    "RESTORE": _restore,
+    "PROMOTE": _promote,
+    "PROPOSE": _propose,
+    "DECIDE": _decide,
+    "INJECT": _inject,
+    "IMPORT": _import,
+    "STORE_VECTORS": _store_vectors,
+}
+
+
+def test_every_write_op_has_a_case() -> None:
+    declared = {name for name, value in vars(ops).items() if isinstance(value, WriteOp)}
+    assert declared == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_write_is_planned_into_its_tiers_and_its_reply_is_well_formed(world: World, name: str) -> None:
+    op: WriteOp[Any] = getattr(ops, name)
+    body, expected = CASES[name](world)
+    parts = world.plan(op, body)
+    assert {tier: type(part) for tier, part in parts.items()} == expected
+    reply = world.write(op, body)
+    if op.name in OPS:  # the internal embedding.store has no wire reply
+        OPS[op.name].reply.model_validate(reply)
+
+
+def test_planning_rejects_what_cannot_apply_before_anything_is_written(world: World) -> None:
+    unknown = uuid7()
+    cases: list[tuple[WriteOp[Any], BaseModel]] = [
+        (ops.OUTCOME, OutcomeRecordRequest(attributions=[{"learning_id": unknown, "outcome": "helpful"}])),  # type: ignore[list-item]
+        (ops.RELATION, RelationPutRequest(from_id=world.project_id, relation_type="related_to", to_id=unknown)),
+        (ops.RESTORE, RestoreRequest(id=world.project_id)),  # not archived
+        (ops.PROMOTE, PromoteRequest(id=world.user_id)),  # not a project learning
+    ]
+    for op, body in cases:
+        with pytest.raises(Rejected):
+            world.plan(op, body)
