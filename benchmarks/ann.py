@@ -7,7 +7,11 @@ insight: the length and vocabulary of real learnings), embedded once with all-Mi
 what an agent asks. Every library builds an HNSW graph with the parameters the coordinator uses (M 16,
 construction depth 100) and searches at depth max(64, 2k), as `VectorIndex` does.
 
-    python -m benchmarks.ann [--size 100000] [--queries 1000] [--libraries usearch,faiss,hnswlib]
+    python -m benchmarks.ann [--size 100000] [--queries 1000] [--libraries usearch-f16,usearch,faiss,hnswlib] [--random]
+
+`usearch-f16` is what the coordinator runs (search/vectors.py). hnswlib, the library it replaced, builds from
+source only: `pip install hnswlib` (with a compiler) to include it; a library not installed is reported and
+skipped.
 """
 
 from __future__ import annotations
@@ -51,30 +55,45 @@ def texts(size: int) -> list[str]:
 
 
 def queries(count: int) -> list[str]:
-    """Query texts: corpus descriptions, as an agent would describe its problem."""
+    """Query texts, alternately a corpus description (an agent describing its problem: near the ~43 base texts
+    that share it) and an insight (advice looked up by its words: ~350 base texts share each, at near-equal
+    distances, which makes the top 10 hard to get exactly)."""
     entries = load().entries
-    return [entries[(i * 7) % len(entries)].description for i in range(count)]
+    insights = list(dict.fromkeys(e.insight for e in entries))
+    return [
+        entries[(i * 7) % len(entries)].description if i % 2 == 0 else insights[(i // 2) % len(insights)]
+        for i in range(count)
+    ]
 
 
 def embedded(cache: Path, size: int, count: int) -> tuple[Matrix, Matrix]:
     """The base vectors and query vectors, computed once and cached."""
-    base_file, query_file = cache / f"minilm-base-{size}.npy", cache / f"minilm-queries-{count}.npy"
-    if not base_file.exists() or not query_file.exists():
-        from coordinator.search.embedder import MiniLM
+    base_file, query_file = cache / f"minilm-base-{size}.npy", cache / f"minilm-queries-mixed-{count}.npy"
+    if base_file.exists() and query_file.exists():
+        return np.load(base_file), np.load(query_file)
+    from coordinator.search.embedder import MiniLM
 
-        model = MiniLM()
-        cache.mkdir(parents=True, exist_ok=True)
+    model = MiniLM()
+    cache.mkdir(parents=True, exist_ok=True)
+    if not base_file.exists():
         started = time.monotonic()
         base_texts = texts(size)
         chunks = []
         for start in range(0, size, 4096):
             chunks.append(model.encode(base_texts[start : start + 4096]))
             done = start + len(chunks[-1])
-            rate = done / (time.monotonic() - started)
-            click.echo(f"embedded {done}/{size} ({rate:.0f}/s)", err=True)
+            click.echo(f"embedded {done}/{size} ({done / (time.monotonic() - started):.0f}/s)", err=True)
         np.save(base_file, np.concatenate(chunks))
-        np.save(query_file, model.encode(queries(count)))
+    np.save(query_file, model.encode(queries(count)))
     return np.load(base_file), np.load(query_file)
+
+
+def random_unit(size: int, count: int) -> tuple[Matrix, Matrix]:
+    """Random unit vectors: no structure at all, the hardest case for a graph index."""
+    rng = np.random.default_rng(0)
+    both = rng.standard_normal((size + count, 384)).astype(np.float32)
+    both /= np.linalg.norm(both, axis=1, keepdims=True)
+    return both[:size], both[size:]
 
 
 class Candidate:
@@ -84,24 +103,36 @@ class Candidate:
         self.build, self.add, self.search = build, add, search
 
 
-def usearch_candidate(dim: int, threads: int) -> Candidate:
+def usearch_candidate(dim: int, threads: int, dtype: str = "f32", rescore: bool = False) -> Candidate:
     from usearch.index import Index
 
-    index = Index(ndim=dim, metric="ip", dtype="f32", connectivity=_M, expansion_add=_EF_CONSTRUCTION)
+    index = Index(ndim=dim, metric="ip", dtype=dtype, connectivity=_M, expansion_add=_EF_CONSTRUCTION)
+    stored: list[Matrix] = []  # the f32 vectors, for re-scoring (the coordinator keeps them in its matrix)
 
     def build(m: Matrix) -> None:
+        stored.append(m)
         index.add(np.arange(len(m), dtype=np.uint64), m, threads=threads)
 
     def add(m: Matrix, first: int) -> None:
+        stored.append(m)
         index.add(np.arange(first, first + len(m), dtype=np.uint64), m, threads=threads)
 
     def search(q: Matrix, k: int) -> list[int]:
         # usearch declares this setter apart from its getter, which mypy does not follow
         index.expansion_search = max(_EF_MIN, 2 * k)  # type: ignore[misc]
-        found = index.search(q, k, threads=1)
-        return [int(x) for x in found.keys]
+        keys = index.search(q, k, threads=1).keys.astype(np.intp)
+        if rescore:
+            if len(stored) > 1:
+                stored[:] = [np.concatenate(stored)]
+            keys = keys[np.argsort(-(stored[0][keys] @ q))]
+        return [int(x) for x in keys]
 
     return Candidate(build, add, search)
+
+
+def usearch_f16_candidate(dim: int, threads: int) -> Candidate:
+    """What the coordinator runs: half-precision vectors in the graph, its answers re-scored from f32."""
+    return usearch_candidate(dim, threads, dtype="f16", rescore=True)
 
 
 def faiss_candidate(dim: int, threads: int) -> Candidate:
@@ -145,7 +176,12 @@ def hnswlib_candidate(dim: int, threads: int) -> Candidate:
     return Candidate(build, add, search)
 
 
-CANDIDATES = {"usearch": usearch_candidate, "faiss": faiss_candidate, "hnswlib": hnswlib_candidate}
+CANDIDATES: dict[str, Callable[[int, int], Candidate]] = {
+    "usearch-f16": usearch_f16_candidate,
+    "usearch": usearch_candidate,
+    "faiss": faiss_candidate,
+    "hnswlib": hnswlib_candidate,
+}
 
 
 def measure(library: str, base: Matrix, qs: Matrix, threads: int) -> dict[str, Any]:
@@ -195,7 +231,7 @@ def measure(library: str, base: Matrix, qs: Matrix, threads: int) -> dict[str, A
 @click.command()
 @click.option("--size", default=100_000, show_default=True, help="Vectors in the index.")
 @click.option("--queries", "count", default=1000, show_default=True, help="Queries measured.")
-@click.option("--libraries", default="usearch,faiss,hnswlib", show_default=True, help="Comma-separated.")
+@click.option("--libraries", default="usearch-f16,usearch,faiss,hnswlib", show_default=True, help="Comma-separated.")
 @click.option("--threads", default=1, show_default=True, help="Threads for building (the coordinator uses cores-1).")
 @click.option(
     "--cache",
@@ -204,18 +240,27 @@ def measure(library: str, base: Matrix, qs: Matrix, threads: int) -> dict[str, A
     show_default=True,
     help="Where the embedded vectors are kept between runs.",
 )
+@click.option("--random", "use_random", is_flag=True, help="Random unit vectors instead (the worst case).")
 @click.option("--child", hidden=True, help="Measure one library (internal).")
-def main(size: int, count: int, libraries: str, threads: int, cache: Path, child: str | None) -> None:
-    """Compare ANN libraries on real MiniLM vectors."""
+def main(size: int, count: int, libraries: str, threads: int, cache: Path, use_random: bool, child: str | None) -> None:
+    """Compare ANN libraries on real MiniLM vectors (or, with --random, random ones)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    base, qs = embedded(cache, size, count)
+    base, qs = random_unit(size, count) if use_random else embedded(cache, size, count)
     if child is not None:
         click.echo(json.dumps(measure(child, base, qs, threads)))
         return
     rows = []
     for library in libraries.split(","):
         argv = [sys.executable, "-m", "benchmarks.ann", "--size", str(size), "--queries", str(count)]
-        argv += ["--threads", str(threads), "--cache", str(cache), "--child", library]
+        argv += [
+            "--threads",
+            str(threads),
+            "--cache",
+            str(cache),
+            "--child",
+            library,
+            *(["--random"] if use_random else []),
+        ]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             click.echo(f"{library}: failed: {done.stderr.strip().splitlines()[-1:]}", err=True)
@@ -241,7 +286,8 @@ def main(size: int, count: int, libraries: str, threads: int, cache: Path, child
     )
     if rows:
         click.echo(f"exact search of the same {size} vectors: p50 {rows[0]['exact_p50_ms']:.2f} ms")
-    click.echo(json.dumps({"machine": machine(), "size": size, "queries": count, "results": rows}))
+    vectors = "random" if use_random else "minilm"
+    click.echo(json.dumps({"machine": machine(), "vectors": vectors, "size": size, "queries": count, "results": rows}))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from benchmarks.common import latency_summary, machine
 from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
 from cli.output import table
 from cli.processes import start_coordinator
+from coordinator.net.config import EMBEDDERS
 
 _SETTLE_S = 2.0  # workers start this long after being spawned, plus _PER_AGENT_S each, so all start together
 _PER_AGENT_S = 0.25  # a worker process takes ~0.3 s of CPU to start: on 2 cores, 32 of them take ~5 s
@@ -247,7 +248,7 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
 @click.option("--in-flight", type=click.IntRange(1, 1024), default=1, show_default=True, help="Per agent.")
 @click.option("--preload", type=click.IntRange(0), default=0, show_default=True, help="Learnings stored first.")
 @click.option("--peers", default="sqlite,echo", show_default=True, help="Comma-separated: sqlite, echo, chroma.")
-@click.option("--embedder", type=click.Choice(["none", "minilm"]), default="none", show_default=True)
+@click.option("--embedder", type=click.Choice(EMBEDDERS), default="none", show_default=True)
 @click.option("--serve-arg", multiple=True, help="Extra `groove serve` argument (repeatable), e.g. --max-batch=1.")
 @click.option("--rest-rss", is_flag=True, help="After the run, the RSS of a coordinator restarted on its data.")
 def main(**args: Any) -> None:

@@ -286,7 +286,7 @@ def relations(client: GrooveClient, learning_id: str, relation_type: str | None,
 
 
 @click.command()
-@click.option("--state", type=click.Choice(["alive", "gone"]), help="Only agents in this state.")
+@click.option("--state", type=click.Choice(C.AGENT_STATES), help="Only agents in this state.")
 @json_option
 @with_client
 def agents(client: GrooveClient, state: str | None, as_json: bool) -> None:

@@ -20,7 +20,7 @@ from cli.loop import loop_commands
 from cli.memory import memory_commands
 from cli.output import fail
 from cli.swarm import swarm_command
-from coordinator.net.config import ENV_PREFIX, Settings, build
+from coordinator.net.config import DURABILITIES, EMBEDDERS, ENV_PREFIX, LOG_LEVELS, Settings, build
 from protocol.keys import CurveClient, KeyFileError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,14 +97,14 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("readers", "Reader threads", type=int)
 @setting("reply_cache", "Recent write replies kept in memory for retries", type=int)
 @setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
-@setting("log_level", "Log verbosity", type=click.Choice(["debug", "info", "warning", "error"]))
-@setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(["minilm", "none"]))
+@setting("log_level", "Log verbosity", type=click.Choice(LOG_LEVELS))
+@setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(EMBEDDERS))
 @setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
 @setting("maintain_every_s", "Seconds between lifecycle runs (decay, archive, purge); 0 turns them off", type=float)
 @setting(
     "durability",
     "process: acked writes survive a coordinator crash; fsync: also an OS crash (WAL synced before each ack)",
-    type=click.Choice(["process", "fsync"]),
+    type=click.Choice(DURABILITIES),
 )
 @setting("row_cache", "Learning rows kept in memory for search (about 1 KB each); 0 turns it off", type=int)
 @setting("curve", "Encrypt and authenticate every connection with CurveZMQ", is_flag=True, default=None)

@@ -19,6 +19,7 @@ from cli.agent import check_mix
 from cli.output import emit_json, fail, pairs, table
 from cli.processes import start_coordinator
 from coordinator.metrics import summarize
+from coordinator.net.config import EMBEDDERS
 from protocol.models import StatsReply
 
 
@@ -61,7 +62,7 @@ class LiveView:
 @click.option("--in-flight", type=click.IntRange(1, 1024), default=1, show_default=True, help="Per agent.")
 @click.option(
     "--embedder",
-    type=click.Choice(["minilm", "none"]),
+    type=click.Choice(EMBEDDERS),
     default="minilm",
     show_default=True,
     help="The coordinator's embedder (none: keyword search only, no model loaded).",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -18,6 +18,12 @@ from coordinator.net.auth import is_loopback
 from protocol.codec import describe
 
 ENV_PREFIX = "GROOVE_"
+Embedder = Literal["minilm", "none"]
+EMBEDDERS = get_args(Embedder)
+Durability = Literal["process", "fsync"]
+DURABILITIES = get_args(Durability)
+LogLevel = Literal["debug", "info", "warning", "error"]
+LOG_LEVELS = get_args(LogLevel)
 
 
 def default_data_dir() -> Path:
@@ -39,12 +45,12 @@ class Settings(BaseModel):
     readers: int = Field(4, ge=1, le=64)
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)
-    log_level: str = Field("info", pattern="^(debug|info|warning|error)$")
-    embedder: Literal["minilm", "none"] = "minilm"
+    log_level: LogLevel = "info"
+    embedder: Embedder = "minilm"
     exact_limit: int = Field(10_000, ge=0, le=10_000_000)
     row_cache: int = Field(100_000, ge=0, le=10_000_000)
     maintain_every_s: float = Field(3600.0, ge=0.0, le=30 * 86400.0)
-    durability: Literal["process", "fsync"] = "process"
+    durability: Durability = "process"
     curve: bool = False
     authorized_keys: Path | None = None
     curve_key: Path | None = None  # the server's secret key file; default <data_dir>/server.key_secret

@@ -242,8 +242,9 @@ class Coordinator:
         if self.batcher.syncer is not None:
             self.batcher.syncer.close()
         self.context.term()
-        self.tiers.close()
+        # the marker goes while the data dir is still ours: closing the tiers lets go of its lock
         (self.settings.data_dir / RUNNING_MARKER).unlink(missing_ok=True)
+        self.tiers.close()
         log.info("coordinator stopped")
 
     # --- socket loop ---------------------------------------------------------------------------------

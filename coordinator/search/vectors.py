@@ -16,12 +16,17 @@ import threading
 import time
 
 import numpy as np
+import numpy.typing as npt
 from usearch.index import BatchMatches, Index, Matches
 
 from coordinator.search.embedder import Vectors
 from protocol import constants as C
 
 _HNSW_M = 16
+# The graph stores its vectors in half precision and its answers are re-scored from the f32 matrix: on 100k real
+# MiniLM vectors the same recall@10 as f32 (0.984 at k=10, 0.990 at k=50), 41 % less memory (110 vs 187 MB),
+# 33 % faster builds, queries within 5 % of f32 (benchmarks.ann, README), and cosines exact.
+_GRAPH_DTYPE = "f16"
 _HNSW_EF_CONSTRUCTION = 100
 _HNSW_EF_MIN = 64
 # A background build leaves one core to serving: on 2 cores, a build on both made searches 3x slower.
@@ -135,9 +140,10 @@ class VectorIndex:
             k = min(k, n)
             if self._hnsw is not None:
                 _search_depth(self._hnsw, 2 * k)
-                found = self._hnsw.search(query.reshape(-1), k, threads=1)
-                pairs = zip(found.keys, found.distances, strict=True)
-                return [(self._ids[int(key)], 1.0 - float(d)) for key, d in pairs]
+                rows = self._hnsw.search(query.reshape(-1), k, threads=1).keys.astype(np.intp)
+                exact = self._matrix[rows] @ query.reshape(-1)
+                order = np.argsort(-exact)
+                return [(self._ids[int(rows[i])], float(exact[i])) for i in order]
             scores = self._matrix[:n] @ query.reshape(-1)
             top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
             top = top[np.argsort(-scores[top])]
@@ -159,10 +165,10 @@ class VectorIndex:
                     want = min(k + 1, len(self._ids))
                     _search_depth(self._hnsw, 2 * want)
                     answers = _per_query(self._hnsw.search(queries, want, threads=1))
-                    for row, (keys, distances) in zip(rows, answers, strict=True):
+                    for row, keys in zip(rows, answers, strict=True):
+                        exact = self._matrix[keys] @ self._matrix[row]
                         found += [
-                            (self._ids[row], self._ids[int(key)], 1.0 - float(d))
-                            for key, d in zip(keys, distances, strict=True)
+                            (self._ids[row], self._ids[int(key)], float(c)) for key, c in zip(keys, exact, strict=True)
                         ]
                     continue
                 scores = queries @ self._matrix[: len(self._ids)].T
@@ -191,7 +197,7 @@ class VectorIndex:
     def _build_from(self, snapshot: Vectors) -> None:
         started = time.monotonic()
         index = Index(
-            ndim=self.dim, metric="ip", dtype="f32", connectivity=_HNSW_M, expansion_add=_HNSW_EF_CONSTRUCTION
+            ndim=self.dim, metric="ip", dtype=_GRAPH_DTYPE, connectivity=_HNSW_M, expansion_add=_HNSW_EF_CONSTRUCTION
         )
         index.add(np.arange(len(snapshot), dtype=np.uint64), snapshot, threads=_BUILD_THREADS)
         while True:
@@ -216,11 +222,11 @@ class VectorIndex:
         log.info("HNSW graph of %d vectors built in %.1f s", len(snapshot), time.monotonic() - started)
 
 
-def _per_query(found: Matches | BatchMatches) -> list[tuple[Vectors, Vectors]]:
-    """(keys, distances) found for each query: usearch answers a batch of one query as one `Matches`."""
+def _per_query(found: Matches | BatchMatches) -> list[npt.NDArray[np.intp]]:
+    """The rows found for each query: usearch answers a batch of one query as one `Matches`."""
     if isinstance(found, Matches):
-        return [(found.keys, found.distances)]
-    return [(keys[:n], dists[:n]) for keys, dists, n in zip(found.keys, found.distances, found.counts, strict=True)]
+        return [found.keys.astype(np.intp)]
+    return [keys[:n].astype(np.intp) for keys, n in zip(found.keys, found.counts, strict=True)]
 
 
 def _search_depth(index: Index, depth: int) -> None:

@@ -9,7 +9,7 @@ from pycozo.client import Client
 from coordinator.store.records import UsageRow, learning_row, learning_wire
 from coordinator.store.relations import ALL, JOINED_COLS, LEARNING, RELATIONS, REVIEWS, USAGE
 from coordinator.store.schema import ensure_schema
-from protocol.models import LearningIn
+from protocol.models import LearningIn, Usage
 
 
 def test_the_migrations_make_every_declared_relation_with_its_columns_and_indexes(tmp_path: Path) -> None:
@@ -70,3 +70,8 @@ def test_json_columns_take_their_wire_names() -> None:
     review = {c: None for c in REVIEWS.cols if not c.endswith("_json")} | {"learning": {"id": "x"}, "flags": []}
     row = REVIEWS.row(review)
     assert REVIEWS.wire(row) == review
+
+
+def test_usage_on_the_wire_is_the_stored_usage() -> None:
+    # protocol/ knows nothing of storage, so the wire model restates the columns; they must stay the same
+    assert tuple(Usage.model_fields) == USAGE.values

@@ -8,9 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
+import zmq
 
 from agents import BadRequest, Conflict, GrooveClient
+from protocol.ids import uuid7
 from tests.helpers import RunningCoordinator, learning, run_groove
 
 Clients = Callable[..., GrooveClient]
@@ -149,3 +152,32 @@ def test_export_and_import_from_the_cli(tmp_path: Path, coordinator_factory: Coo
     assert "imported 1 learnings (0 skipped: id exists)" in out.stdout, out.stderr
     out = run_groove("--endpoint", target.endpoint, "backup", str(tmp_path / "b"))
     assert "backed up 1 tiers" in out.stdout, out.stderr
+
+
+def test_an_import_resent_with_its_request_id_is_answered_once_also_after_a_crash(
+    tmp_path: Path, coordinator_factory: Coordinators, client_factory: Clients
+) -> None:
+    source = client_factory(coordinator_factory().endpoint)
+    fill(source)
+    source.export(str(tmp_path / "memory.json"))
+    target = coordinator_factory()
+    request = msgpack.packb(
+        {"v": 1, "id": uuid7(), "op": "import", "body": {"path": str(tmp_path / "memory.json")}}, use_bin_type=True
+    )
+
+    def send() -> dict[str, Any]:
+        with zmq.Context() as context, context.socket(zmq.DEALER) as sock:
+            sock.connect(target.endpoint)
+            sock.send_multipart([b"", request])
+            assert sock.poll(60_000), "no reply"
+            reply: dict[str, Any] = msgpack.unpackb(sock.recv_multipart()[1], raw=False)
+        assert reply["ok"], reply
+        return reply
+
+    first = send()
+    assert first["body"]["learnings_imported"] == 13
+    assert send() == first  # answered from the first attempt, nothing imported again
+    target.kill()
+    target.restart()
+    assert send() == first  # from the reply stored with the import, in the same transactions
+    assert snapshot(client_factory(target.endpoint)) == snapshot(source)
