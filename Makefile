@@ -34,12 +34,12 @@ typecheck: $(STAMP)
 ## wheels: a fresh venv installs groove and every dependency from wheels alone (no compiler, no headers)
 WHEELS_VENV := .wheels-venv
 wheels:
-	rm -rf $(WHEELS_VENV)
+	rm -rf $(WHEELS_VENV) build
 	$(PYTHON) -m venv $(WHEELS_VENV)
 	$(WHEELS_VENV)/bin/python -m pip install --quiet --only-binary=:all: -c constraints.txt . > $(WHEELS_VENV)/pip.log 2>&1 \
 		|| { grep -v '^WARNING: Location' $(WHEELS_VENV)/pip.log; exit 1; }
 	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import coordinator.net.server, agents, cli.main, usearch"
-	rm -rf $(WHEELS_VENV)
+	rm -rf $(WHEELS_VENV) build
 
 unit: $(STAMP)
 	$(BIN)/pytest -q
