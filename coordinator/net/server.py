@@ -55,6 +55,7 @@ _READ, _WRITE, _CHOSEN = b"R", b"W", b"C"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
+_DERIVED_JOIN_S = 60.0  # how long a stopping coordinator waits for the embedding and near-duplicate threads
 
 
 def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
@@ -228,6 +229,12 @@ class Coordinator:
                 self._error(peer, request_id, ErrorCode.INTERNAL, "the coordinator's writer stopped; retry")
         self.readers.shutdown(wait=True)
         self._drain_inbox()
+        # The derived-data threads stop between batches once asked (the stop is set by now). A process that exits
+        # while one is inside a torch forward pass aborts ("terminate called without an active exception", exit
+        # -6), which looks like a crash and marks the next start as one; a batch takes a few seconds at most.
+        for thread in (self._embedding_worker, self._neighbours):
+            if thread.is_alive():
+                thread.join(_DERIVED_JOIN_S)
         self.close()
 
     def close(self) -> None:
