@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agents import GrooveClient
-from tests.helpers import RunningCoordinator, agent_report, spawn_agent
+from tests.helpers import RunningCoordinator, agent_report, learning, spawn_agent, wait_for
 
 
 def test_sigterm_flushes_every_queued_write(
@@ -46,3 +46,24 @@ def test_sigterm_flushes_every_queued_write(
     assert set(acked["learned"]) <= stored
     assert (client.stats().last_stop, client.stats().recovery_ms) == ("clean", 0.0)
     assert "did not stop cleanly" not in coordinator.log()
+
+
+def test_a_stop_while_embeddings_are_queued_exits_cleanly(
+    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
+) -> None:
+    running = coordinator_factory(model=True)
+    client = client_factory(running.endpoint, timeout=60)
+    for start in range(0, 600, 100):
+        client.put_learnings([learning("global", n) for n in range(start, start + 100)])
+    # the worker is embedding (some vectors landed) with more waiting: the moment a stop used to abort in
+    stats = wait_for(
+        lambda: (s := client.stats()).vectors > 0 and s.embedding_queue_depth > 0 and s,
+        "the worker embedding with a backlog",
+        timeout=120,
+        every=0.02,
+    )
+    assert stats
+    assert running.stop() == 0
+    assert "terminate called" not in running.log()
+    running.restart()
+    assert client_factory(running.endpoint).stats().last_stop == "clean"
