@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import itemgetter
 from typing import Any
 
 from protocol.models import compact_json
@@ -25,6 +26,13 @@ class Column:
 
     name: str
     type: str
+
+
+def _json_of(key: str) -> Callable[[Mapping[str, Any]], str]:
+    def get(wire: Mapping[str, Any]) -> str:
+        return compact_json(wire[key])
+
+    return get
 
 
 def _columns(spec: str) -> tuple[Column, ...]:
@@ -99,29 +107,44 @@ class Relation:
         """A query returning every row, in column order."""
         return f"?[{', '.join(self.cols)}] := {self.pattern()}"
 
+    @cached_property
+    def _on_wire(self) -> tuple[tuple[str | None, bool], ...]:
+        """Per column, worked out once (rows are converted on every read and write): its wire name (None for a
+        derived column) and whether its stored value is JSON text."""
+        return tuple(
+            (None, False)
+            if name in self.derived
+            else (name[: -len(_JSON)], True)
+            if name.endswith(_JSON)
+            else (name, False)
+            for name in self.cols
+        )
+
+    @cached_property
+    def _wire_positions(self) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+        """(wire name, position) of the plain columns, and of the JSON ones."""
+        named = [(key, i, is_json) for i, (key, is_json) in enumerate(self._on_wire) if key is not None]
+        return tuple((k, i) for k, i, j in named if not j), tuple((k, i) for k, i, j in named if j)
+
     def wire(self, row: Sequence[Any]) -> dict[str, Any]:
         """A stored row as its wire map: JSON columns decoded under their wire names, derived ones left out."""
-        out: dict[str, Any] = {}
-        for name, value in zip(self.cols, row, strict=True):
-            if name in self.derived:
-                continue
-            if name.endswith(_JSON):
-                out[name[: -len(_JSON)]] = json.loads(value)
-            else:
-                out[name] = value
+        plain, encoded = self._wire_positions
+        out = {key: row[i] for key, i in plain}
+        for key, i in encoded:
+            out[key] = json.loads(row[i])
         return out
+
+    @cached_property
+    def _row_getters(self) -> tuple[Callable[[Mapping[str, Any]], Any], ...]:
+        """Per column, the function taking its stored value from a wire map."""
+        return tuple(
+            self.derived[name] if key is None else _json_of(key) if is_json else itemgetter(key)
+            for name, (key, is_json) in zip(self.cols, self._on_wire, strict=True)
+        )
 
     def row(self, wire: Mapping[str, Any]) -> list[Any]:
         """A wire map as a stored row (the inverse of `wire`)."""
-        out: list[Any] = []
-        for name in self.cols:
-            if name in self.derived:
-                out.append(self.derived[name](wire))
-            elif name.endswith(_JSON):
-                out.append(compact_json(wire[name[: -len(_JSON)]]))
-            else:
-                out.append(wire[name])
-        return out
+        return [get(wire) for get in self._row_getters]
 
 
 LEARNING = Relation(
