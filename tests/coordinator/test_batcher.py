@@ -9,52 +9,14 @@ from typing import Any
 import pytest
 
 from coordinator.errors import Rejected
-from coordinator.metrics import Metrics
-from coordinator.net.handlers import HANDLERS, Write
-from coordinator.store.reads import get_learning, list_relations
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
-from coordinator.write.ops import WriteItem
+from coordinator.store.reads import list_relations
+from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
-from protocol.models import LearningGetRequest, RelationListRequest
-from protocol.ops import OPS
+from protocol.models import RelationListRequest
+from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
-
-NOW = 1_800_000_000_000
-
-
-class Harness:
-    """A TierSet and Batcher on a temp dir, collecting replies instead of sending them."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.tiers = TierSet(data_dir)
-        self.tiers.open_user()
-        self.replies: dict[str, dict[str, Any] | Rejected] = {}
-        self.batcher = Batcher(self.tiers, Metrics(), self._done, max_batch=64, max_wait_ms=0, capacity=100)
-
-    def _done(self, outcomes: list[Outcome]) -> None:
-        for item, result in outcomes:
-            self.replies[item.request_id] = result
-
-    def item(self, op: str, body: dict[str, Any], request_id: str | None = None) -> WriteItem:
-        handler = HANDLERS[op]
-        assert isinstance(handler, Write)
-        return WriteItem(request_id or uuid7(), handler.op, OPS[op].request.model_validate(body))
-
-    def run(self, *items: WriteItem, now: int = NOW) -> list[dict[str, Any] | Rejected]:
-        self.batcher.process(list(items), now)
-        return [self.replies[i.request_id] for i in items]
-
-    def ok(self, op: str, body: dict[str, Any]) -> dict[str, Any]:
-        (reply,) = self.run(self.item(op, body))
-        assert isinstance(reply, dict), reply
-        return reply
-
-    def get(self, lid: str) -> dict[str, Any]:
-        learning_map: dict[str, Any] = get_learning(self.tiers, LearningGetRequest(id=lid))["learning"]
-        return learning_map
 
 
 @pytest.fixture

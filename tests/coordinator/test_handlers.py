@@ -1,19 +1,31 @@
-"""The coordinator's half of the operation registry agrees with the wire half."""
+"""The coordinator's half of the operation registry agrees with the wire half, and says so when it does not."""
 
 from __future__ import annotations
 
+import pytest
+
+from coordinator.net import handlers
 from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
+from coordinator.write import ops as writes
 from protocol import constants as C
-from protocol.ops import OPS
 
 
-def test_every_operation_has_one_handler_whose_kind_matches_the_wire() -> None:
-    assert set(HANDLERS) == set(OPS)
-    for name, handler in HANDLERS.items():
-        writes = isinstance(handler, Write | Prepared)
-        assert writes == OPS[name].write, name
-        if isinstance(handler, Write | Prepared):
-            assert handler.op.name == name
+def test_the_table_is_checked_when_imported_and_refuses_a_table_that_disagrees_with_the_wire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    handlers._check()  # what the import ran: the table as it stands agrees with OPS
+    broken = dict(HANDLERS)
+    del broken[C.OP_SEARCH]
+    monkeypatch.setattr(handlers, "HANDLERS", broken)
+    with pytest.raises(TypeError, match=r"missing \['search'\]"):
+        handlers._check()
+    # a write served as a read, and a write served by another write's op
+    monkeypatch.setattr(handlers, "HANDLERS", dict(HANDLERS) | {C.OP_MAINTAIN: HANDLERS[C.OP_STATS]})
+    with pytest.raises(TypeError, match="maintain is a write on the wire"):
+        handlers._check()
+    monkeypatch.setattr(handlers, "HANDLERS", dict(HANDLERS) | {C.OP_MAINTAIN: Write(writes.DELETE)})
+    with pytest.raises(TypeError, match=r"maintain is served by the write learning\.delete"):
+        handlers._check()
 
 
 def test_only_the_liveness_operations_skip_the_reader_threads_and_the_queue() -> None:

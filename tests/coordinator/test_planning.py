@@ -16,11 +16,8 @@ from pydantic import BaseModel
 from coordinator.errors import Rejected
 from coordinator.loop.injection import InjectRecord
 from coordinator.loop.lifecycle import MaintainPart, RestorePart
-from coordinator.metrics import Metrics
-from coordinator.store.tiers import TierSet
 from coordinator.write import ops
-from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.ops import WriteItem, WriteOp
+from coordinator.write.ops import WriteOp
 from coordinator.write.parts import (
     DecidePart,
     DeletePart,
@@ -47,34 +44,20 @@ from protocol.models import (
 )
 from protocol.ops import OPS
 from protocol.portability import ExportFile
+from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
 
-NOW = 1_800_000_000_000
 PROJECT = "project:/srv/api"
 
 
-class World:
+class World(Harness):
     """Temp tiers with a project learning and a user-tier learning, and a batcher to commit through."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.tiers = TierSet(data_dir)
-        self.tiers.open_user()
-        self.replies: dict[str, dict[str, Any] | Rejected] = {}
-        self.batcher = Batcher(self.tiers, Metrics(), self._done, max_batch=64, max_wait_ms=0, capacity=100)
+        super().__init__(data_dir)
         self.project_id, self.user_id = self.write(
             ops.PUT, LearningPutRequest.model_validate({"learnings": [learning(PROJECT, 1), learning("global", 2)]})
         )["ids"]
-
-    def _done(self, outcomes: list[Outcome]) -> None:
-        for item, result in outcomes:
-            self.replies[item.request_id] = result
-
-    def write(self, op: WriteOp[Any], body: BaseModel) -> dict[str, Any]:
-        item = WriteItem(uuid7(), op, body)
-        self.batcher.process([item], NOW)
-        reply = self.replies[item.request_id]
-        assert not isinstance(reply, Rejected), reply.message
-        return reply
 
     def plan(self, op: WriteOp[Any], body: BaseModel) -> dict[str, Part]:
         planner = Planner(self.tiers, NOW, list(op.finds(body)), list(op.claims(body)), list(op.closes(body)))
