@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from coordinator.errors import Rejected
 from coordinator.store.records import learning_wire
-from coordinator.store.relations import JOINED_BODY, JOINED_HEAD, RELATIONS
+from coordinator.store.relations import ARCHIVED, JOINED_BODY, JOINED_HEAD, RELATIONS
 from coordinator.store.tiers import Tier, TierSet
 from protocol.codec import describe
 from protocol.errors import ErrorCode
@@ -37,10 +37,7 @@ _MAX_IMPORT_BYTES = 2 * 1024**3
 
 
 def _tier_dump(tier: Tier) -> dict[str, Any]:
-    archived = {
-        lid: (at, why)
-        for lid, at, why in tier.run("?[l, a, r] := *archived{learning_id: l, archived_at: a, reason: r}")
-    }
+    archived = {lid: (at, why) for lid, at, why in tier.run(ARCHIVED.scan())}
     learnings = []
     for row in tier.run(f"?[{JOINED_HEAD}] := {JOINED_BODY} :order id"):
         item = learning_wire(row, tier.name)
