@@ -5,6 +5,7 @@ Imports only `protocol`; never the coordinator, never an embedding model.
 
 from agents.client import GrooveClient
 from agents.errors import (
+    BadEndpoint,
     BadRequest,
     Busy,
     Conflict,
@@ -13,12 +14,15 @@ from agents.errors import (
     InternalError,
     NotFound,
     RemoteError,
+    RequestTooLarge,
+    TierUnavailable,
     Unauthorized,
     UnknownOp,
     UnsupportedVersion,
 )
 
 __all__ = [
+    "BadEndpoint",
     "BadRequest",
     "Busy",
     "Conflict",
@@ -28,6 +32,8 @@ __all__ = [
     "InternalError",
     "NotFound",
     "RemoteError",
+    "RequestTooLarge",
+    "TierUnavailable",
     "Unauthorized",
     "UnknownOp",
     "UnsupportedVersion",

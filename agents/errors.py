@@ -15,6 +15,14 @@ class GrooveTimeout(GrooveError):
     """No reply arrived before the call's deadline (the coordinator may be down or overloaded)."""
 
 
+class BadEndpoint(GrooveError):
+    """The endpoint string is not one a ZeroMQ socket can connect to (raised before anything is sent)."""
+
+
+class RequestTooLarge(GrooveError):
+    """The encoded request is over the protocol's message limit; it was not sent (split it into smaller ones)."""
+
+
 class RemoteError(GrooveError):
     """The coordinator answered with an error; `code` is one of protocol.errors.ErrorCode."""
 

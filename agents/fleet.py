@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.worker import EXIT_MISMATCHES
+
 _RESTART_MIN_LEFT_S = 1.0  # a worker that crashes with less time than this left is not restarted
 
 
@@ -101,8 +103,8 @@ class Fleet:
                 continue
             member.proc = None
             report = self._report(member)
-            if proc.returncode == 0 and report is not None:
-                member.reports.append(report)
+            if proc.returncode in (0, EXIT_MISMATCHES) and report is not None:
+                member.reports.append(report)  # mismatches are counted in the report
                 continue
             tail = self._file(member, "err").read_text(errors="replace").strip().splitlines()[-3:]
             member.crashes.append("\n".join(tail))

@@ -17,9 +17,10 @@ from typing import Any
 
 import zmq
 
-from agents.errors import GrooveError, GrooveTimeout, from_wire
+from agents.errors import BadEndpoint, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
 from protocol import constants as C
 from protocol.codec import decode_reply, encode_request
+from protocol.endpoints import EndpointError, check_endpoint
 from protocol.errors import ProtocolError
 from protocol.ids import uuid7
 from protocol.keys import CurveClient
@@ -60,6 +61,10 @@ class Transport:
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
         curve: CurveClient | None = None,
     ) -> None:
+        try:
+            check_endpoint(endpoint)
+        except EndpointError as exc:
+            raise BadEndpoint(str(exc)) from None
         self.endpoint = endpoint
         self.curve = curve
         self.timeout = timeout
@@ -118,15 +123,16 @@ class Transport:
                 index, (op, body) = nxt
                 rid = uuid7()
                 now = time.monotonic()
-                flight = _Flight(
-                    index,
-                    rid,
-                    encode_request(rid, op, body),
-                    now,
-                    now + attempt,
-                    now + budget,
-                    attempt,
-                )
+                payload = encode_request(rid, op, body)
+                if len(payload) > C.MAX_MESSAGE_BYTES:
+                    # the coordinator would refuse it; over MAX_FRAME_BYTES it would drop the connection unanswered
+                    too_large = RequestTooLarge(
+                        f"{op} request is {len(payload):,} bytes encoded; the limit is {C.MAX_MESSAGE_BYTES:,} "
+                        "(1 MiB): split it into smaller requests"
+                    )
+                    results[index] = Result(None, too_large, 0.0, rid)
+                    continue
+                flight = _Flight(index, rid, payload, now, now + attempt, now + budget, attempt)
                 flights[rid] = flight
                 self._send(flight.payload)
             if not flights:
@@ -156,9 +162,13 @@ class Transport:
                 reply = decode_reply(frames[-1])
             except ProtocolError:
                 continue  # not a reply to us; the request will time out and be resent
-            flight = flights.get(reply.id) if isinstance(reply.id, str) else None
+            if reply.id is None and not reply.ok and len(flights) == 1:
+                # an error about a request whose id the coordinator could not read; with one in flight it is ours
+                flight: _Flight | None = next(iter(flights.values()))
+            else:
+                flight = flights.get(reply.id) if isinstance(reply.id, str) else None
             if flight is None:
-                continue  # a late reply to an attempt already answered
+                continue  # a late reply to an attempt already answered, or an unreadable request's error
             now = time.monotonic()
             if reply.ok:
                 del flights[flight.request_id]

@@ -26,6 +26,9 @@ from protocol import constants as C
 from protocol.keys import CurveClient
 
 SYNTHETIC, VECTOR_SEARCH = "synthetic", "search"
+# `groove agent`'s status when it ran to the end but a reply or a read-back was not what it should be: not a
+# crash (its report is printed and kept, it is not restarted), but not a success either
+EXIT_MISMATCHES = 4
 
 
 @dataclass
@@ -87,10 +90,11 @@ class Heartbeat(threading.Thread):
         self.stopped.set()
 
 
-def run_worker(spec: WorkerSpec, stop: threading.Event | None = None) -> Report:
+def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: threading.Event | None = None) -> Report:
     """Run one workload until its duration or count runs out, whichever comes first, or until `stop` is set
-    (requests in flight are finished; the read-back check is skipped)."""
+    (requests in flight are finished), then read back what was acked unless `abort` is set."""
     stop = stop or threading.Event()
+    abort = abort or threading.Event()
     report = Report(spec.agent_id, spec.workload if spec.workload in (SYNTHETIC, VECTOR_SEARCH) else "script")
     with GrooveClient(spec.endpoint, timeout=spec.timeout, curve=spec.curve) as client:
         client.call(C.OP_HELLO, spec.identity())
@@ -110,7 +114,7 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None) -> Report:
             workload.run()
             report.elapsed_s = time.monotonic() - began
             if isinstance(workload, Synthetic) and spec.verify:
-                workload.verify(stop.is_set)
+                workload.verify(abort.is_set)
         finally:
             heartbeat.stop()
     evidence = workload.evidence

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,9 @@ from typing import Any
 import click
 
 from agents import GrooveError
-from agents.worker import SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
+from agents.worker import EXIT_MISMATCHES, SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
 from agents.workloads import DEFAULT_MIX, parse_mix, parse_script
+from cli.options import connection_options, curve_of
 from cli.output import fail
 
 
@@ -41,12 +43,20 @@ def check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
 
 @click.command(name="agent")
 @click.option(
-    "--agent-id", envvar="GROOVE_AGENT_ID", help="Name in the registry [env GROOVE_AGENT_ID; default: <host>-<pid>]."
+    "--agent-id", envvar="GROOVE_AGENT_ID", show_envvar=True, help="Name in the registry [default: <host>-<pid>]."
 )
-@click.option("--role", envvar="GROOVE_AGENT_ROLE", default="worker", show_default=True, help="Role in the registry.")
+@click.option(
+    "--role",
+    envvar="GROOVE_AGENT_ROLE",
+    show_envvar=True,
+    default="worker",
+    show_default=True,
+    help="Role in the registry.",
+)
 @click.option(
     "--workload",
     envvar="GROOVE_AGENT_WORKLOAD",
+    show_envvar=True,
     default=SYNTHETIC,
     show_default=True,
     callback=_check_workload,
@@ -56,19 +66,33 @@ def check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
 @click.option(
     "--mix",
     envvar="GROOVE_AGENT_MIX",
+    show_envvar=True,
     default=DEFAULT_MIX,
     show_default=True,
     callback=check_mix,
     help="Synthetic mix: KIND=WEIGHT,...",
 )
-@click.option("--rate", envvar="GROOVE_AGENT_RATE", type=click.FloatRange(0.1), help="Requests per second to pace at.")
-@click.option("--duration", envvar="GROOVE_AGENT_DURATION", type=click.FloatRange(0.1), help="Seconds to run.")
 @click.option(
-    "--count", envvar="GROOVE_AGENT_COUNT", type=click.IntRange(1), help="Requests to make (whichever limit first)."
+    "--rate",
+    envvar="GROOVE_AGENT_RATE",
+    show_envvar=True,
+    type=click.FloatRange(0.1),
+    help="Requests per second to pace at.",
+)
+@click.option(
+    "--duration", envvar="GROOVE_AGENT_DURATION", show_envvar=True, type=click.FloatRange(0.1), help="Seconds to run."
+)
+@click.option(
+    "--count",
+    envvar="GROOVE_AGENT_COUNT",
+    show_envvar=True,
+    type=click.IntRange(1),
+    help="Requests to make (whichever limit first).",
 )
 @click.option(
     "--in-flight",
     envvar="GROOVE_AGENT_IN_FLIGHT",
+    show_envvar=True,
     type=click.IntRange(1, 1024),
     default=1,
     show_default=True,
@@ -83,13 +107,16 @@ def check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     help="Write the acked learning ids, and each learning's acked injections and attributions, here.",
 )
 @click.option("--start-at", type=float, help="Unix time to start the workload at (after connecting).")
+@connection_options
 @click.pass_context
 def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -> None:
     """Run one agent worker against the coordinator and print its report as a JSON line.
 
-    It says hello, heartbeats every 5 s from a side thread, and stops cleanly on SIGTERM or Ctrl-C
-    (finishing the requests in flight and still printing its report). Every option can also be set by
-    the environment variable shown in its help (containers scaled by replicas share one configuration).
+    It says hello, heartbeats every 5 s from a side thread, and stops cleanly on SIGTERM or Ctrl-C: it
+    finishes the requests in flight, reads back what was acked (a second signal skips that) and prints its
+    report. It exits 0, or 4 when a reply or a read-back was not what it should have been. Every option can
+    also be set by the environment variable shown in its help (containers scaled by replicas share one
+    configuration).
     """
     if options["duration"] is None and options["count"] is None and options["workload"] in (SYNTHETIC, VECTOR_SEARCH):
         fail("give --duration or --count")
@@ -97,14 +124,22 @@ def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -
         ctx.obj["endpoint"],
         agent_id or f"{socket.gethostname()}-{os.getpid()}",
         timeout=ctx.obj["timeout"],
-        curve=ctx.obj["curve"],
+        curve=curve_of(ctx.obj),
         **options,
     )
-    stop = threading.Event()
+    stop, abort = threading.Event(), threading.Event()
+
+    def stopping(*_: object) -> None:
+        (abort if stop.is_set() else stop).set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, stopping)
     try:
-        report = run_worker(spec, stop)
+        report = run_worker(spec, stop, abort)
     except GrooveError as exc:
         fail(f"agent {spec.agent_id}: {exc}")
     click.echo(report_json(report))
+    if report.mismatches:
+        # the report is printed first: a harness reads it, and the status says the run found something wrong
+        click.echo(f"groove: error: agent {spec.agent_id}: {report.mismatches} mismatches", err=True)
+        sys.exit(EXIT_MISMATCHES)

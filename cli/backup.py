@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from agents import GrooveClient
-from cli.commands import connect, json_option, with_client
+from cli.commands import connect, with_client
+from cli.options import connection_options, json_option, rooted
 from cli.output import emit_json, fail, table
 from coordinator.net.config import default_data_dir
 
@@ -43,10 +44,13 @@ def backup(client: GrooveClient, directory: Path, as_json: bool) -> None:
     show_default="$XDG_DATA_HOME/groove",
     help="The data directory to make; it must hold no tiers yet [env GROOVE_DATA_DIR].",
 )
+@json_option
+@connection_options
 @click.pass_context
-def restore(ctx: click.Context, target: str, data_dir: Path) -> None:
+def restore(ctx: click.Context, target: str, data_dir: Path, as_json: bool) -> None:
     """`restore DIR`: make a data directory from the backup in DIR, offline (no coordinator may be using it).
-    `restore ID`: bring the archived learning ID back into search and injection (asks the coordinator)."""
+    `restore ID`: bring the archived learning ID back into search and injection (asks the coordinator; the
+    connection options apply to this form only)."""
     from coordinator.errors import StorageError
     from coordinator.store.backup import restore_backup
 
@@ -54,18 +58,26 @@ def restore(ctx: click.Context, target: str, data_dir: Path) -> None:
     if not directory.is_dir():
         with connect(ctx) as client:
             client.restore(target)
-        click.echo(f"restored {target}")
+        if as_json:
+            emit_json({"restored": target})
+        else:
+            click.echo(f"restored {target}")
         return
     try:
-        restored = restore_backup(directory, data_dir, click.echo)
+        restored = restore_backup(directory, data_dir, lambda line: click.echo(line, err=as_json))
     except StorageError as exc:
         fail(str(exc), 2)
+    if as_json:
+        emit_json({"data_dir": str(data_dir), "tiers": restored})
+        return
     click.echo(f"restored {len(restored)} tiers, {sum(t['learnings'] for t in restored)} learnings into {data_dir}")
 
 
 @click.command("export")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--tier", "tiers", multiple=True, help="Only this tier (repeatable); default every tier.")
+@click.option(
+    "--tier", "tiers", multiple=True, callback=rooted, help="Only this tier (repeatable); default every tier."
+)
 @json_option
 @with_client
 def export_command(client: GrooveClient, file: Path, tiers: tuple[str, ...], as_json: bool) -> None:

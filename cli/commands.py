@@ -12,20 +12,22 @@ from typing import Any, TypeVar
 import click
 
 from agents import GrooveClient, GrooveError, GrooveTimeout
+from cli.options import connection_options, curve_of, json_option, rooted
 from cli.output import emit_json, fail, pairs, table
 from protocol import constants as C
 from protocol.models import LearningOut
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-
 
 @contextmanager
 def connect(ctx: click.Context) -> Iterator[GrooveClient]:
-    """A client for the group's endpoint; turns every client error into one line on stderr."""
+    """A client for the connection options' endpoint; turns every client error into one line on stderr."""
     endpoint, timeout = ctx.obj["endpoint"], ctx.obj["timeout"]
-    client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=ctx.obj["curve"])
+    try:
+        client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=curve_of(ctx.obj))
+    except GrooveError as exc:
+        fail(str(exc), 2)
     try:
         yield client
     except GrooveTimeout as exc:
@@ -52,6 +54,10 @@ def learning_pairs(item: LearningOut) -> str:
             ("tier", item.tier),
             ("scope", item.scope),
             ("category", item.category),
+            (
+                "state",
+                "archived (left out of search and injection; `groove restore ID`)" if item.archived else "active",
+            ),
             ("description", item.description),
             ("insight", item.insight),
             ("confidence", f"{item.confidence:.3f}"),
@@ -70,7 +76,7 @@ def learning_pairs(item: LearningOut) -> str:
 
 
 def with_client(func: F) -> F:
-    """Pass a connected client as the first argument."""
+    """Pass a connected client as the first argument; the verb takes the connection options too."""
 
     @click.pass_context
     @functools.wraps(func)
@@ -78,7 +84,7 @@ def with_client(func: F) -> F:
         with connect(ctx) as client:
             return func(client, *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return connection_options(wrapper)  # type: ignore[return-value]
 
 
 @click.command()
@@ -96,10 +102,16 @@ def ping(client: GrooveClient, as_json: bool) -> None:
 @click.command()
 @click.argument("text")
 @click.option("--insight", help="The actionable advice to inject (defaults to TEXT).")
-@click.option("--scope", default=C.SCOPE_GLOBAL, show_default=True, help="global, user:<id> or project:<root>.")
+@click.option(
+    "--scope",
+    default=C.SCOPE_GLOBAL,
+    show_default=True,
+    callback=rooted,
+    help="global, user:<id> or project:<root> (project:. is the directory you are in).",
+)
 @click.option("--category", type=click.Choice(C.CATEGORIES), default="solution", show_default=True)
 @click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="Starting confidence (default 0.5).")
-@click.option("--tier", help="Store in this tier instead of the one the scope implies.")
+@click.option("--tier", callback=rooted, help="Store in this tier instead of the one the scope implies.")
 @json_option
 @with_client
 def learn(
@@ -136,7 +148,7 @@ def get(client: GrooveClient, learning_id: str, as_json: bool) -> None:
 @click.command(name="list")
 @click.option("--scope-prefix", help="Only scopes starting with this, e.g. project:/home/alex/repo.")
 @click.option("--category", type=click.Choice(C.CATEGORIES))
-@click.option("--tier", help="Only this tier (user, project:<root>, enterprise:<org>).")
+@click.option("--tier", callback=rooted, help="Only this tier (user, project:<root>, enterprise:<org>).")
 @click.option("--limit", type=click.IntRange(1, C.MAX_LIST_LIMIT), default=20, show_default=True)
 @click.option("--cursor", help="Continue after this id (printed at the end of the previous page).")
 @json_option
@@ -156,10 +168,18 @@ def list_(
         emit_json(reply.model_dump())
         return
     rows = [
-        (i.id, i.tier, i.category, f"{i.confidence:.2f}", i.usage.times_injected, i.description)
+        (
+            i.id,
+            i.tier,
+            i.category,
+            "archived" if i.archived else "active",
+            f"{i.confidence:.2f}",
+            i.usage.times_injected,
+            i.description,
+        )
         for i in reply.learnings
     ]
-    click.echo(table(("id", "tier", "category", "conf", "used", "description"), rows))
+    click.echo(table(("id", "tier", "category", "state", "conf", "used", "description"), rows))
     if reply.cursor:
         click.echo(f"more: groove list --cursor {reply.cursor}")
 
@@ -186,11 +206,12 @@ def outcome(client: GrooveClient, learning_id: str, result: str, session_id: str
 @with_client
 def delete(client: GrooveClient, learning_id: str, as_json: bool) -> None:
     """Delete a learning with its usage statistics and relations."""
-    deleted = client.delete(learning_id)
+    if not client.delete(learning_id):
+        fail(f"no learning {learning_id}; nothing deleted")
     if as_json:
-        emit_json({"deleted": deleted})
+        emit_json({"deleted": True})
     else:
-        click.echo(f"deleted {learning_id}" if deleted else f"no learning {learning_id}; nothing deleted")
+        click.echo(f"deleted {learning_id}")
 
 
 @click.command()

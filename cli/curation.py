@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from agents import GrooveClient
-from cli.commands import json_option, with_client
+from cli.commands import with_client
+from cli.options import json_option
 from cli.output import emit_json, table
 from protocol import constants as C
 

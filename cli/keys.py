@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from cli.options import json_option
 from cli.output import emit_json, fail, table
 from protocol import constants as C
 from protocol.keys import PUBLIC_SUFFIX, KeyFileError, generate_key_pair, read_key_file
@@ -30,8 +31,9 @@ def keys_group() -> None:
 @click.option("--org", "orgs", multiple=True, help="An organisation a curator key curates (repeatable).")
 @click.option("--user", help="The user id this key writes `user:<id>` learnings as (default: NAME).")
 @click.option("--server", is_flag=True, help="A key pair for the coordinator itself (no role).")
+@json_option
 def generate(
-    name: str, directory: Path, role: str | None, orgs: tuple[str, ...], user: str | None, server: bool
+    name: str, directory: Path, role: str | None, orgs: tuple[str, ...], user: str | None, server: bool, as_json: bool
 ) -> None:
     """Make the key pair NAME: copy NAME.key into the coordinator's --authorized-keys directory (clients) or
     hand it to every client (--server); NAME.key_secret stays with its owner."""
@@ -50,13 +52,17 @@ def generate(
         public, secret = generate_key_pair(directory, name, metadata)
     except (KeyFileError, OSError) as exc:
         fail(str(exc), 2)
-    click.echo(f"public key  {public}  ({read_key_file(public).public.decode()})")
+    key = read_key_file(public).public.decode()
+    if as_json:
+        emit_json({"public_key_file": str(public), "secret_key_file": str(secret), "public_key": key, **metadata})
+        return
+    click.echo(f"public key  {public}  ({key})")
     click.echo(f"secret key  {secret}  (keep it private)")
 
 
 @keys_group.command("list")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option
 def list_keys(directory: Path, as_json: bool) -> None:
     """The public keys in DIRECTORY (an --authorized-keys directory) and the roles they name."""
     rows = []

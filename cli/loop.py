@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 
 from agents import GrooveClient
-from cli.commands import json_option, with_client
+from cli.commands import with_client
+from cli.options import json_option, project_root, rooted
 from cli.output import emit_json, table
 from protocol import constants as C
 
@@ -42,7 +43,11 @@ def params(client: GrooveClient, as_json: bool) -> None:
 
 @click.command()
 @click.option("--session-id", default="cli", show_default=True, help="The session the learnings are for.")
-@click.option("--project", help="Also read this project's tier (its root, as in project:<root>).")
+@click.option(
+    "--project",
+    callback=project_root,
+    help="Also read this project's tier: its root, as in project:<root> (a relative one is made absolute).",
+)
 @click.option("--enterprise", help="Also read this organisation's enterprise tier.")
 @click.option("--task", help="What the session is about; learnings are matched to it.")
 @click.option("--budget", type=click.IntRange(1, C.MAX_INJECTION_BUDGET), help="At most this many learnings.")
@@ -103,7 +108,9 @@ def session_end(
 
 
 @click.command()
-@click.option("--tier", "tiers", multiple=True, help="Only this tier (repeatable); default every tier on disk.")
+@click.option(
+    "--tier", "tiers", multiple=True, callback=rooted, help="Only this tier (repeatable); default every tier on disk."
+)
 @click.option("--now", type=click.IntRange(0), help="Apply the rules as if at this time (ms since the epoch).")
 @json_option
 @with_client

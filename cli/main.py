@@ -18,58 +18,22 @@ from cli.curation import curation_commands
 from cli.keys import keys_group
 from cli.loop import loop_commands
 from cli.memory import memory_commands
+from cli.options import group_connection_options
 from cli.output import fail
 from cli.swarm import swarm_command
 from coordinator.net.config import DURABILITIES, EMBEDDERS, ENV_PREFIX, LOG_LEVELS, Settings, build
-from protocol.keys import CurveClient, KeyFileError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
-
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.option(
-    "--endpoint",
-    envvar="GROOVE_ENDPOINT",
-    default=DEFAULT_ENDPOINT,
-    show_default=True,
-    help="Coordinator endpoint the client verbs talk to [env GROOVE_ENDPOINT].",
-)
-@click.option(
-    "--timeout",
-    envvar="GROOVE_TIMEOUT",
-    type=click.FloatRange(0.1, 3600),
-    default=10.0,
-    show_default=True,
-    help="Seconds a client verb waits for its reply, across retries [env GROOVE_TIMEOUT].",
-)
-@click.option(
-    "--server-key",
-    envvar="GROOVE_SERVER_KEY",
-    help="The coordinator's public key (its server.key file, or the 40 characters) when it runs with --curve "
-    "[env GROOVE_SERVER_KEY].",
-)
-@click.option(
-    "--key",
-    "client_key",
-    envvar="GROOVE_KEY",
-    type=click.Path(path_type=Path),
-    help="This client's secret key file (NAME.key_secret from `groove keys generate`) [env GROOVE_KEY].",
-)
+@group_connection_options
 @click.pass_context
-def cli(ctx: click.Context, endpoint: str, timeout: float, server_key: str | None, client_key: Path | None) -> None:
-    """groove: shared learning memory for swarms of AI coding agents."""
-    curve = None
-    talks = ctx.invoked_subcommand not in ("serve", "keys")  # the others talk to a coordinator
-    if talks and (server_key is not None or client_key is not None):
-        if server_key is None or client_key is None:
-            fail("CURVE needs both --server-key and --key (or GROOVE_SERVER_KEY and GROOVE_KEY)", 2)
-        try:
-            curve = CurveClient.load(server_key, client_key)
-        except KeyFileError as exc:
-            fail(str(exc), 2)
-    ctx.obj = {"endpoint": endpoint, "timeout": timeout, "curve": curve}
+def cli(ctx: click.Context, /, **connection: Any) -> None:
+    """groove: shared learning memory for swarms of AI coding agents.
+
+    The connection options may also be given after the verb (`groove ping --endpoint tcp://host:5555`)."""
+    ctx.obj = connection
 
 
 def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:

@@ -8,14 +8,19 @@ import time
 import click
 
 from agents import GrooveClient
-from cli.commands import json_option, with_client
+from cli.commands import with_client
+from cli.options import json_option, project_root, rooted
 from cli.output import emit_json, table
 from protocol import constants as C
 
 
 @click.command()
 @click.argument("text")
-@click.option("--project", help="Also read this project's tier (its root, as in project:<root>).")
+@click.option(
+    "--project",
+    callback=project_root,
+    help="Also read this project's tier: its root, as in project:<root> (a relative one is made absolute).",
+)
 @click.option("--enterprise", help="Also read this organisation's enterprise tier.")
 @click.option("--limit", type=click.IntRange(1, C.MAX_SEARCH_LIMIT), default=C.DEFAULT_SEARCH_LIMIT, show_default=True)
 @click.option("--category", type=click.Choice(C.CATEGORIES))
@@ -66,7 +71,9 @@ def search(
 
 
 @click.command()
-@click.option("--tier", "tiers", multiple=True, help="Only this tier (repeatable; default every tier).")
+@click.option(
+    "--tier", "tiers", multiple=True, callback=rooted, help="Only this tier (repeatable; default every tier)."
+)
 @json_option
 @with_client
 def reindex(client: GrooveClient, tiers: tuple[str, ...], as_json: bool) -> None:
@@ -89,7 +96,9 @@ def reindex(client: GrooveClient, tiers: tuple[str, ...], as_json: bool) -> None
 
 
 @click.command()
-@click.option("--tier", "tiers", multiple=True, help="Only this tier (repeatable; default every tier).")
+@click.option(
+    "--tier", "tiers", multiple=True, callback=rooted, help="Only this tier (repeatable; default every tier)."
+)
 @click.option("--no-wait", is_flag=True, help="Queue the work and return instead of showing progress.")
 @json_option
 @with_client

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -15,26 +16,54 @@ def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
+def width(text: str) -> int:
+    """Columns `text` takes in a terminal: East Asian wide and fullwidth characters (CJK, most emoji) take
+    two, combining marks and zero-width characters none."""
+    return sum(_char_width(ch) for ch in text)
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def _cut(text: str, max_width: int) -> str:
+    if width(text) <= max_width:
+        return text
+    kept, used = [], 0
+    for ch in text:
+        used += _char_width(ch)
+        if used > max_width - 1:
+            break
+        kept.append(ch)
+    return "".join(kept) + "…"
+
+
+def _pad(text: str, columns: int) -> str:
+    return text + " " * (columns - width(text))
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], max_width: int = 60) -> str:
-    """A plain-text table with columns sized to their contents (cells cut at `max_width`)."""
+    """A plain-text table with columns sized to their contents as a terminal shows them (cells cut at
+    `max_width` columns)."""
 
     def cell(value: Any) -> str:
         text = "" if value is None else str(value)
-        text = text.replace("\n", " ")
-        return text if len(text) <= max_width else text[: max_width - 1] + "…"
+        return _cut(text.replace("\n", " "), max_width)
 
     cells = [[cell(v) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    widths = [max([width(h)] + [width(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(_pad(h, w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines += ["  ".join(_pad(v, w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     return "\n".join(lines)
 
 
 def pairs(items: Sequence[tuple[str, Any]]) -> str:
     """`key  value` lines, keys aligned."""
-    width = max(len(k) for k, _ in items)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in items)
+    key_width = max(len(k) for k, _ in items)
+    return "\n".join(f"{k.ljust(key_width)}  {v}" for k, v in items)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

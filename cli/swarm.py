@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
 import tempfile
@@ -55,7 +56,11 @@ class LiveView:
 @click.command(name="swarm")
 @click.option("--agents", "n_agents", type=click.IntRange(1, 512), default=6, show_default=True)
 @click.option("--duration", type=click.FloatRange(1), default=20.0, show_default=True, help="Seconds.")
-@click.option("--data-dir", type=click.Path(path_type=Path), help="Data directory (default: a new temp dir).")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    help="Data directory, kept afterwards (default: a temporary one, removed unless the run went wrong).",
+)
 @click.option(
     "--mix", default=DEFAULT_MIX, show_default=True, callback=check_mix, help="Each agent's mix: KIND=WEIGHT,..."
 )
@@ -73,12 +78,13 @@ def swarm_command(
 ) -> None:
     """Start a coordinator and N agent workers running the synthetic mix; restart any that crash, show a
     live view, stop everything cleanly at the end or on Ctrl-C, and report what was acked and read back."""
+    temporary = data_dir is None
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="groove-swarm-"))
     data_dir.mkdir(parents=True, exist_ok=True)
     try:
         coordinator, endpoint = start_coordinator(data_dir, ["--embedder", embedder])
     except RuntimeError as exc:
-        fail(str(exc))
+        fail(str(exc) + (f" (its log is in {data_dir})" if temporary else ""))
     click.echo(f"coordinator on {endpoint}, data in {data_dir}; {n_agents} agents for {duration:g} s", err=True)
     fleet = Fleet(endpoint, data_dir / "agents")
     for i in range(n_agents):
@@ -102,11 +108,13 @@ def swarm_command(
             except GrooveError as exc:
                 click.echo(f"  stats unavailable: {exc}", err=True)
         if stop.is_set():
-            click.echo("interrupted: stopping the agents, then the coordinator", err=True)
-        else:
+            click.echo("interrupted: the agents read back what was acked, then the coordinator stops", err=True)
+        fleet.stop()  # interrupted or not, each agent still reads back its acked learnings and reports
+        try:
             final = client.stats().model_dump()
+        except GrooveError as exc:
+            click.echo(f"  final stats unavailable: {exc}", err=True)
     interrupted = stop.is_set()
-    fleet.stop()
     elapsed = time.monotonic() - started
     status = stop_process(coordinator)
     summary = _summary(fleet, n_agents, elapsed, final, view, status) | {"interrupted": interrupted}
@@ -115,8 +123,14 @@ def swarm_command(
     else:
         _print(summary)
     bad = summary["errors"] or summary["mismatches"] or summary["agents_without_report"] or status != 0
-    if bad or interrupted:
+    if temporary and not bad:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    elif temporary:
+        click.echo(f"kept {data_dir} (coordinator.log, agents/) to look into what went wrong", err=True)
+    if bad:
         sys.exit(1)
+    if interrupted:
+        sys.exit(130)  # the shell's status for a run ended by Ctrl-C
 
 
 def _summary(

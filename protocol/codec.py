@@ -51,7 +51,10 @@ def encode_request(request_id: str, op: str, body: dict[str, Any]) -> bytes:
 def decode_request(data: bytes) -> RequestEnvelope:
     """Decode and check a request envelope (not yet its body); raises ProtocolError with the code to answer."""
     if len(data) > C.MAX_MESSAGE_BYTES:
-        raise DecodeError(f"message is {len(data)} bytes; the limit is {C.MAX_MESSAGE_BYTES}")
+        raise DecodeError(
+            f"message is {len(data):,} bytes; the limit is {C.MAX_MESSAGE_BYTES:,} (1 MiB): split the request",
+            _peek_id(data),
+        )
     value = unpack(data)
     if not isinstance(value, dict):
         raise DecodeError(f"payload must be a msgpack map, got {type(value).__name__}")
@@ -77,6 +80,22 @@ def decode_request(data: bytes) -> RequestEnvelope:
     if not isinstance(body, dict):
         raise DecodeError(f"'body' must be a map, got {type(body).__name__}", request_id)
     return RequestEnvelope(request_id, op, body)
+
+
+def _peek_id(data: bytes) -> str | None:
+    """The request id of a payload too large to decode, read without decoding the rest (values are skipped),
+    so that its refusal reaches the request that caused it; None if there is no readable id."""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(data))
+    unpacker.feed(data)
+    try:
+        for _ in range(unpacker.read_map_header()):
+            if unpacker.unpack() == "id":
+                raw_id = unpacker.unpack()
+                return raw_id if isinstance(raw_id, str) and 0 < len(raw_id) <= C.MAX_REQUEST_ID_CHARS else None
+            unpacker.skip()
+    except Exception:  # msgpack raises several unrelated types on hostile input
+        return None
+    return None
 
 
 def validate_body(request: RequestEnvelope) -> BaseModel:

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from protocol import constants as C
 from protocol.ids import is_uuid7
-from protocol.scopes import validate_scope, validate_tier
+from protocol.scopes import normalise_root, validate_scope, validate_tier
 
 
 class Body(BaseModel):
@@ -71,8 +71,20 @@ def _source(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _visible(value: str) -> str:
+    # a whitespace-only learning would be stored, matched by nothing, and injected as an empty bullet
+    if not value.strip():
+        raise ValueError("must contain more than whitespace")
+    return value
+
+
+def _root(value: str) -> str:
+    return normalise_root(value, "project")
+
+
 LearningId = Annotated[str, AfterValidator(_uuid7)]
 Scope = Annotated[str, AfterValidator(validate_scope)]
+ProjectRoot = Annotated[str, Field(min_length=1, max_length=C.MAX_SCOPE_CHARS), AfterValidator(_root)]
 Tier = Annotated[str, AfterValidator(validate_tier)]
 Category = C.Category
 RelationType = C.RelationType
@@ -89,8 +101,8 @@ def _nonzero(vector: list[float]) -> list[float]:
 
 
 Vector = Annotated[list[float], Field(min_length=C.EMBEDDING_DIM, max_length=C.EMBEDDING_DIM), AfterValidator(_nonzero)]
-Text = Annotated[str, Field(min_length=1)]
-ShortText = Annotated[str, Field(min_length=1, max_length=C.MAX_AGENT_FIELD_CHARS)]
+Text = Annotated[str, Field(min_length=1), AfterValidator(_visible)]
+ShortText = Annotated[str, Field(min_length=1, max_length=C.MAX_AGENT_FIELD_CHARS), AfterValidator(_visible)]
 Millis = Annotated[int, Field(ge=0)]
 
 
@@ -137,8 +149,8 @@ class LearningIn(Body):
     id: LearningId | None = None
     scope: Scope
     category: Category
-    description: Annotated[str, Field(min_length=1, max_length=C.MAX_DESCRIPTION_CHARS)]
-    insight: Annotated[str, Field(min_length=1, max_length=C.MAX_INSIGHT_CHARS)]
+    description: Annotated[str, Field(min_length=1, max_length=C.MAX_DESCRIPTION_CHARS), AfterValidator(_visible)]
+    insight: Annotated[str, Field(min_length=1, max_length=C.MAX_INSIGHT_CHARS), AfterValidator(_visible)]
     pattern: Pattern = None
     confidence: Probability = C.DEFAULT_CONFIDENCE
     source: Source = Field(default_factory=lambda: {"type": C.DEFAULT_SOURCE_TYPE})
@@ -187,6 +199,9 @@ class LearningOut(Reply):
     created_at: int
     updated_at: int
     usage: Usage
+    # set by learning.get and learning.list: archived by the lifecycle, so left out of search and injection
+    # until `learning.restore`; other replies leave it false
+    archived: bool = False
 
 
 class LearningGetRequest(Body):

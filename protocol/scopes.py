@@ -7,6 +7,7 @@ follows from the scope: a project scope lives in that project's tier, everything
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 from protocol import constants as C
@@ -14,23 +15,40 @@ from protocol import constants as C
 _USER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$")
 _ORG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_DRIVE_RE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 class ScopeError(ValueError):
     """A scope or tier string that does not follow the grammar; the message says what was expected."""
 
 
-def _check_project_root(root: str, what: str) -> None:
+def normalise_root(root: str, what: str) -> str:
+    """A project root in its one spelling: absolute, `.`/`..` and repeated or trailing slashes resolved, so
+    `/a/b`, `/a/b/` and `/a/x/../b` name one project (one tier). Windows roots (`C:\\a\\b`) keep their drive,
+    upper-cased, with forward slashes. Raises ScopeError for a relative or malformed root."""
     if not root:
         raise ScopeError(f"{what} needs a project root after 'project:', e.g. 'project:/home/alex/repo'")
     if root != root.strip():
         raise ScopeError(f"{what} project root must not start or end with whitespace")
     if _CONTROL_RE.search(root):
         raise ScopeError(f"{what} project root must not contain control characters")
+    if _DRIVE_RE.match(root):
+        return root[0].upper() + ":" + _normal(root[2:].replace("\\", "/"))
+    if not root.startswith("/"):
+        raise ScopeError(
+            f"{what} project root {root[:80]!r} is relative; give the absolute path of the repository "
+            "(the CLI resolves a relative one against the current directory)"
+        )
+    return _normal(root)
+
+
+def _normal(path: str) -> str:
+    # normpath keeps a leading '//' (POSIX leaves its meaning open); groove does not
+    return "/" + posixpath.normpath(path).lstrip("/")
 
 
 def validate_scope(scope: str) -> str:
-    """Return `scope` unchanged if it is valid, else raise ScopeError saying why."""
+    """Return `scope` (a project root normalised) if it is valid, else raise ScopeError saying why."""
     if not scope:
         raise ScopeError("scope is empty; expected 'global', 'user:<id>' or 'project:<root>'")
     if len(scope) > C.MAX_SCOPE_CHARS:
@@ -48,20 +66,18 @@ def validate_scope(scope: str) -> str:
             )
         return scope
     if scope.startswith(C.SCOPE_PROJECT_PREFIX):
-        _check_project_root(scope[len(C.SCOPE_PROJECT_PREFIX) :], f"scope {scope[:80]!r}:")
-        return scope
+        return C.SCOPE_PROJECT_PREFIX + normalise_root(scope[len(C.SCOPE_PROJECT_PREFIX) :], f"scope {scope[:80]!r}:")
     raise ScopeError(f"invalid scope {scope[:80]!r}; expected 'global', 'user:<id>' or 'project:<root>'")
 
 
 def validate_tier(tier: str) -> str:
-    """Return `tier` unchanged if it names a tier, else raise ScopeError saying why."""
+    """Return `tier` (a project root normalised) if it names a tier, else raise ScopeError saying why."""
     if tier == C.TIER_USER:
         return tier
     if len(tier) > C.MAX_SCOPE_CHARS:
         raise ScopeError(f"tier is {len(tier)} characters long; the limit is {C.MAX_SCOPE_CHARS}")
     if tier.startswith(C.TIER_PROJECT_PREFIX):
-        _check_project_root(tier[len(C.TIER_PROJECT_PREFIX) :], f"tier {tier[:80]!r}:")
-        return tier
+        return C.TIER_PROJECT_PREFIX + normalise_root(tier[len(C.TIER_PROJECT_PREFIX) :], f"tier {tier[:80]!r}:")
     if tier.startswith(C.TIER_ENTERPRISE_PREFIX):
         org = tier[len(C.TIER_ENTERPRISE_PREFIX) :]
         if len(org) > C.MAX_ORG_CHARS or not _ORG_RE.match(org):

@@ -7,20 +7,18 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from protocol import constants as C
-from protocol.models import Body, Category, LearningOut, Millis, Probability, Reply, Tier, Vector
+from protocol.models import Body, Category, LearningOut, Millis, Probability, ProjectRoot, Reply, Tier, Vector
 from protocol.scopes import validate_tier
 
 
 class SearchContext(Body):
     """Which tiers a search reads: always the user tier, plus a project's and an enterprise's if named."""
 
-    project: Annotated[str, Field(min_length=1, max_length=C.MAX_SCOPE_CHARS)] | None = None
+    project: ProjectRoot | None = None
     enterprise: Annotated[str, Field(min_length=1, max_length=C.MAX_ORG_CHARS)] | None = None
 
     @model_validator(mode="after")
     def _valid_names(self) -> SearchContext:
-        if self.project is not None:
-            validate_tier(C.TIER_PROJECT_PREFIX + self.project)
         if self.enterprise is not None:
             validate_tier(C.TIER_ENTERPRISE_PREFIX + self.enterprise)
         return self

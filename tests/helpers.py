@@ -96,9 +96,9 @@ def spawn_agent(endpoint: str, *args: str, timeout: float = 30.0) -> subprocess.
     return subprocess.Popen(argv, stdout=subprocess.PIPE)
 
 
-def agent_report(proc: subprocess.Popen[bytes], timeout: float = 300) -> dict[str, Any]:
-    """Wait for a worker and return its JSON report; fails the test if the worker failed."""
+def agent_report(proc: subprocess.Popen[bytes], timeout: float = 300, status: int = 0) -> dict[str, Any]:
+    """Wait for a worker and return its JSON report; fails the test unless it exited with `status`."""
     out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, f"agent exited with status {proc.returncode}"
+    assert proc.returncode == status, f"agent exited with status {proc.returncode}"
     report: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
     return report

@@ -11,11 +11,12 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from coordinator.errors import ConfigError
 from coordinator.net.auth import is_loopback
 from protocol.codec import describe
+from protocol.endpoints import check_endpoint
 
 ENV_PREFIX = "GROOVE_"
 Embedder = Literal["minilm", "none"]
@@ -55,6 +56,11 @@ class Settings(BaseModel):
     authorized_keys: Path | None = None
     curve_key: Path | None = None  # the server's secret key file; default <data_dir>/server.key_secret
     insecure: bool = False
+
+    @field_validator("bind")
+    @classmethod
+    def _endpoint(cls, bind: str) -> str:
+        return check_endpoint(bind, binding=True)
 
     @model_validator(mode="after")
     def _safe(self) -> Settings:

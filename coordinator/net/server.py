@@ -152,7 +152,6 @@ class Coordinator:
             log.critical("serving without the user tier (restore it from a backup): %s", exc.reason)
         ready_ms = (time.monotonic() - started) * 1000
         log.info("user tier ready in %.0f ms (data dir %s)", ready_ms, self.settings.data_dir)
-        self._note_last_stop(ready_ms)
         self.inbox.bind(_OUTBOX)
         self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.router.setsockopt(zmq.SNDHWM, self.settings.peer_hwm)
@@ -168,6 +167,8 @@ class Coordinator:
             log.info("CURVE on: %d authorized keys; server public key %s", len(principals), public.decode())
         self.router.bind(self.settings.bind)
         self.endpoint = self.router.getsockopt_string(zmq.LAST_ENDPOINT)
+        # only now: a start that fails before serving (its port taken, say) must not leave the marker behind
+        self._note_last_stop(ready_ms)
         self.batcher.start()
         if self.derived.embeddings:
             self._embedding_worker.start()

@@ -80,7 +80,10 @@ def restore_backup(directory: Path, data_dir: Path, progress: Callable[[str], No
         raise StorageError(f"{directory / MANIFEST} is not a groove backup manifest")
     present = [p for p in ("user", "projects", "enterprises") if (data_dir / p).exists()]
     if present:
-        raise StorageError(f"data dir {data_dir} already holds tiers ({', '.join(present)}); restore into an empty one")
+        raise StorageError(
+            f"data dir {data_dir} already holds tiers ({', '.join(present)}), and restoring never overwrites them: "
+            f"pass --data-dir with a new directory (then serve from it), or move {data_dir} aside first"
+        )
     owner = TierSet(data_dir)
     owner.lock()  # no coordinator may start on it meanwhile
     try:

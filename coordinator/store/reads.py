@@ -4,6 +4,7 @@ and RocksDB gives each query a consistent view of committed data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.errors import not_found
@@ -14,8 +15,11 @@ from protocol import constants as C
 from protocol.curation import ReviewListRequest
 from protocol.models import LearningGetRequest, LearningListRequest, RelationListRequest
 
+# Which of these learnings of a tier are archived: the coordinator keeps them in memory (search.rowcache.Archive).
+Archived = Callable[[str, list[str]], set[str]]
 
-def get_learning(tiers: TierSet, body: LearningGetRequest) -> dict[str, Any]:
+
+def get_learning(tiers: TierSet, archived: Archived, body: LearningGetRequest) -> dict[str, Any]:
     """`learning.get`: the learning from whichever tier holds it, opening tiers until it is found."""
     tier = tiers.locate([body.id]).get(body.id)
     if tier is None:
@@ -23,10 +27,12 @@ def get_learning(tiers: TierSet, body: LearningGetRequest) -> dict[str, Any]:
     rows = tier.run(f"?[{JOINED_HEAD}] := id = $id, {JOINED_BODY}", {"id": body.id})
     if not rows:  # deleted between the lookup and the read
         raise not_found(body.id)
-    return {"learning": learning_wire(rows[0], tier.name)}
+    wire = learning_wire(rows[0], tier.name)
+    wire["archived"] = bool(archived(tier.name, [body.id]))
+    return {"learning": wire}
 
 
-def list_learnings(tiers: TierSet, body: LearningListRequest) -> dict[str, Any]:
+def list_learnings(tiers: TierSet, archived: Archived, body: LearningListRequest) -> dict[str, Any]:
     """`learning.list`: one page in id order, merged across the tiers asked for."""
     if body.tier is not None:
         tier = tiers.get(body.tier, create=False)
@@ -52,7 +58,13 @@ def list_learnings(tiers: TierSet, body: LearningListRequest) -> dict[str, Any]:
     found.sort(key=lambda entry: entry[0])
     page = found[: body.limit]
     cursor = page[-1][0] if len(found) > body.limit else None
-    return {"learnings": [learning_wire(row, tier.name) for _, row, tier in page], "cursor": cursor}
+    hidden: set[str] = set()
+    for tier in chosen:
+        hidden |= archived(tier.name, [lid for lid, _, owner in page if owner is tier])
+    learnings = [learning_wire(row, tier.name) for _, row, tier in page]
+    for wire in learnings:
+        wire["archived"] = wire["id"] in hidden
+    return {"learnings": learnings, "cursor": cursor}
 
 
 def list_relations(tiers: TierSet, body: RelationListRequest) -> dict[str, Any]:

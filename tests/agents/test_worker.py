@@ -15,7 +15,7 @@ import pytest
 from agents import GrooveClient
 from agents.corpus import load
 from agents.fleet import Fleet
-from agents.worker import WorkerSpec, run_worker
+from agents.worker import EXIT_MISMATCHES, WorkerSpec, run_worker
 from agents.workloads import Report, parse_mix, parse_script
 from protocol import constants as C
 from tests.helpers import RunningCoordinator, agent_report, run_groove, spawn_agent, wait_for
@@ -85,12 +85,16 @@ def test_a_scripted_worker_runs_each_request_and_checks_what_it_expected(
     ]
     script = tmp_path / "session.jsonl"
     script.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
-    report = agent_report(spawn_agent(coordinator.endpoint, "--workload", str(script)))
+    # the report is printed, and the status says the run found something wrong
+    report = agent_report(spawn_agent(coordinator.endpoint, "--workload", str(script)), status=EXIT_MISMATCHES)
     assert report["ops"] == {"learning.put": 1, "outcome.record": 1}
     assert report["errors"] == 1  # the bad scope, which the script wrongly expected to succeed
     assert report["mismatches"] == 1
     assert "expected ok, got bad_request" in report["error_samples"][-1]
     assert client_factory(coordinator.endpoint).get(lid).usage.times_helpful == 1
+    steps = [{"op": "ping"}, {"op": "learning.get", "body": {"id": lid}}]
+    script.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
+    assert agent_report(spawn_agent(coordinator.endpoint, "--workload", str(script)))["mismatches"] == 0
 
 
 def test_bad_workload_options_are_refused_before_connecting(tmp_path: Path) -> None:

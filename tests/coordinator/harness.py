@@ -60,5 +60,7 @@ class Harness:
 
     def get(self, lid: str) -> dict[str, Any]:
         """A learning as `learning.get` returns it."""
-        learning_map: dict[str, Any] = get_learning(self.tiers, LearningGetRequest(id=lid))["learning"]
+        learning_map: dict[str, Any] = get_learning(self.tiers, lambda _tier, _ids: set(), LearningGetRequest(id=lid))[
+            "learning"
+        ]
         return learning_map

@@ -10,15 +10,44 @@ from pydantic import ValidationError
 from protocol.ids import is_uuid7, now_ms, uuid7, uuid7_ms
 from protocol.models import LearningIn, LearningListRequest, LearningPutRequest, OutcomeRecordRequest
 from protocol.scopes import ScopeError, tier_for_scope, validate_scope, validate_tier
+from protocol.search import SearchContext
 
 
 def base(**over: Any) -> dict[str, Any]:
     return {"scope": "global", "category": "solution", "description": "d", "insight": "i"} | over
 
 
-@pytest.mark.parametrize("scope", ["global", "user:alex", "user:a.b@c", "project:/home/alex/repo", "project:rel"])
+@pytest.mark.parametrize("scope", ["global", "user:alex", "user:a.b@c", "project:/home/alex/repo", "project:C:/src/x"])
 def test_valid_scopes(scope: str) -> None:
     assert validate_scope(scope) == scope
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["/a/b", "/a/b/", "/a/x/../b", "/a/./b", "//a//b", "/a/b/.", "/../a/b"],
+)
+def test_every_spelling_of_a_project_root_is_one_scope_and_one_tier(spelling: str) -> None:
+    assert validate_scope("project:" + spelling) == "project:/a/b"
+    assert validate_tier("project:" + spelling) == "project:/a/b"
+    body = {"learnings": [base(scope="project:" + spelling)], "tier": "project:" + spelling}
+    request = LearningPutRequest.model_validate(body)
+    assert (request.learnings[0].scope, request.tier) == ("project:/a/b", "project:/a/b")
+    assert SearchContext.model_validate({"project": spelling}).tiers() == ["user", "project:/a/b"]
+
+
+def test_windows_roots_keep_their_drive_with_forward_slashes() -> None:
+    assert validate_scope("project:c:\\src\\app\\") == "project:C:/src/app"
+    assert validate_scope("project:C:/src/x/../app") == "project:C:/src/app"
+
+
+@pytest.mark.parametrize("root", ["rel", "a/b", "./a", "../a", "~/repo"])
+def test_a_relative_project_root_is_refused_saying_so(root: str) -> None:
+    with pytest.raises(ScopeError, match="relative"):
+        validate_scope("project:" + root)
+    with pytest.raises(ScopeError, match="relative"):
+        validate_tier("project:" + root)
+    with pytest.raises(ValidationError, match="relative"):
+        SearchContext.model_validate({"project": root})
 
 
 @pytest.mark.parametrize(
@@ -101,3 +130,11 @@ def test_uuid7_is_ordered_and_carries_its_time() -> None:
     assert len(set(ids)) == len(ids)
     assert all(is_uuid7(i) for i in ids)
     assert before <= uuid7_ms(ids[0]) <= now_ms()
+
+
+@pytest.mark.parametrize("field", ["description", "insight"])
+@pytest.mark.parametrize("blank", [" ", "\t\n ", "\u3000"])
+def test_a_learning_of_only_whitespace_is_refused(field: str, blank: str) -> None:
+    # stored, it would match no search and be injected as an empty bullet
+    with pytest.raises(ValidationError, match="more than whitespace"):
+        LearningIn.model_validate(base(**{field: blank}))

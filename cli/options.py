@@ -1,0 +1,144 @@
+"""Options many verbs share: how to reach the coordinator, `--json`, and project roots.
+
+The connection options are declared once and given twice: on the `groove` group, with their environment
+variables and defaults, and on every verb that talks to a coordinator, where a value overrides the group's
+(`groove ping --endpoint X` is how users type it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from cli.output import fail
+from protocol import constants as C
+from protocol.keys import CurveClient, KeyFileError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
+_DRIVE_RE = re.compile(r"^[A-Za-z]:[\\/]")
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+@dataclass(frozen=True)
+class _Connection:
+    flag: str
+    name: str
+    help: str
+    group_only: dict[str, Any] = field(default_factory=dict)  # the default and how it is shown
+    kind: Any = None  # the click type, checked wherever the option is given
+
+    @property
+    def envvar(self) -> str:
+        return "GROOVE_" + self.flag.removeprefix("--").replace("-", "_").upper()
+
+
+_CONNECTION = (
+    _Connection(
+        "--endpoint",
+        "endpoint",
+        "Coordinator endpoint the client verbs talk to",
+        {"default": DEFAULT_ENDPOINT, "show_default": True},
+    ),
+    _Connection(
+        "--timeout",
+        "timeout",
+        "Seconds a client verb waits for its reply, across retries",
+        {"default": 10.0, "show_default": True},
+        click.FloatRange(0.1, 3600),
+    ),
+    _Connection(
+        "--server-key",
+        "server_key",
+        "The coordinator's public key (its server.key file, or the 40 characters) when it runs with --curve",
+    ),
+    _Connection(
+        "--key",
+        "client_key",
+        "This client's secret key file (NAME.key_secret from `groove keys generate`)",
+        kind=click.Path(path_type=Path),
+    ),
+)
+
+
+def group_connection_options(func: F) -> F:
+    """The connection options of the `groove` group: environment variables, defaults."""
+    for option in reversed(_CONNECTION):
+        func = click.option(
+            option.flag,
+            option.name,
+            envvar=option.envvar,
+            type=option.kind,
+            help=f"{option.help} [env {option.envvar}].",
+            **option.group_only,
+        )(func)
+    return func
+
+
+def _override(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if value is not None:
+        assert param.name is not None
+        ctx.ensure_object(dict)[param.name] = value
+    return value
+
+
+def connection_options(func: F) -> F:
+    """The connection options again on a verb: given after the verb, they override the group's."""
+    for option in reversed(_CONNECTION):
+        func = click.option(
+            option.flag,
+            option.name,
+            type=option.kind,
+            expose_value=False,
+            callback=_override,
+            help=f"{option.help} (also accepted before the verb) [env {option.envvar}].",
+        )(func)
+    return func
+
+
+def curve_of(obj: dict[str, Any]) -> CurveClient | None:
+    """The CURVE keys the connection options name, or None; exits with a one-line error if they are unusable."""
+    server_key, client_key = obj.get("server_key"), obj.get("client_key")
+    if server_key is None and client_key is None:
+        return None
+    if server_key is None or client_key is None:
+        fail("CURVE needs both --server-key and --key (or GROOVE_SERVER_KEY and GROOVE_KEY)", 2)
+    try:
+        return CurveClient.load(server_key, client_key)
+    except KeyFileError as exc:
+        fail(str(exc), 2)
+
+
+def absolute_root(root: str) -> str:
+    """A project root as typed, made absolute against the current directory (`.` is the repository you are
+    in); the coordinator normalises it further and refuses relative ones from clients that send them."""
+    if not root or root.startswith("/") or _DRIVE_RE.match(root):
+        return root
+    return os.path.abspath(root)
+
+
+def _rooted(value: str) -> str:
+    prefix = C.SCOPE_PROJECT_PREFIX  # a project scope and a project tier are spelled alike
+    return prefix + absolute_root(value[len(prefix) :]) if value.startswith(prefix) else value
+
+
+def rooted(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    """Click callback for a scope or tier option (one or repeated): a relative project root made absolute."""
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return tuple(_rooted(v) for v in value)
+    return _rooted(value)
+
+
+def project_root(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """Click callback for a `--project ROOT` option: a relative root made absolute."""
+    return None if value is None else absolute_root(value)
