@@ -47,3 +47,17 @@ def not_found(learning_id: str) -> Rejected:
 def already_closed(injection_id: str) -> Rejected:
     """The rejection for a second outcome of one injection."""
     return Rejected(ErrorCode.CONFLICT, f"the outcome of injection {injection_id} was already recorded")
+
+
+def reused_id(request_id: str, first_op: str | None = None) -> Rejected:
+    """The rejection for a request id resent with another operation (`bad_request`) or another body
+    (`conflict`): an id names one request, so nothing is changed."""
+    if first_op is not None:
+        return Rejected(
+            ErrorCode.BAD_REQUEST, f"request id {request_id} was already used for {first_op}; use a new id per request"
+        )
+    return Rejected(
+        ErrorCode.CONFLICT,
+        f"request id {request_id} was already used with a different body; a resend must repeat its request "
+        "exactly (nothing was changed): give a new request a new id",
+    )

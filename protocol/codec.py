@@ -7,6 +7,8 @@ Reply payload:   `{"v": 1, "id": str, "ok": true, "body": map}` or
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +98,16 @@ def _peek_id(data: bytes) -> str | None:
     except Exception:  # msgpack raises several unrelated types on hostile input
         return None
     return None
+
+
+def body_digest(body: dict[str, Any]) -> str:
+    """A request body's fingerprint, the same however a client orders its map keys: a write resent under its
+    id is compared with the first attempt by it (PROTOCOL.md, section 7)."""
+    try:
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):  # keys of mixed types cannot be sorted; such a body fails validation anyway
+        text = repr(body)
+    return hashlib.blake2b(text.encode(errors="surrogatepass"), digest_size=16).hexdigest()
 
 
 def validate_body(request: RequestEnvelope) -> BaseModel:

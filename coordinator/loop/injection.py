@@ -123,9 +123,9 @@ def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str) -> Inj
         tier = tiers.get(name, create=False)
         if tier is None:
             continue
-        op, reply = tier.replies([request_id]).get(request_id, ("", {}))
-        # another op under this id is answered `bad_request` by the batcher; earlier versions stored only the
-        # user tier's empty share of an injection
+        op, _, reply = tier.replies([request_id]).get(request_id, ("", "", {}))
+        # another op or body under this id is refused by the batcher; earlier versions stored only the user tier's
+        # empty share of an injection
         if op == C.OP_INJECT_PREPARE and "injection_id" in reply:
             return InjectRecord(
                 injection_id=reply["injection_id"],

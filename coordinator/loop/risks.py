@@ -6,8 +6,9 @@ excerpt (the middle of a secret is never echoed), and decides. Kinds:
 - `private_key`: a PEM private key block;
 - `secret`: well-known token shapes (AWS access key ids, GitHub, GitLab, Slack, Stripe, OpenAI-style
   `sk-` keys, Google API keys, JWTs, bearer tokens) and `api_key=...`-style assignments;
-- `password`: `password=...`, `passwd: ...`, `pwd=...` assignments and credentials in URLs
-  (`scheme://user:secret@host`);
+- `password`: `password=...`, `passwd: ...`, `pwd=...` assignments, `password hunter2` and `the password
+  is "..."` (a quoted value, or a word with letters and digits: `password reset` is prose, not a secret),
+  and credentials in URLs (`scheme://user:secret@host`);
 - `absolute_path`: paths that name one machine or person: home directories (`/home/<user>`,
   `/Users/<user>`, `C:\\Users\\<user>`, `~user`), `/root`, macOS `/private/var/folders`;
 - `email`: e-mail addresses.
@@ -42,6 +43,10 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         "password",
         re.compile(
             r"\b(?:password|passwd|pwd|pass)\s*[:=]\s*['\"]?[^\s'\"]{4,}"
+            # without `=` or `:` ("password hunter2", "the password is 'x y z'"), only what looks like a value:
+            # a quoted string, or a word with both letters and digits ("password reset" is prose)
+            r"|\b(?:password|passwd|pwd)\s+(?:is\s+|was\s+|of\s+)?"
+            r"(?:'[^'\n]{4,}'|\"[^\"\n]{4,}\"|(?=[^\s'\"]*\d)(?=[^\s'\"]*[A-Za-z])[^\s'\"]{4,})"
             r"|\b[a-z][a-z0-9+.-]*://[^\s:/@]+:[^\s@/]+@[^\s/]+",
             re.IGNORECASE,
         ),

@@ -18,7 +18,6 @@ import signal
 import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -34,6 +33,7 @@ from coordinator.net.agents import AgentRegistry
 from coordinator.net.auth import ADMIN, Gate, Principal, body_refusal, load_authorized, op_refusal, server_keys
 from coordinator.net.config import Settings
 from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
+from coordinator.net.resends import Resends
 from coordinator.search.derived import Derived
 from coordinator.search.embedder import MiniLM
 from coordinator.store.tiers import TierSet
@@ -41,7 +41,7 @@ from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
 from coordinator.write.planning import StoreVectors
 from protocol import constants as C
-from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, validate_body
+from protocol.codec import RequestEnvelope, body_digest, decode_request, encode_error, encode_ok, validate_body
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
 from protocol.models import RelationPutRequest
@@ -115,16 +115,12 @@ class Coordinator:
         self._local = threading.local()
         self._pushers: list[zmq.Socket[bytes]] = []
         self._pushers_lock = threading.Lock()
-        # request id -> (op, peers awaiting the ack, when it was received)
-        self._waiters: dict[str, tuple[str, list[bytes], float]] = {}
-        # request id -> (op, reply payload), oldest first. An OrderedDict because evicting a plain dict's first key
-        # skips every slot deleted before it: 32 µs per acked write once the cache is full, against 0.6 µs.
-        self._replies: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
+        self.resends = Resends(settings.reply_cache)
         self._closing = False
         self._reads_pending = 0  # socket thread only
         # writes prepared on reader threads (an injection chosen, an import read), waiting for the socket
-        # thread to queue them: (peer, request id, its write, the prepared body, when it was received)
-        self._chosen: queue.SimpleQueue[tuple[bytes, str, WriteOp[Any], BaseModel, float]] = queue.SimpleQueue()
+        # thread to queue them: (peer, request id, its body's digest, its write, the prepared body, when received)
+        self._chosen: queue.SimpleQueue[tuple[bytes, str, str, WriteOp[Any], BaseModel, float]] = queue.SimpleQueue()
         self.router: zmq.Socket[bytes] = self.context.socket(zmq.ROUTER)
         self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
         self.endpoint = settings.bind
@@ -225,8 +221,8 @@ class Coordinator:
                 self._drain_inbox()
             if self.router in events:
                 self._drain_router()
-        for request_id, (_, peers, _) in self._waiters.items():  # only if the writer died: nothing else will answer
-            for peer in peers:
+        for request_id, waiting in self.resends.waiting.items():  # only if the writer died: nothing else will answer
+            for peer in waiting.peers:
                 self._error(peer, request_id, ErrorCode.INTERNAL, "the coordinator's writer stopped; retry")
         self.readers.shutdown(wait=True)
         self._drain_inbox()
@@ -277,20 +273,16 @@ class Coordinator:
                 continue
             if frames[0] == _CHOSEN:
                 self._reads_pending -= 1
-                peer, request_id, write, prepared, received = self._chosen.get_nowait()
+                peer, request_id, digest, write, prepared, received = self._chosen.get_nowait()
                 # a retry prepared meanwhile on another reader joins the first one's waiters
-                if not self._known(peer, request_id, write.name):
-                    self._write(peer, request_id, write, prepared, received)
+                if not self._known(peer, request_id, write.name, digest):
+                    self._write(peer, request_id, digest, write, prepared, received)
                 continue
             for i in range(1, len(frames), 3):
                 request_id, payload, cacheable = frames[i].decode(), frames[i + 1], frames[i + 2]
-                op, peers, received = self._waiters.pop(request_id)
-                self.metrics.record_op(op, (time.perf_counter() - received) * 1000)
-                if cacheable == b"1" and self.settings.reply_cache:
-                    self._replies[request_id] = (op, payload)
-                    if len(self._replies) > self.settings.reply_cache:
-                        self._replies.popitem(last=False)
-                for peer in peers:
+                waiting = self.resends.done(request_id, payload, cacheable == b"1")
+                self.metrics.record_op(waiting.op, (time.perf_counter() - waiting.received) * 1000)
+                for peer in waiting.peers:
                     self._send(peer, payload)
 
     def _send(self, peer: bytes, payload: bytes) -> None:
@@ -327,8 +319,9 @@ class Coordinator:
                 self._unauthorized(peer, request.id, reason)
                 return
             # A resend is recognised by its id before its body is validated again: a flood of resends costs a
-            # lookup each. It is answered from the stored reply, or when the first attempt commits.
-            if OPS[op].deduped and self._known(peer, request.id, op):
+            # digest and a lookup each. It is answered from the stored reply, or when the first attempt commits.
+            digest = body_digest(request.body) if OPS[op].deduped else ""
+            if digest and self._known(peer, request.id, op, digest):
                 return
             if isinstance(handler, Write) and self.batcher.queue.full():
                 self._refuse_write(peer, request.id)  # under a flood, before spending a validation on it
@@ -341,7 +334,7 @@ class Coordinator:
             self._unauthorized(peer, request.id, reason)
             return
         if isinstance(handler, Write):
-            self._write(peer, request.id, handler.op, body, time.perf_counter(), who.curates)
+            self._write(peer, request.id, digest, handler.op, body, time.perf_counter(), who.curates)
         elif isinstance(handler, Control):
             try:
                 self._send(peer, encode_ok(request.id, handler.run(self, peer, body)))
@@ -358,30 +351,20 @@ class Coordinator:
                 )
                 return
             self._reads_pending += 1
-            self.readers.submit(self._read, peer, request, body, time.perf_counter())
+            self.readers.submit(self._read, peer, request, digest, body, time.perf_counter())
 
-    def _known(self, peer: bytes, request_id: str, op: str) -> bool:
+    def _known(self, peer: bytes, request_id: str, op: str, digest: str) -> bool:
         """Answer a request id seen before (or join its waiters); False if it is new."""
-        known = self._replies.get(request_id) or self._waiters.get(request_id)
-        if known is None:
-            return False
-        if known[0] != op:
-            self._error(
-                peer,
-                request_id,
-                ErrorCode.BAD_REQUEST,
-                f"request id {request_id} was already used for {known[0]}; use a new id per request",
-            )
-        elif request_id in self._replies:
-            self._send(peer, self._replies[request_id][1])
-        elif peer not in self._waiters[request_id][1]:
-            self._waiters[request_id][1].append(peer)
-        return True
+        answer = self.resends.answer(peer, request_id, op, digest)
+        if answer:
+            self._send(peer, answer)
+        return answer is not None
 
     def _write(
         self,
         peer: bytes,
         request_id: str,
+        digest: str,
         op: WriteOp[Any],
         body: BaseModel,
         received: float,
@@ -397,10 +380,10 @@ class Coordinator:
                 retry_after_ms=1000,
             )
             return
-        if not self.batcher.submit(WriteItem(request_id, op, body, curates=curates)):
+        if not self.batcher.submit(WriteItem(request_id, op, body, digest, curates=curates)):
             self._refuse_write(peer, request_id)
             return
-        self._waiters[request_id] = (op.name, [peer], received)
+        self.resends.wait(request_id, op.name, digest, peer, received)
 
     def _unauthorized(self, peer: bytes, request_id: str, reason: str) -> None:
         self.metrics.unauthorized += 1
@@ -462,12 +445,13 @@ class Coordinator:
                 frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]
         self._outbox().send_multipart(frames)
 
-    def _read(self, peer: bytes, request: RequestEnvelope, body: BaseModel, received: float) -> None:
+    def _read(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, received: float) -> None:
         handler = HANDLERS[request.op]
         try:
             if isinstance(handler, Prepared):
                 # prepared here; the socket thread queues its write, and the ack goes out after the commit
-                self._chosen.put((peer, request.id, handler.op, handler.prepare(self, body, request.id), received))
+                prepared = handler.prepare(self, body, request.id)
+                self._chosen.put((peer, request.id, digest, handler.op, prepared, received))
                 self._outbox().send(_CHOSEN)
                 return
             assert isinstance(handler, Read)

@@ -173,7 +173,10 @@ RELATIONS = Relation(
 )
 # Request ids of applied writes, committed in the same transaction as the write, with the part of the reply
 # this tier produced: a retried request is answered from here, never re-applied.
-APPLIED = Relation("applied_requests", "request_id: String => op: String, reply_json: String, applied_at: Int")
+APPLIED = Relation(
+    "applied_requests",
+    'request_id: String => op: String, reply_json: String, applied_at: Int, digest: String default ""',
+)
 INJECTIONS = Relation(
     "injections",
     "injection_id: String => session_id: String, created_at: Int, learnings_json: String, had_task: Bool, "

@@ -71,6 +71,17 @@ class Migration:
     backfill: Callable[[Client], None] | None = None
 
 
+# applied_requests as migration 1 made it, before the body digest (migration 6 rebuilds it with one)
+_APPLIED_V1 = Relation("applied_requests", "request_id: String => op: String, reply_json: String, applied_at: Int")
+
+
+def _digest_column(db: Client) -> None:
+    if "digest" in {row[0] for row in db.run(f"::columns {APPLIED.name}")["rows"]}:
+        return
+    old = ", ".join(_APPLIED_V1.cols)
+    db.run(f'?[{old}, digest] := *{APPLIED.name}{{{old}}}, digest = "" :replace {APPLIED.name} {{{APPLIED.columns}}}')
+
+
 def _hash_learnings(db: Client) -> None:
     rows = db.run("?[id, scope, description, insight] := *learning{id, scope, description, insight}")["rows"]
     if rows:
@@ -88,7 +99,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             Step.create(PARAMS),
             Step.create(RELATIONS),
             Step.index(RELATIONS, "by_to"),
-            Step.create(APPLIED),
+            Step.create(_APPLIED_V1),
         ),
     ),
     Migration(
@@ -111,6 +122,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         5,
         "curation: an enterprise tier's review queue and its rejection log",
         (Step.create(REVIEWS), Step.create(REJECTIONS)),
+    ),
+    Migration(
+        6,
+        "applied requests keep their body's digest: a request id resent with another body is refused",
+        (),
+        backfill=_digest_column,
     ),
 )
 

@@ -84,13 +84,15 @@ class Tier:
         rows: list[list[Any]] = result["rows"]
         return rows
 
-    def replies(self, request_ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        """Request id -> (op, this tier's share of its reply), for those of these requests applied here."""
+    def replies(self, request_ids: list[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        """Request id -> (op, body digest, this tier's share of its reply), for those of these requests applied
+        here."""
         rows = self.run(
-            "?[rid, op, reply] := rid in $ids, *applied_requests{request_id: rid, op, reply_json: reply}",
+            "?[rid, op, digest, reply] := rid in $ids, "
+            "*applied_requests{request_id: rid, op, digest, reply_json: reply}",
             {"ids": request_ids},
         )
-        return {rid: (op, json.loads(reply)) for rid, op, reply in rows}
+        return {rid: (op, digest, json.loads(reply)) for rid, op, digest, reply in rows}
 
     def archived(self, among: list[str] | None = None) -> list[str]:
         """The archived learnings of this tier (of `among`, if given)."""

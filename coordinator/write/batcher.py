@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from coordinator.errors import Rejected, StorageError
+from coordinator.errors import Rejected, StorageError, reused_id
 from coordinator.metrics import Metrics
 from coordinator.search.derived import DerivedChanges
 from coordinator.store.tiers import Tier, TierSet
@@ -201,14 +201,13 @@ class Batcher:
         by_id = {item.request_id: item for item in items}
         found = False
         for tier in tiers:
-            for rid, (op, reply) in tier.replies(list(by_id)).items():
+            for rid, (op, digest, reply) in tier.replies(list(by_id)).items():
                 item = by_id[rid]
                 found = True
-                if op != item.op.name:
+                # a digest stored before digests were (schema v6) is "": such a resend is answered, unchecked
+                if op != item.op.name or (digest and item.digest and digest != item.digest):
                     item.parts.clear()
-                    item.error = Rejected(
-                        ErrorCode.BAD_REQUEST, f"request id {rid} was already used for {op}; use a new id per request"
-                    )
+                    item.error = reused_id(rid, op if op != item.op.name else None)
                     continue
                 item.replies[tier.name] = reply
         return found
@@ -233,7 +232,7 @@ class Batcher:
         for item in live:
             try:
                 part = item.parts[tier_name]
-                results.append((item, write.apply(item.request_id, item.op.name, part, record=not item.internal)))
+                results.append((item, write.apply(item.request_id, item.op.name, part, not item.internal, item.digest)))
             except Rejected as exc:
                 results.append((item, exc))
         text, params = script(write)

@@ -172,10 +172,11 @@ class TierWrite:
         """Whether the learning is stored (or put) in this tier and not deleted by this batch."""
         return self.created.get(learning_id) is not None
 
-    def apply(self, request_id: str, op: str, part: Part, record: bool = True) -> dict[str, Any]:
+    def apply(self, request_id: str, op: str, part: Part, record: bool = True, digest: str = "") -> dict[str, Any]:
         """Apply one part to the working copy; returns this tier's share of the reply.
 
-        `record` stores the request id with the reply (every client write; not the internal ones).
+        `record` stores the request id with the reply and the body's digest (every client write; not the
+        internal ones), so that a resend is answered, or refused if its body differs.
         Raises Rejected, leaving the working copy untouched, if the part cannot apply.
         """
         match part:
@@ -207,7 +208,7 @@ class TierWrite:
             case _:
                 assert_never(part)
         if record:
-            self.applied.append([request_id, op, compact_json(reply), self.now])
+            self.applied.append([request_id, op, compact_json(reply), self.now, digest])
         return reply
 
     def _put(self, part: PutPart) -> dict[str, Any]:

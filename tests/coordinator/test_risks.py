@@ -14,6 +14,8 @@ CASES = [
     ("secret", "set api_key=sk_live_0123456789abcdef in the env"),
     ("secret", "Authorization: Bearer abcdefghijklmnopqrstuvwxyz.0123"),
     ("password", "log in with password=hunter22"),
+    ("password", "log in with password hunter2"),
+    ("password", 'the staging password is "correct horse battery"'),
     ("password", "postgres://admin:s3cret@db.internal/app"),
     ("absolute_path", "the cache lives in /home/alex/.cache/pip"),
     ("absolute_path", r"see C:\Users\dana\AppData"),
@@ -42,6 +44,8 @@ def test_secrets_are_masked_but_paths_and_addresses_shown() -> None:
 def test_ordinary_advice_is_not_flagged() -> None:
     text = "Pin the lock file, run the tests with --timeout 30 and read /etc/hosts when DNS fails"
     assert scan({"insight": text, "description": "retry with exponential backoff"}) == []
+    prose = "the password reset flow hashes with argon2; use a password manager"
+    assert scan({"insight": prose}) == []
 
 
 def test_flags_come_in_field_order() -> None:

@@ -9,6 +9,7 @@ from pycozo.client import Client
 
 from coordinator.errors import ConfigError
 from coordinator.net.config import Settings, build
+from coordinator.store.relations import APPLIED
 from coordinator.store.schema import CURRENT_VERSION, MIGRATIONS, applied_version
 from coordinator.store.tiers import TierSet, tier_dir
 from protocol.ids import uuid7
@@ -34,24 +35,26 @@ def test_migrations_run_once(tmp_path: Path) -> None:
     again.close()
 
 
-def test_a_tier_is_snapshotted_before_it_is_migrated(tmp_path: Path) -> None:
+def test_a_tier_is_snapshotted_before_it_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None:
     tiers = TierSet(tmp_path)
     user = tiers.open_user()
     assert not list(user.path.glob("pre-migration-*"))  # a new tier has nothing to lose
-    # take the tier back to the schema before the last migration
-    last = MIGRATIONS[-1]
-    for step in reversed(last.steps):
-        user.run(f"::remove {step.name}")
-    user.run("?[version] <- [[$v]] :rm schema_version {version}", {"v": last.version})
+    # take the tier back to schema v5: applied_requests without the body digest, holding one applied request
+    v5 = "request_id: String => op: String, reply_json: String, applied_at: Int"
+    row = "[['r1', 'learning.put', '{}', 1]]"
+    user.run(f"?[request_id, op, reply_json, applied_at] <- {row} :replace {APPLIED.name} {{{v5}}}")
+    user.run("?[version] <- [[$v]] :rm schema_version {version}", {"v": 6})
     tiers.close()
 
     reopened = TierSet(tmp_path)
-    assert reopened.open_user().migrated == [last.version]
-    (snapshot,) = reopened.open_user().path.glob(f"pre-migration-v{last.version - 1}-*.cozo")
+    tier = reopened.open_user()
+    assert tier.migrated == [6] == [MIGRATIONS[-1].version]
+    assert tier.replies(["r1"]) == {"r1": ("learning.put", "", {})}  # kept, with no digest to compare
+    (snapshot,) = tier.path.glob("pre-migration-v5-*.cozo")
     reopened.close()
     old = Client("sqlite", str(snapshot), dataframe=False)
-    assert old.run("?[max(v)] := *schema_version{version: v}")["rows"] == [[last.version - 1]]
-    assert last.steps[0].name not in {row[0] for row in old.run("::relations")["rows"]}
+    assert old.run("?[max(v)] := *schema_version{version: v}")["rows"] == [[5]]
+    assert "digest" not in {row[0] for row in old.run(f"::columns {APPLIED.name}")["rows"]}
     old.close()
 
 
