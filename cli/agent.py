@@ -98,7 +98,7 @@ def check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     show_default=True,
     help="Requests in flight.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Makes the synthetic workload reproducible.")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Read back every acked learning.")
 @click.option("--latencies-file", type=click.Path(path_type=Path), help="Write acked latencies (ms, by kind) here.")
 @click.option(
@@ -119,7 +119,7 @@ def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -
     configuration).
     """
     if options["duration"] is None and options["count"] is None and options["workload"] in (SYNTHETIC, VECTOR_SEARCH):
-        fail("give --duration or --count")
+        fail("give --duration or --count (how long the workload runs)", 2)
     spec = WorkerSpec(
         ctx.obj["endpoint"],
         agent_id or f"{socket.gethostname()}-{os.getpid()}",

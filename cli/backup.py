@@ -7,13 +7,14 @@ with no coordinator running on it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from agents import GrooveClient
 from cli.commands import connect, with_client
-from cli.options import connection_options, json_option, rooted
+from cli.options import connection_options, json_option, tier_option
 from cli.output import emit_json, fail, table
 from coordinator.net.config import default_data_dir
 
@@ -56,6 +57,8 @@ def restore(ctx: click.Context, target: str, data_dir: Path, as_json: bool) -> N
 
     directory = Path(target)
     if not directory.is_dir():
+        if directory.exists() or os.sep in target or target.startswith("."):
+            fail(f"{target} is not a backup directory (nor a learning id)", 2)
         with connect(ctx) as client:
             client.restore(target)
         if as_json:
@@ -76,7 +79,7 @@ def restore(ctx: click.Context, target: str, data_dir: Path, as_json: bool) -> N
 @click.command("export")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
-    "--tier", "tiers", multiple=True, callback=rooted, help="Only this tier (repeatable); default every tier."
+    "--tier", "tiers", multiple=True, callback=tier_option, help="Only this tier (repeatable); default every tier."
 )
 @json_option
 @with_client

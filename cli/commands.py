@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from agents import GrooveClient, GrooveError, GrooveTimeout
-from cli.options import connection_options, curve_of, json_option, rooted
+from cli.options import connection_options, curve_of, json_option, scope_option, tier_option
 from cli.output import emit_json, fail, pairs, table
 from protocol import constants as C
 from protocol.models import LearningOut
@@ -106,12 +106,14 @@ def ping(client: GrooveClient, as_json: bool) -> None:
     "--scope",
     default=C.SCOPE_GLOBAL,
     show_default=True,
-    callback=rooted,
+    callback=scope_option,
     help="global, user:<id> or project:<root> (project:. is the directory you are in).",
 )
-@click.option("--category", type=click.Choice(C.CATEGORIES), default="solution", show_default=True)
+@click.option(
+    "--category", type=click.Choice(C.CATEGORIES), default="solution", show_default=True, help="What kind of learning."
+)
 @click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="Starting confidence (default 0.5).")
-@click.option("--tier", callback=rooted, help="Store in this tier instead of the one the scope implies.")
+@click.option("--tier", callback=tier_option, help="Store in this tier instead of the one the scope implies.")
 @json_option
 @with_client
 def learn(
@@ -147,9 +149,11 @@ def get(client: GrooveClient, learning_id: str, as_json: bool) -> None:
 
 @click.command(name="list")
 @click.option("--scope-prefix", help="Only scopes starting with this, e.g. project:/home/alex/repo.")
-@click.option("--category", type=click.Choice(C.CATEGORIES))
-@click.option("--tier", callback=rooted, help="Only this tier (user, project:<root>, enterprise:<org>).")
-@click.option("--limit", type=click.IntRange(1, C.MAX_LIST_LIMIT), default=20, show_default=True)
+@click.option("--category", type=click.Choice(C.CATEGORIES), help="Only this category.")
+@click.option("--tier", callback=tier_option, help="Only this tier (user, project:<root>, enterprise:<org>).")
+@click.option(
+    "--limit", type=click.IntRange(1, C.MAX_LIST_LIMIT), default=20, show_default=True, help="Learnings per page."
+)
 @click.option("--cursor", help="Continue after this id (printed at the end of the previous page).")
 @json_option
 @with_client
@@ -293,7 +297,13 @@ def relate(
 @click.command()
 @click.argument("learning_id")
 @click.option("--type", "relation_type", type=click.Choice(C.RELATION_TYPES), help="Only this relation type.")
-@click.option("--direction", type=click.Choice(C.RELATION_DIRECTIONS), default="both", show_default=True)
+@click.option(
+    "--direction",
+    type=click.Choice(C.RELATION_DIRECTIONS),
+    default="both",
+    show_default=True,
+    help="Relations from the learning (out), to it (in), or both.",
+)
 @json_option
 @with_client
 def relations(client: GrooveClient, learning_id: str, relation_type: str | None, direction: str, as_json: bool) -> None:

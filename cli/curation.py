@@ -42,9 +42,17 @@ def propose(client: GrooveClient, learning_id: str, org: str, note: str | None, 
 
 
 @click.command()
-@click.option("--org", required=True)
-@click.option("--status", type=click.Choice([*C.REVIEW_STATUSES, "all"]), default="pending", show_default=True)
-@click.option("--limit", type=click.IntRange(1, C.MAX_REVIEW_LIST), default=100, show_default=True)
+@click.option("--org", required=True, help="The organisation whose review queue to list.")
+@click.option(
+    "--status",
+    type=click.Choice([*C.REVIEW_STATUSES, "all"]),
+    default="pending",
+    show_default=True,
+    help="Only proposals in this state.",
+)
+@click.option(
+    "--limit", type=click.IntRange(1, C.MAX_REVIEW_LIST), default=100, show_default=True, help="At most this many."
+)
 @json_option
 @with_client
 def reviews(client: GrooveClient, org: str, status: str, limit: int, as_json: bool) -> None:
@@ -72,7 +80,7 @@ def reviews(client: GrooveClient, org: str, status: str, limit: int, as_json: bo
 @click.command()
 @click.argument("review_id")
 @click.argument("decision", type=click.Choice(C.REVIEW_DECISIONS))
-@click.option("--org", required=True)
+@click.option("--org", required=True, help="The organisation the proposal was made to.")
 @click.option("--curator", required=True, help="Who decides.")
 @click.option("--reason", help="Why (required to reject).")
 @json_option

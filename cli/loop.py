@@ -7,7 +7,7 @@ import click
 
 from agents import GrooveClient
 from cli.commands import with_client
-from cli.options import json_option, project_root, rooted
+from cli.options import json_option, project_root, tier_option
 from cli.output import emit_json, table
 from protocol import constants as C
 
@@ -109,7 +109,11 @@ def session_end(
 
 @click.command()
 @click.option(
-    "--tier", "tiers", multiple=True, callback=rooted, help="Only this tier (repeatable); default every tier on disk."
+    "--tier",
+    "tiers",
+    multiple=True,
+    callback=tier_option,
+    help="Only this tier (repeatable); default every tier on disk.",
 )
 @click.option("--now", type=click.IntRange(0), help="Apply the rules as if at this time (ms since the epoch).")
 @json_option

@@ -9,7 +9,7 @@ import click
 
 from agents import GrooveClient
 from cli.commands import with_client
-from cli.options import json_option, project_root, rooted
+from cli.options import json_option, project_root, tier_option
 from cli.output import emit_json, table
 from protocol import constants as C
 
@@ -22,9 +22,21 @@ from protocol import constants as C
     help="Also read this project's tier: its root, as in project:<root> (a relative one is made absolute).",
 )
 @click.option("--enterprise", help="Also read this organisation's enterprise tier.")
-@click.option("--limit", type=click.IntRange(1, C.MAX_SEARCH_LIMIT), default=C.DEFAULT_SEARCH_LIMIT, show_default=True)
-@click.option("--category", type=click.Choice(C.CATEGORIES))
-@click.option("--mode", type=click.Choice(C.SEARCH_MODES), default="hybrid", show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, C.MAX_SEARCH_LIMIT),
+    default=C.DEFAULT_SEARCH_LIMIT,
+    show_default=True,
+    help="At most this many results.",
+)
+@click.option("--category", type=click.Choice(C.CATEGORIES), help="Only this category.")
+@click.option(
+    "--mode",
+    type=click.Choice(C.SEARCH_MODES),
+    default="hybrid",
+    show_default=True,
+    help="By meaning (vector), by words (keyword), or both (hybrid).",
+)
 @click.option(
     "--depth",
     type=click.IntRange(0, C.MAX_SEARCH_DEPTH),
@@ -32,7 +44,7 @@ from protocol import constants as C
     show_default=True,
     help="Also follow related_to, derived_from and specializes relations this many hops.",
 )
-@click.option("--min-confidence", type=click.FloatRange(0.0, 1.0))
+@click.option("--min-confidence", type=click.FloatRange(0.0, 1.0), help="Leave out learnings below this confidence.")
 @json_option
 @with_client
 def search(
@@ -72,7 +84,7 @@ def search(
 
 @click.command()
 @click.option(
-    "--tier", "tiers", multiple=True, callback=rooted, help="Only this tier (repeatable; default every tier)."
+    "--tier", "tiers", multiple=True, callback=tier_option, help="Only this tier (repeatable; default every tier)."
 )
 @json_option
 @with_client
@@ -97,7 +109,7 @@ def reindex(client: GrooveClient, tiers: tuple[str, ...], as_json: bool) -> None
 
 @click.command()
 @click.option(
-    "--tier", "tiers", multiple=True, callback=rooted, help="Only this tier (repeatable; default every tier)."
+    "--tier", "tiers", multiple=True, callback=tier_option, help="Only this tier (repeatable; default every tier)."
 )
 @click.option("--no-wait", is_flag=True, help="Queue the work and return instead of showing progress.")
 @json_option

@@ -19,6 +19,7 @@ import click
 from cli.output import fail
 from protocol import constants as C
 from protocol.keys import CurveClient, KeyFileError
+from protocol.scopes import ScopeError, normalise_root, validate_scope, validate_tier
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,20 +126,35 @@ def absolute_root(root: str) -> str:
     return os.path.abspath(root)
 
 
-def _rooted(value: str) -> str:
+def _checked(value: str, check: Callable[[str], str]) -> str:
     prefix = C.SCOPE_PROJECT_PREFIX  # a project scope and a project tier are spelled alike
-    return prefix + absolute_root(value[len(prefix) :]) if value.startswith(prefix) else value
+    if value.startswith(prefix):
+        value = prefix + absolute_root(value[len(prefix) :])
+    try:
+        return check(value)
+    except ScopeError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
-def rooted(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
-    """Click callback for a scope or tier option (one or repeated): a relative project root made absolute."""
+def scope_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """Click callback for `--scope`: checked here (a usage error, before connecting), a relative project root
+    made absolute."""
+    return None if value is None else _checked(value, validate_scope)
+
+
+def tier_option(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    """Click callback for `--tier` (one or repeated): checked here, a relative project root made absolute."""
     if value is None:
         return None
     if isinstance(value, tuple):
-        return tuple(_rooted(v) for v in value)
-    return _rooted(value)
+        return tuple(_checked(v, validate_tier) for v in value)
+    return _checked(value, validate_tier)
 
 
 def project_root(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """Click callback for a `--project ROOT` option: a relative root made absolute."""
-    return None if value is None else absolute_root(value)
+    """Click callback for a `--project ROOT` option: a relative root made absolute, then checked."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("give the repository's root directory, e.g. --project /home/alex/repo or --project .")
+    return _checked(absolute_root(value), lambda root: normalise_root(root, "--project"))

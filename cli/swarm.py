@@ -54,7 +54,9 @@ class LiveView:
 
 
 @click.command(name="swarm")
-@click.option("--agents", "n_agents", type=click.IntRange(1, 512), default=6, show_default=True)
+@click.option(
+    "--agents", "n_agents", type=click.IntRange(1, 512), default=6, show_default=True, help="Agent worker processes."
+)
 @click.option("--duration", type=click.FloatRange(1), default=20.0, show_default=True, help="Seconds.")
 @click.option(
     "--data-dir",

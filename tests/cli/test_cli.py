@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
+import click
+from click.testing import CliRunner
+
 from agents import GrooveClient
+from agents.fleet import groove_argv
 from tests.helpers import RunningCoordinator, run_groove, silent_endpoint
 
 
@@ -53,8 +59,8 @@ def test_client_verbs(coordinator: RunningCoordinator) -> None:
 def test_errors_are_one_line_without_traceback(coordinator: RunningCoordinator) -> None:
     ep = ("--endpoint", coordinator.endpoint)
     bad_scope = run_groove(*ep, "learn", "x", "--scope", "proj:/x")
-    assert bad_scope.returncode == 1
-    assert bad_scope.stderr.startswith("groove: error: bad_request: learnings.0.scope: invalid scope")
+    assert bad_scope.returncode == 2  # checked before connecting
+    assert bad_scope.stderr.startswith("groove: error: Invalid value for '--scope': invalid scope")
     assert "Traceback" not in bad_scope.stderr
     missing = run_groove(*ep, "get", "01a20000-0000-7000-8000-000000000000")
     assert missing.returncode == 1
@@ -123,8 +129,8 @@ def test_search_and_reindex(coordinator: RunningCoordinator) -> None:
     assert refused.returncode == 1
     assert "without an embedder" in refused.stderr
     bad = run_groove(*ep, "search", "x", "--project", "")
-    assert bad.returncode == 1
-    assert "bad_request" in bad.stderr
+    assert bad.returncode == 2  # checked before connecting
+    assert "Invalid value for '--project'" in bad.stderr
 
 
 def test_inject_prints_the_block_and_session_end_closes_it(coordinator: RunningCoordinator) -> None:
@@ -188,3 +194,78 @@ def test_agents_lists_who_said_hello(coordinator: RunningCoordinator) -> None:
         assert "agent-7" in shown.stdout
         assert run_groove(*ep, "agents", "--state", "gone").stdout.strip() == "no agents"
         assert run_groove(*ep, "agents", "--state", "lost").returncode == 2
+
+
+def test_every_verb_has_complete_help() -> None:
+    """`groove VERB --help` says what the verb does and what each option is for; client verbs list the
+    connection options (they may come after the verb) with their environment variables."""
+    from cli.main import cli
+
+    def verbs(group: click.Group, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], click.Command]]:
+        found = []
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                found += verbs(command, (*path, name))
+            else:
+                found.append(((*path, name), command))
+        return found
+
+    runner = CliRunner()
+    talking = {"ping", "learn", "get", "list", "delete", "search", "agent", "restore", "backup", "inject"}
+    for path, command in verbs(cli, ()):
+        assert command.help, path
+        undocumented = [p.opts for p in command.params if isinstance(p, click.Option) and not p.help]
+        assert undocumented == [], (path, undocumented)
+        shown = runner.invoke(cli, [*path, "--help"], prog_name="groove")
+        assert shown.exit_code == 0, (path, shown.output)
+        if path[0] in talking:
+            assert "GROOVE_ENDPOINT" in shown.output, path
+    agent_help = runner.invoke(cli, ["agent", "--help"]).output
+    for variable in ("GROOVE_AGENT_ID", "GROOVE_AGENT_WORKLOAD", "GROOVE_AGENT_RATE", "GROOVE_KEY"):
+        assert variable in agent_help
+
+
+def test_options_after_the_verb_json_everywhere_and_archived_state_shown(
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+) -> None:
+    assert run_groove("ping", "--endpoint", coordinator.endpoint, "--timeout", "5").returncode == 0
+    env = {"GROOVE_ENDPOINT": "tcp://127.0.0.1:9"}  # the option after the verb wins over the environment
+    assert run_groove("ping", "--endpoint", coordinator.endpoint, env=env).returncode == 0
+    cold = client.learn("project:/srv/web", "solution", "commit the build output", "do it", confidence=0.05)
+    client.maintain(tiers=["project:/srv/web"])  # below 0.1: archived
+    shown = run_groove("get", cold, "--endpoint", coordinator.endpoint)
+    assert "state        archived" in shown.stdout, shown.stdout
+    listed = run_groove("list", "--endpoint", coordinator.endpoint)
+    assert listed.stdout.splitlines()[0].split()[:4] == ["id", "tier", "category", "state"]
+    assert "archived" in listed.stdout.splitlines()[2]
+    assert json.loads(run_groove("get", cold, "--json", "--endpoint", coordinator.endpoint).stdout)["archived"]
+    restored = run_groove("restore", cold, "--json", "--endpoint", coordinator.endpoint)
+    assert json.loads(restored.stdout) == {"restored": cold}
+    assert client.get(cold).archived is False
+    keys = run_groove("keys", "generate", "ci", "--role", "agent", "--dir", str(tmp_path), "--json")
+    made = json.loads(keys.stdout)
+    assert (made["role"], len(made["public_key"])) == ("agent", 40)
+    assert Path(made["secret_key_file"]).exists()
+
+
+def test_a_relative_project_root_is_the_directory_it_names(coordinator: RunningCoordinator, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    argv = groove_argv("--endpoint", coordinator.endpoint, "learn", "x", "--scope", "project:.", "--json")
+    here = subprocess.run(argv, cwd=repo, capture_output=True, text=True, check=False)
+    argv = groove_argv("--endpoint", coordinator.endpoint, "list", "--tier", "project:..", "--json")
+    from_src = subprocess.run(argv, cwd=repo / "src", capture_output=True, text=True, check=False)
+    assert here.returncode == from_src.returncode == 0, here.stderr + from_src.stderr
+    (stored,) = json.loads(from_src.stdout)["learnings"]
+    assert (stored["id"], stored["scope"]) == (json.loads(here.stdout)["id"], f"project:{repo}")
+
+
+def test_a_start_that_cannot_listen_leaves_no_running_marker(
+    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient], tmp_path: Path
+) -> None:
+    first = coordinator_factory()
+    taken = run_groove("serve", "--data-dir", str(tmp_path / "d"), "--bind", first.endpoint)
+    assert taken.returncode == 2
+    assert not (tmp_path / "d" / "coordinator.running").exists()
+    second = coordinator_factory(data_dir=tmp_path / "d")  # the next start does not report a crash
+    assert client_factory(second.endpoint).stats().last_stop == "clean"

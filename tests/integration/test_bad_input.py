@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgpack
 import pytest
 import zmq
 
-from agents import GrooveClient
+from agents import GrooveClient, RequestTooLarge
 from protocol import constants as C
 from protocol.ids import uuid7
 from protocol.ops import OPS
@@ -73,6 +73,11 @@ CASES: list[tuple[str, Any, str]] = [
     ("confidence NaN", envelope("learning.put", put_body(confidence=float("nan"))), "bad_request"),
     ("confidence 7", envelope("learning.put", put_body(confidence=7)), "bad_request"),
     ("no learnings", envelope("learning.put", {"learnings": []}), "bad_request"),
+    ("whitespace insight", envelope("learning.put", put_body(insight=" \t\n")), "bad_request"),
+    ("whitespace description", envelope("learning.put", put_body(description="   ")), "bad_request"),
+    ("relative project root", envelope("learning.put", put_body(scope="project:relative")), "bad_request"),
+    ("relative project tier", envelope("learning.list", {"tier": "project:a/b"}), "bad_request"),
+    ("relative search project", envelope("search", {"query": "x", "context": {"project": "a/b"}}), "bad_request"),
     (
         "unknown learning in outcome",
         envelope("outcome.record", {"attributions": [{"learning_id": uuid7(), "outcome": "helpful"}]}),
@@ -127,8 +132,13 @@ def test_garbage_frames_and_oversized_messages(raw: Raw, client: GrooveClient) -
     assert raw.reply()["error"]["code"] == "bad_request"
     raw.send(b"", b"a", b"b")
     assert raw.reply()["error"]["code"] == "bad_request"
-    big = envelope("learning.put", {"learnings": [learning(n=1, pattern="x" * 60_000)] * 20})
-    assert raw.request(big)["error"]["code"] == "bad_request"
+    big = envelope("learning.put", {"learnings": [learning(n=1, pattern="x" * 60_000)] * 20}, rid="big-1")
+    refused = raw.request(big)
+    assert refused["error"]["code"] == "bad_request"
+    assert refused["id"] == "big-1"  # read from the oversized request, so its sender can match the refusal
+    assert snapshot(client) == before
+    with pytest.raises(RequestTooLarge):  # the client refuses to send it at all, instead of timing out
+        client.put_learnings([learning(n=i, pattern="x" * 60_000) for i in range(20)])
     assert snapshot(client) == before
     # past the transport's frame limit the connection is dropped; the coordinator keeps serving others
     raw.send(b"", b"\x00" * (C.MAX_FRAME_BYTES + 10))
@@ -145,6 +155,39 @@ def test_request_id_reused_for_another_operation(raw: Raw, client: GrooveClient)
     clash = raw.request(envelope("learning.delete", {"id": lid}, rid="dup"))
     assert clash["error"]["code"] == "bad_request"
     assert client.get(lid).usage.times_helpful == 1
+
+
+def test_a_resend_with_another_body_is_refused_and_key_order_does_not_matter(
+    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
+) -> None:
+    # --reply-cache 0: every resend is answered by the writer from the reply stored with the data, as after a
+    # restart or once the in-memory cache has let the id go; the first coordinator answers from memory
+    for options in ((), ("--reply-cache", "0")):
+        coordinator = coordinator_factory(*options)
+        client, raw = client_factory(coordinator.endpoint), Raw(coordinator.endpoint)
+        first = raw.request(envelope("learning.put", put_body(description="first"), rid="same"))
+        assert first["ok"] is True, first
+        reordered = dict(reversed(list(put_body(description="first")["learnings"][0].items())))
+        assert raw.request(envelope("learning.put", {"learnings": [reordered]}, rid="same")) == first
+        other = raw.request(envelope("learning.put", put_body(description="second"), rid="same"))
+        assert (other["ok"], other["error"]["code"], other["id"]) == (False, "conflict", "same"), options
+        assert [x.description for x in client.iter_learnings()] == ["first"]
+        coordinator.stop()
+    coordinator.restart()  # with --reply-cache 0 still: the stored digest outlives the process
+    raw = Raw(coordinator.endpoint)
+    assert raw.request(envelope("learning.put", put_body(description="second"), rid="same"))["error"]["code"] == (
+        "conflict"
+    )
+    assert raw.request(envelope("learning.put", put_body(description="first"), rid="same"))["ok"] is True
+
+
+def test_every_spelling_of_a_project_root_reaches_one_tier(client: GrooveClient) -> None:
+    spellings = ["/srv/app", "/srv/app/", "/srv/x/../app", "//srv/./app"]
+    ids = [client.learn(f"project:{root}", "solution", f"d{i}", f"i{i}") for i, root in enumerate(spellings)]
+    assert {t.tier for t in client.stats().tiers} == {"user", "project:/srv/app"}
+    listed = client.list_learnings(tier="project:/srv/app/").learnings
+    assert [x.id for x in listed] == ids
+    assert {x.scope for x in listed} == {"project:/srv/app"}
 
 
 FIELDS = sorted({f for op in OPS.values() for f in op.request.model_fields})

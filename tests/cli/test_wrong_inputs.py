@@ -1,0 +1,176 @@
+"""Every verb with the inputs users get wrong: a clear one-line error, a non-zero exit, and nothing stored changed.
+
+Each row was run as `groove ...` (a real process) against one real coordinator, or with no coordinator where
+the row says so. Status 1: the coordinator refused the request; 2: the command line or a local file is
+wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no tier holds.
+
+| verb | what is wrong | tried | status |
+|---|---|---|---|
+| any | endpoint without transport | `--endpoint localhost:5555 ping` | 2 |
+| any | endpoint without a port | `--endpoint tcp://nohost ping` | 2 |
+| any | endpoint after the verb, malformed | `ping --endpoint tcp://h:99999` | 2 |
+| any | timeout out of range | `ping --timeout 0` | 2 |
+| any | coordinator down | `--endpoint SILENT --timeout 0.3 ping` | 3 |
+| any | half the CURVE options | `--server-key K ping` | 2 |
+| any | key file missing | `--server-key K --key missing ping` | 2 |
+| any | unknown verb, unknown option | `teleport`, `ping --bogus` | 2 |
+| learn | empty, whitespace, too long | `learn ""`, `learn "   "`, `learn x*5000` | 1 |
+| learn | wrong scope or tier (checked before sending) | `--scope proj:/x`, `--scope user:`, `--tier enterprise:` | 2 |
+| learn | wrong category, confidence | `--category nope`, `--confidence 2` | 2 |
+| get | not an id, unknown id, none | `get nope`, `get GONE`, `get` | 1, 1, 2 |
+| delete | unknown id | `delete GONE` | 1 |
+| outcome | unknown id, unknown outcome | `outcome GONE helpful`, `outcome ID great` | 1, 2 |
+| relate | unknown type, unknown ids | `relate ID likes ID`, `relate GONE supersedes ID` | 2, 1 |
+| relations | not an id | `relations nope` | 1 |
+| list | limit 0, malformed tier | `list --limit 0`, `list --tier bogus` | 2 |
+| search | empty query, limit 0, mode | `search ""`, `search x --limit 0`, `--mode psychic` | 1, 2, 2 |
+| inject | budget 0 | `inject --budget 0` | 2 |
+| session-end | not an id, unknown injection | `session-end nope`, `session-end GONE` | 1 |
+| maintain, reindex, reembed | malformed tier | `--tier bogus` | 2 |
+| promote, propose | unknown id | `promote GONE`, `propose GONE --org acme` | 1 |
+| review, reviews | unknown review, no org | `review GONE approve ...`, `reviews` | 1, 2 |
+| agents | unknown state | `agents --state asleep` | 2 |
+| params, stats | take nothing but --json | `stats --limit 3` | 2 |
+| backup | directory not empty | `backup NONEMPTY` | 1 |
+| restore | unknown id, missing path, used data dir | `restore GONE`, `restore ./missing`, `restore BK` | 1, 2, 2 |
+| export | unwritable path, malformed tier | `export /proc/x.json`, `export --tier bogus f` | 1, 2 |
+| import | missing, not JSON, not an export | `import missing.json`, `import BAD`, `import WRONG` | 1 |
+| keys | no role, curator without org, unwritable, bad key dir | `keys generate ...`, `keys list ...` | 2 |
+| serve | bad bind, bad setting, missing config | `serve --bind bogus`, `--max-batch 0`, `--config missing` | 2 |
+| agent | no duration, missing script, bad mix | `agent`, `agent --workload missing`, `--mix fly=1` | 2 |
+| swarm | no agents, bad mix | `swarm --agents 0`, `swarm --mix fly=1` | 2 |
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from agents import GrooveClient
+from tests.helpers import RunningCoordinator, run_groove, silent_endpoint
+
+GONE = "01a20000-0000-7000-8000-0000000000ee"
+
+
+def state(client: GrooveClient) -> list[Any]:
+    """Everything a wrong input could have changed: every learning with its usage, the tiers, the reviews."""
+    return [
+        [x.model_dump() for x in client.iter_learnings()],
+        sorted(client.stats().disk_tiers),
+        [r.model_dump() for r in client.reviews("acme", status=None)],
+    ]
+
+
+def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+) -> None:
+    lid = client.learn("global", "solution", "kept", "kept")
+    client.record_outcome([(lid, "helpful")])
+    backup = tmp_path / "bk"
+    client.backup(str(backup))
+    nonempty = tmp_path / "nonempty"
+    nonempty.mkdir()
+    (nonempty / "x").write_text("x")
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "wrong.json").write_text(json.dumps({"format": "something-else"}))
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "broken.key").write_text("not a certificate")
+    ep = ("--endpoint", coordinator.endpoint)
+    serve = ("serve", "--data-dir", str(tmp_path / "never"))
+    with silent_endpoint() as silent:
+        cases: list[tuple[tuple[str, ...], int]] = [
+            (("--endpoint", "localhost:5555", "ping"), 2),
+            (("--endpoint", "tcp://nohost", "ping"), 2),
+            (("ping", "--endpoint", "tcp://h:99999"), 2),
+            (("ping", "--timeout", "0"), 2),
+            (("--endpoint", silent, "--timeout", "0.3", "ping"), 3),
+            ((*ep, "--server-key", "K" * 40, "ping"), 2),
+            ((*ep, "--server-key", "K" * 40, "--key", str(tmp_path / "missing"), "ping"), 2),
+            (("teleport",), 2),
+            ((*ep, "ping", "--bogus"), 2),
+            ((*ep, "learn", ""), 1),
+            ((*ep, "learn", "   "), 1),
+            ((*ep, "learn", "x" * 5000), 1),
+            ((*ep, "learn", "x", "--scope", "proj:/x"), 2),
+            ((*ep, "learn", "x", "--scope", "user:"), 2),
+            ((*ep, "learn", "x", "--tier", "enterprise:"), 2),
+            ((*ep, "learn", "x", "--category", "nope"), 2),
+            ((*ep, "learn", "x", "--confidence", "2"), 2),
+            ((*ep, "get", "nope"), 1),
+            ((*ep, "get", GONE), 1),
+            ((*ep, "get"), 2),
+            ((*ep, "delete", GONE), 1),
+            ((*ep, "outcome", GONE, "helpful"), 1),
+            ((*ep, "outcome", lid, "great"), 2),
+            ((*ep, "relate", lid, "likes", lid), 2),
+            ((*ep, "relate", GONE, "supersedes", lid), 1),
+            ((*ep, "relations", "nope"), 1),
+            ((*ep, "list", "--limit", "0"), 2),
+            ((*ep, "list", "--tier", "bogus"), 2),
+            ((*ep, "search", ""), 1),
+            ((*ep, "search", "x", "--limit", "0"), 2),
+            ((*ep, "search", "x", "--mode", "psychic"), 2),
+            ((*ep, "inject", "--budget", "0"), 2),
+            ((*ep, "session-end", "nope"), 1),
+            ((*ep, "session-end", GONE), 1),
+            ((*ep, "maintain", "--tier", "bogus"), 2),
+            ((*ep, "reindex", "--tier", "bogus"), 2),
+            ((*ep, "reembed", "--tier", "bogus"), 2),
+            ((*ep, "promote", GONE), 1),
+            ((*ep, "propose", GONE, "--org", "acme"), 1),
+            ((*ep, "review", GONE, "approve", "--org", "acme", "--curator", "c"), 1),
+            ((*ep, "reviews"), 2),
+            ((*ep, "agents", "--state", "asleep"), 2),
+            ((*ep, "stats", "--limit", "3"), 2),
+            ((*ep, "backup", str(nonempty)), 1),
+            ((*ep, "restore", GONE), 1),
+            ((*ep, "restore", "./missing"), 2),
+            (("restore", str(backup), "--data-dir", str(coordinator.data_dir)), 2),
+            ((*ep, "export", "/proc/groove.json"), 1),
+            ((*ep, "export", "--tier", "bogus", str(tmp_path / "e.json")), 2),
+            ((*ep, "import", str(tmp_path / "missing.json")), 1),
+            ((*ep, "import", str(tmp_path / "bad.json")), 1),
+            ((*ep, "import", str(tmp_path / "wrong.json")), 1),
+            (("keys", "generate", "k", "--dir", str(tmp_path)), 2),
+            (("keys", "generate", "k", "--role", "curator", "--dir", str(tmp_path)), 2),
+            (("keys", "generate", "k", "--role", "agent", "--dir", "/proc"), 2),
+            (("keys", "list", str(keys)), 2),
+            (("keys", "list", str(tmp_path / "nokeys")), 2),
+            ((*serve, "--bind", "bogus"), 2),
+            ((*serve, "--max-batch", "0"), 2),
+            ((*serve, "--config", str(tmp_path / "missing.toml")), 2),
+            ((*ep, "agent"), 2),
+            ((*ep, "agent", "--count", "1", "--workload", str(tmp_path / "missing.jsonl")), 2),
+            ((*ep, "agent", "--count", "1", "--mix", "fly=1"), 2),
+            (("swarm", "--agents", "0"), 2),
+            (("swarm", "--mix", "fly=1"), 2),
+        ]
+        before = state(client)
+        with ThreadPoolExecutor(4) as pool:
+            runs = list(pool.map(lambda case: run_groove(*case[0]), cases))
+    wrong = []
+    for (args, status), run in zip(cases, runs, strict=True):
+        lines = run.stderr.strip().splitlines()
+        if (
+            run.returncode != status
+            or len(lines) != 1
+            or not lines[0].startswith("groove: error: ")
+            or len(lines[0]) < len("groove: error: ") + 12  # says something
+        ):
+            wrong.append(f"groove {' '.join(a[:30] for a in args)} -> {run.returncode}: {run.stderr.strip()[:300]}")
+    assert not wrong, "\n".join(wrong)
+    assert state(client) == before
+    assert not (tmp_path / "never").exists()
+    assert list(tmp_path.glob("k.key*")) == []
+
+
+def test_the_table_in_the_docstring_names_every_verb() -> None:
+    """The docstring's table is what a reader sees; it must not leave a verb out."""
+    from cli.main import cli
+
+    missing = [verb for verb in cli.commands if not re.search(rf"[|`,] *{verb}\b", __doc__ or "")]
+    assert missing == []
