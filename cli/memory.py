@@ -35,7 +35,7 @@ from protocol import constants as C
     type=click.Choice(C.SEARCH_MODES),
     default="hybrid",
     show_default=True,
-    help="By meaning (vector), by words (keyword), or both (hybrid).",
+    help="semantic (by meaning), keyword (by words) or hybrid (both).",
 )
 @click.option(
     "--depth",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -11,15 +12,24 @@ from agents.fleet import groove_argv
 _START_TIMEOUT_S = 60.0
 
 
-def start_coordinator(data_dir: Path, extra: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `groove serve` on a free loopback port (unless `extra` binds elsewhere); returns the process and
-    its endpoint once it serves. Its log goes to DATA_DIR/coordinator.log."""
+def start_coordinator(
+    data_dir: Path, extra: list[str], env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `groove serve` on a free loopback port (unless `extra` binds elsewhere), with `env` over this
+    process's environment; returns the process and its endpoint once it serves. Its log goes to
+    DATA_DIR/coordinator.log."""
     endpoint_file = data_dir / "endpoint"
     endpoint_file.unlink(missing_ok=True)
     log = open(data_dir / "coordinator.log", "ab")  # noqa: SIM115 - the child keeps writing to it
     argv = ["serve", "--data-dir", str(data_dir), "--bind", "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file)]
     # its own session: a Ctrl-C at the terminal must not stop it before the agents that depend on it
-    proc = subprocess.Popen(groove_argv(*argv, *extra), stdout=log, stderr=log, start_new_session=True)
+    proc = subprocess.Popen(
+        groove_argv(*argv, *extra),
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        env={**os.environ, **env} if env is not None else None,
+    )
     log.close()
     deadline = time.monotonic() + _START_TIMEOUT_S
     while not endpoint_file.exists():

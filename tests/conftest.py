@@ -15,19 +15,21 @@ from tests.helpers import RunningCoordinator
 
 @pytest.fixture
 def coordinator_factory(tmp_path: Path) -> Iterator[Callable[..., RunningCoordinator]]:
-    """Start coordinators: `factory(*serve_args, data_dir=None, model=False)`; all stopped at teardown.
+    """Start coordinators: `factory(*serve_args, data_dir=None, model=False, env=None)`; all stopped at teardown.
 
     Each binds port 0 on loopback (unless its args bind elsewhere) and reports the endpoint it got; a restart
     binds that endpoint again, so clients ride it out."""
     started: list[RunningCoordinator] = []
 
-    def factory(*args: str, data_dir: Path | None = None, model: bool = False) -> RunningCoordinator:
+    def factory(
+        *args: str, data_dir: Path | None = None, model: bool = False, env: dict[str, str] | None = None
+    ) -> RunningCoordinator:
         directory = data_dir or tmp_path / f"data{len(started)}"
         directory.mkdir(parents=True, exist_ok=True)
         # Loading the embedding model costs seconds and hundreds of MB: only tests about meaning ask for it.
         serve_args = [*args] if model else ["--embedder", "none", *args]
-        proc, endpoint = start_coordinator(directory, serve_args)
-        running = RunningCoordinator(directory, serve_args, proc, endpoint)
+        proc, endpoint = start_coordinator(directory, serve_args, env)
+        running = RunningCoordinator(directory, serve_args, proc, endpoint, env=env)
         started.append(running)
         return running
 

@@ -47,6 +47,7 @@ class RunningCoordinator:
     proc: subprocess.Popen[bytes]
     endpoint: str
     history: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    env: dict[str, str] | None = None  # environment variables set for it, over this process's
 
     def stop(self) -> int:
         """SIGTERM and wait: the coordinator flushes and exits."""
@@ -60,7 +61,7 @@ class RunningCoordinator:
     def restart(self) -> None:
         """Start again on the same data dir and endpoint."""
         self.history.append(self.proc)
-        self.proc, self.endpoint = start_coordinator(self.data_dir, ["--bind", self.endpoint, *self.args])
+        self.proc, self.endpoint = start_coordinator(self.data_dir, ["--bind", self.endpoint, *self.args], self.env)
 
     def log(self) -> str:
         """Everything the coordinator(s) logged so far."""

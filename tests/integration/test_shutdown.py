@@ -1,14 +1,21 @@
-"""SIGTERM under load: the coordinator stops taking writes, commits and acks what it queued, and exits 0."""
+"""Stopping a coordinator: under a write load it commits and acks what it queued; with embeddings queued it
+exits 0 on SIGTERM, SIGINT and the way `docker compose stop` stops it, and the next start finishes them."""
 
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+import yaml
+
 from agents import GrooveClient
 from tests.helpers import RunningCoordinator, agent_report, learning, spawn_agent, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_sigterm_flushes_every_queued_write(
@@ -48,13 +55,35 @@ def test_sigterm_flushes_every_queued_write(
     assert "did not stop cleanly" not in coordinator.log()
 
 
-def test_a_stop_while_embeddings_are_queued_exits_cleanly(
-    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
+def compose_service() -> tuple[list[str], dict[str, str], float]:
+    """The coordinator service of docker-compose.yml: its command, environment and stop grace period."""
+    service = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["coordinator"]
+    return service["command"], service["environment"], float(service["stop_grace_period"].rstrip("s"))
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "compose stop"])
+def test_a_stop_while_embeddings_are_queued_exits_cleanly_and_loses_no_embedding(
+    how: str,
+    coordinator_factory: Callable[..., RunningCoordinator],
+    client_factory: Callable[..., GrooveClient],
+    tmp_path: Path,
 ) -> None:
-    running = coordinator_factory(model=True)
+    grace = 30.0
+    if how == "compose stop":
+        # as `docker compose stop` does it (no Docker engine here): the service's own command and environment,
+        # with the data dir and port made local, then SIGTERM and up to its stop_grace_period before a SIGKILL
+        command, environment, grace = compose_service()
+        assert command == ["groove", "serve"]
+        env = {**environment, "GROOVE_DATA_DIR": str(tmp_path / "data"), "GROOVE_BIND": "tcp://127.0.0.1:0"}
+        running = coordinator_factory(model=True, data_dir=tmp_path / "data", env=env)
+    else:
+        running = coordinator_factory(model=True)
     client = client_factory(running.endpoint, timeout=60)
+    texts = [f"marker{n:04d} keep the cache warm before timing request {n}" for n in range(600)]
+    ids = []
     for start in range(0, 600, 100):
-        client.put_learnings([learning("global", n) for n in range(start, start + 100)])
+        batch = [learning("global", n, description=texts[n]) for n in range(start, start + 100)]
+        ids += client.put_learnings(batch).ids
     # the worker is embedding (some vectors landed) with more waiting: the moment a stop used to abort in
     stats = wait_for(
         lambda: (s := client.stats()).vectors > 0 and s.embedding_queue_depth > 0 and s,
@@ -63,7 +92,16 @@ def test_a_stop_while_embeddings_are_queued_exits_cleanly(
         every=0.02,
     )
     assert stats
-    assert running.stop() == 0
+    running.proc.send_signal(signal.SIGINT if how == "SIGINT" else signal.SIGTERM)
+    assert running.proc.wait(grace) == 0
     assert "terminate called" not in running.log()
     running.restart()
-    assert client_factory(running.endpoint).stats().last_stop == "clean"
+    client = client_factory(running.endpoint, timeout=60)
+    assert client.stats().last_stop == "clean"
+    # the backlog is picked up again: every learning gets its vector and is found
+    wait_for(lambda: client.stats().vectors == 600, "every learning embedded after the restart", timeout=180)
+    for n in range(0, 600, 60):
+        hits = client.search(texts[n], mode="semantic", limit=10)
+        assert ids[n] in [h.learning.id for h in hits], n
+    for n, lid in enumerate(ids):
+        assert [h.learning.id for h in client.search(f"marker{n:04d}", mode="keyword", limit=1)] == [lid]
