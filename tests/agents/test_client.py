@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -12,9 +13,10 @@ import msgpack
 import pytest
 import zmq
 
-from agents import Busy, GrooveClient, GrooveTimeout, NotFound, RemoteError
+from agents import BadEndpoint, BadRequest, Busy, GrooveClient, GrooveTimeout, NotFound, RemoteError
 from agents.errors import from_wire
-from protocol.codec import encode_request
+from protocol.codec import encode_error, encode_request
+from protocol.errors import ErrorCode
 from tests.helpers import RunningCoordinator, learning, silent_endpoint
 
 
@@ -88,3 +90,31 @@ def test_the_client_is_light() -> None:
     figures = json.loads(out.stdout)
     assert figures["heavy"] == []
     assert figures["rss_mb"] < 60
+
+
+@pytest.mark.parametrize("endpoint", ["tcp://nohost", "localhost:5555", "tcp://h:0", "tcp://h:99999", "udp://h:1"])
+def test_a_malformed_endpoint_is_refused_before_a_socket_sees_it(endpoint: str) -> None:
+    with pytest.raises(BadEndpoint, match="endpoint"):
+        GrooveClient(endpoint)
+
+
+def test_an_error_without_an_id_answers_the_one_request_in_flight() -> None:
+    """A peer that could not read the request's id answers with `id` null (PROTOCOL.md, section 3): with one
+    request in flight the client takes it as that request's answer instead of waiting for its deadline."""
+    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    router.bind("tcp://127.0.0.1:0")
+    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+
+    def answer() -> None:
+        peer, _, _ = router.recv_multipart()
+        router.send_multipart([peer, b"", encode_error(None, ErrorCode.BAD_REQUEST, "unreadable")])
+
+    answering = threading.Thread(target=answer)
+    answering.start()
+    started = time.monotonic()
+    with GrooveClient(endpoint, timeout=30) as client, pytest.raises(BadRequest, match="unreadable"):
+        client.ping()
+    assert time.monotonic() - started < 5  # not the 30 s deadline
+    answering.join()
+    router.close()

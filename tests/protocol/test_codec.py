@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 import msgpack
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from protocol import constants as C
 from protocol.codec import (
+    body_digest,
     decode_reply,
     decode_request,
     encode_error,
@@ -19,7 +21,8 @@ from protocol.codec import (
     pack,
     validate_body,
 )
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.endpoints import EndpointError, check_endpoint
+from protocol.errors import DecodeError, ErrorCode, ProtocolError
 from protocol.ops import OPS
 
 
@@ -119,3 +122,46 @@ def test_random_bodies_are_accepted_or_rejected_cleanly(op: str, body: dict[str,
     if failure is not None:
         assert failure.code == ErrorCode.BAD_REQUEST
         assert failure.request_id == "a"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "binding"),
+    [
+        ("tcp://127.0.0.1:5555", False),
+        ("tcp://*:0", True),
+        ("tcp://[::1]:80", False),
+        ("ipc:///tmp/g", False),
+        ("tcp://eth0:5555", True),
+        ("tcp://127.0.0.1:*", True),
+        ("inproc://x", False),
+    ],
+)
+def test_well_formed_endpoints_pass(endpoint: str, binding: bool) -> None:
+    assert check_endpoint(endpoint, binding) == endpoint
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "binding", "says"),
+    [
+        ("localhost:5555", False, "did you mean tcp://localhost:5555"),
+        ("bogus", True, "no transport"),
+        ("tcp://nohost", False, "needs a port"),
+        ("tcp://h:0", False, "port"),
+        ("tcp://*:5555", False, "not a host"),
+        ("tcp://h:99999", True, "port"),
+        ("udp://h:1", False, "unknown transport"),
+        ("tcp://", False, "no address"),
+    ],
+)
+def test_malformed_endpoints_are_refused_saying_what_was_expected(endpoint: str, binding: bool, says: str) -> None:
+    with pytest.raises(EndpointError, match=re.escape(says)):
+        check_endpoint(endpoint, binding)
+
+
+def test_an_oversized_request_is_refused_under_its_own_id() -> None:
+    data = encode_request("big-1", "learning.put", {"learnings": [{"description": "x" * (C.MAX_MESSAGE_BYTES + 1)}]})
+    with pytest.raises(DecodeError) as refused:
+        decode_request(data)
+    assert refused.value.request_id == "big-1"
+    assert body_digest({"a": 1, "b": [1, {"c": 2, "d": 3}]}) == body_digest({"b": [1, {"d": 3, "c": 2}], "a": 1})
+    assert body_digest({"a": 1}) != body_digest({"a": 2})
