@@ -121,7 +121,9 @@ def validate_body(request: RequestEnvelope) -> BaseModel:
 def describe(exc: ValidationError, limit: int = 3) -> str:
     """A one-line account of a ValidationError: `field.path: problem; ...`."""
     parts = []
-    for err in exc.errors()[:limit]:
+    # an unknown field first: it is most often a misspelt one, and the "Field required" it causes says less
+    errors = sorted(exc.errors(), key=lambda err: err["type"] != "extra_forbidden")
+    for err in errors[:limit]:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         message = err["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if err["loc"] else message)

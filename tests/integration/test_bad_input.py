@@ -234,3 +234,24 @@ def test_random_traffic_is_always_answered_and_changes_nothing(raw: Raw, client:
     assert raw.sock.poll(200) == 0  # nothing more: one reply per message
     assert client.get(lid).description == "kept"
     assert snapshot(client) == before
+
+
+def test_every_operation_refuses_an_unknown_field_and_every_field_of_the_wrong_type(
+    raw: Raw, client: GrooveClient
+) -> None:
+    """Each op of the registry, and each of its request fields given a nested list (no field takes one): a
+    `bad_request` naming the field, and nothing stored changed."""
+    client.learn("global", "solution", "kept", "kept")
+    before = snapshot(client)
+    tried = 0
+    for name, op in OPS.items():
+        reply = raw.request(envelope(name, {"no_such_field": 1}, rid=f"{name}-unknown"))
+        assert reply["error"]["code"] == "bad_request", (name, reply)
+        assert "no_such_field" in reply["error"]["message"], name
+        for field in op.request.model_fields:
+            reply = raw.request(envelope(name, {field: [[[]]]}, rid=f"{name}-{field}"))
+            assert reply["error"]["code"] == "bad_request", (name, field, reply)
+            assert reply["id"] == f"{name}-{field}"
+            tried += 1
+    assert tried > 50
+    assert snapshot(client) == before
