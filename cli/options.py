@@ -8,7 +8,6 @@ variables and defaults, and on every verb that talks to a coordinator, where a v
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +18,11 @@ import click
 from cli.output import fail
 from protocol import constants as C
 from protocol.keys import CurveClient, KeyFileError
-from protocol.scopes import ScopeError, normalise_root, validate_scope, validate_tier
+from protocol.scopes import ScopeError, is_absolute_root, normalise_root, validate_scope, validate_tier
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
-_DRIVE_RE = re.compile(r"^[A-Za-z]:[\\/]")
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
@@ -121,7 +119,7 @@ def curve_of(obj: dict[str, Any]) -> CurveClient | None:
 def absolute_root(root: str) -> str:
     """A project root as typed, made absolute against the current directory (`.` is the repository you are
     in); the coordinator normalises it further and refuses relative ones from clients that send them."""
-    if not root or root.startswith("/") or _DRIVE_RE.match(root):
+    if not root or is_absolute_root(root):
         return root
     return os.path.abspath(root)
 

@@ -22,6 +22,11 @@ class ScopeError(ValueError):
     """A scope or tier string that does not follow the grammar; the message says what was expected."""
 
 
+def is_absolute_root(root: str) -> bool:
+    """Whether a project root is absolute: POSIX (`/...`) or a Windows drive path (`C:\\...`, `C:/...`)."""
+    return root.startswith("/") or bool(_DRIVE_RE.match(root))
+
+
 def normalise_root(root: str, what: str) -> str:
     """A project root in its one spelling: absolute, `.`/`..` and repeated or trailing slashes resolved, so
     `/a/b`, `/a/b/` and `/a/x/../b` name one project (one tier). Windows roots (`C:\\a\\b`) keep their drive,
@@ -32,13 +37,13 @@ def normalise_root(root: str, what: str) -> str:
         raise ScopeError(f"{what} project root must not start or end with whitespace")
     if _CONTROL_RE.search(root):
         raise ScopeError(f"{what} project root must not contain control characters")
-    if _DRIVE_RE.match(root):
-        return root[0].upper() + ":" + _normal(root[2:].replace("\\", "/"))
-    if not root.startswith("/"):
+    if not is_absolute_root(root):
         raise ScopeError(
             f"{what} project root {root[:80]!r} is relative; give the absolute path of the repository "
             "(the CLI resolves a relative one against the current directory)"
         )
+    if _DRIVE_RE.match(root):
+        return root[0].upper() + ":" + _normal(root[2:].replace("\\", "/"))
     return _normal(root)
 
 
