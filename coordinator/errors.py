@@ -49,15 +49,19 @@ def already_closed(injection_id: str) -> Rejected:
     return Rejected(ErrorCode.CONFLICT, f"the outcome of injection {injection_id} was already recorded")
 
 
-def reused_id(request_id: str, first_op: str | None = None) -> Rejected:
-    """The rejection for a request id resent with another operation (`bad_request`) or another body
-    (`conflict`): an id names one request, so nothing is changed."""
-    if first_op is not None:
+def reused_id(request_id: str, first_op: str, first_digest: str, op: str, digest: str) -> Rejected | None:
+    """Why a write's request id seen before cannot be answered with its first reply, or None if it can: another
+    operation is `bad_request`, another body (by `protocol.codec.body_digest`) is `conflict`; an id names one
+    request, so nothing is changed. An empty digest (a write applied before schema v6 stored one) is not
+    compared."""
+    if first_op != op:
         return Rejected(
             ErrorCode.BAD_REQUEST, f"request id {request_id} was already used for {first_op}; use a new id per request"
         )
-    return Rejected(
-        ErrorCode.CONFLICT,
-        f"request id {request_id} was already used with a different body; a resend must repeat its request "
-        "exactly (nothing was changed): give a new request a new id",
-    )
+    if first_digest and digest and first_digest != digest:
+        return Rejected(
+            ErrorCode.CONFLICT,
+            f"request id {request_id} was already used with a different body; a resend must repeat its request "
+            "exactly (nothing was changed): give a new request a new id",
+        )
+    return None

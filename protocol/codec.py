@@ -60,8 +60,7 @@ def decode_request(data: bytes) -> RequestEnvelope:
     value = unpack(data)
     if not isinstance(value, dict):
         raise DecodeError(f"payload must be a msgpack map, got {type(value).__name__}")
-    raw_id = value.get("id")
-    request_id = raw_id if isinstance(raw_id, str) and 0 < len(raw_id) <= C.MAX_REQUEST_ID_CHARS else None
+    request_id = _request_id(value.get("id"))
     if request_id is None:
         raise DecodeError(f"'id' must be a string of 1-{C.MAX_REQUEST_ID_CHARS} characters")
     if value.get("v") != C.PROTOCOL_VERSION or isinstance(value.get("v"), bool):
@@ -84,6 +83,11 @@ def decode_request(data: bytes) -> RequestEnvelope:
     return RequestEnvelope(request_id, op, body)
 
 
+def _request_id(raw: Any) -> str | None:
+    """An envelope's `id` if it is a usable one (a string of 1-128 characters), else None."""
+    return raw if isinstance(raw, str) and 0 < len(raw) <= C.MAX_REQUEST_ID_CHARS else None
+
+
 def _peek_id(data: bytes) -> str | None:
     """The request id of a payload too large to decode, read without decoding the rest (values are skipped),
     so that its refusal reaches the request that caused it; None if there is no readable id."""
@@ -92,8 +96,7 @@ def _peek_id(data: bytes) -> str | None:
     try:
         for _ in range(unpacker.read_map_header()):
             if unpacker.unpack() == "id":
-                raw_id = unpacker.unpack()
-                return raw_id if isinstance(raw_id, str) and 0 < len(raw_id) <= C.MAX_REQUEST_ID_CHARS else None
+                return _request_id(unpacker.unpack())
             unpacker.skip()
     except Exception:  # msgpack raises several unrelated types on hostile input
         return None

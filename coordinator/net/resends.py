@@ -48,8 +48,8 @@ class Resends:
             first_op, first_digest, payload = waiting.op, waiting.digest, b""
         else:
             return None
-        if first_op != op or first_digest != digest:
-            refusal = reused_id(request_id, first_op if first_op != op else None)
+        refusal = reused_id(request_id, first_op, first_digest, op, digest)
+        if refusal is not None:
             return encode_error(request_id, refusal.code, refusal.message)
         if cached is None and peer not in self.waiting[request_id].peers:
             self.waiting[request_id].peers.append(peer)

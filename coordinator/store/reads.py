@@ -58,9 +58,10 @@ def list_learnings(tiers: TierSet, archived: Archived, body: LearningListRequest
     found.sort(key=lambda entry: entry[0])
     page = found[: body.limit]
     cursor = page[-1][0] if len(found) > body.limit else None
-    hidden: set[str] = set()
-    for tier in chosen:
-        hidden |= archived(tier.name, [lid for lid, _, owner in page if owner is tier])
+    by_tier: dict[str, list[str]] = {}
+    for lid, _, tier in page:
+        by_tier.setdefault(tier.name, []).append(lid)
+    hidden = set().union(*(archived(name, ids) for name, ids in by_tier.items()))
     learnings = [learning_wire(row, tier.name) for _, row, tier in page]
     for wire in learnings:
         wire["archived"] = wire["id"] in hidden

@@ -204,10 +204,10 @@ class Batcher:
             for rid, (op, digest, reply) in tier.replies(list(by_id)).items():
                 item = by_id[rid]
                 found = True
-                # a digest stored before digests were (schema v6) is "": such a resend is answered, unchecked
-                if op != item.op.name or (digest and item.digest and digest != item.digest):
+                refusal = reused_id(rid, op, digest, item.op.name, item.digest)
+                if refusal is not None:
                     item.parts.clear()
-                    item.error = reused_id(rid, op if op != item.op.name else None)
+                    item.error = refusal
                     continue
                 item.replies[tier.name] = reply
         return found
