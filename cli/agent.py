@@ -7,8 +7,9 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -17,6 +18,8 @@ from agents.worker import EXIT_MISMATCHES, SYNTHETIC, VECTOR_SEARCH, WorkerSpec,
 from agents.workloads import DEFAULT_MIX, parse_mix, parse_script
 from cli.options import connection_options, curve_of
 from cli.output import fail
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _check_workload(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
@@ -41,58 +44,49 @@ def check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     return value
 
 
+def agent_option(flag: str, **kwargs: Any) -> Callable[[F], F]:
+    """An option also read from GROOVE_AGENT_<NAME> (`--in-flight`: GROOVE_AGENT_IN_FLIGHT, `--agent-id`:
+    GROOVE_AGENT_ID), shown in the help: containers scaled by replicas share one configuration."""
+    name = flag.removeprefix("--").removeprefix("agent-").replace("-", "_").upper()
+    return click.option(flag, envvar=f"GROOVE_AGENT_{name}", show_envvar=True, **kwargs)
+
+
 @click.command(name="agent")
-@click.option(
-    "--agent-id", envvar="GROOVE_AGENT_ID", show_envvar=True, help="Name in the registry [default: <host>-<pid>]."
-)
-@click.option(
+@agent_option("--agent-id", help="Name in the registry [default: <host>-<pid>].")
+@agent_option(
     "--role",
-    envvar="GROOVE_AGENT_ROLE",
-    show_envvar=True,
     default="worker",
     show_default=True,
     help="Role in the registry.",
 )
-@click.option(
+@agent_option(
     "--workload",
-    envvar="GROOVE_AGENT_WORKLOAD",
-    show_envvar=True,
     default=SYNTHETIC,
     show_default=True,
     callback=_check_workload,
     help="synthetic (the learn/outcome/search/inject mix over the bundled corpus), search (vector searches) "
     "or a JSON-lines FILE of requests.",
 )
-@click.option(
+@agent_option(
     "--mix",
-    envvar="GROOVE_AGENT_MIX",
-    show_envvar=True,
     default=DEFAULT_MIX,
     show_default=True,
     callback=check_mix,
     help="Synthetic mix: KIND=WEIGHT,...",
 )
-@click.option(
+@agent_option(
     "--rate",
-    envvar="GROOVE_AGENT_RATE",
-    show_envvar=True,
     type=click.FloatRange(0.1),
     help="Requests per second to pace at.",
 )
-@click.option(
-    "--duration", envvar="GROOVE_AGENT_DURATION", show_envvar=True, type=click.FloatRange(0.1), help="Seconds to run."
-)
-@click.option(
+@agent_option("--duration", type=click.FloatRange(0.1), help="Seconds to run.")
+@agent_option(
     "--count",
-    envvar="GROOVE_AGENT_COUNT",
-    show_envvar=True,
     type=click.IntRange(1),
     help="Requests to make (whichever limit first).",
 )
-@click.option(
+@agent_option(
     "--in-flight",
-    envvar="GROOVE_AGENT_IN_FLIGHT",
-    show_envvar=True,
     type=click.IntRange(1, 1024),
     default=1,
     show_default=True,

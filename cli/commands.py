@@ -45,6 +45,14 @@ def when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_ARCHIVED_HINT = " (left out of search and injection; `groove restore ID`)"
+
+
+def state(item: LearningOut) -> str:
+    """Whether a learning is served (`active`) or left out of search and injection (`archived`)."""
+    return "archived" if item.archived else "active"
+
+
 def learning_pairs(item: LearningOut) -> str:
     """One learning as aligned key/value lines."""
     u = item.usage
@@ -56,7 +64,7 @@ def learning_pairs(item: LearningOut) -> str:
             ("category", item.category),
             (
                 "state",
-                "archived (left out of search and injection; `groove restore ID`)" if item.archived else "active",
+                state(item) + (" (left out of search and injection; `groove restore ID`)" if item.archived else ""),
             ),
             ("description", item.description),
             ("insight", item.insight),
@@ -176,7 +184,7 @@ def list_(
             i.id,
             i.tier,
             i.category,
-            "archived" if i.archived else "active",
+            state(i),
             f"{i.confidence:.2f}",
             i.usage.times_injected,
             i.description,
