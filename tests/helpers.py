@@ -14,10 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
+
 from agents.fleet import groove_argv, stop_process
 from cli.processes import start_coordinator
 
 T = TypeVar("T")
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+
+
+def compose() -> dict[str, Any]:
+    """docker-compose.yml, parsed."""
+    data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return data
 
 
 def wait_for(condition: Callable[[], T], what: str, timeout: float = 10.0, every: float = 0.05) -> T:

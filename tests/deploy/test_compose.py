@@ -4,21 +4,13 @@ option and environment variable they use exists in groove."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Any
 
 import click
 import yaml
 
 from cli.main import cli
 from coordinator.net.config import ENV_PREFIX, Settings, build
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def compose() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    return data
+from tests.helpers import ROOT, compose
 
 
 def known_env() -> set[str]:

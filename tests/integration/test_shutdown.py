@@ -10,12 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 from agents import GrooveClient
-from tests.helpers import RunningCoordinator, agent_report, learning, spawn_agent, wait_for
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import RunningCoordinator, agent_report, compose, learning, spawn_agent, wait_for
 
 
 def test_sigterm_flushes_every_queued_write(
@@ -57,7 +54,7 @@ def test_sigterm_flushes_every_queued_write(
 
 def compose_service() -> tuple[list[str], dict[str, str], float]:
     """The coordinator service of docker-compose.yml: its command, environment and stop grace period."""
-    service = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["coordinator"]
+    service = compose()["services"]["coordinator"]
     return service["command"], service["environment"], float(service["stop_grace_period"].rstrip("s"))
 
 
