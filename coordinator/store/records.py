@@ -5,6 +5,7 @@ The usage update here is seed 000's `UsageStats::record_outcome`, applied to sto
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, fields
 from operator import attrgetter
@@ -18,6 +19,7 @@ from protocol.portability import ExportedLearning
 _USAGE_AT = len(LEARNING.cols)  # where the usage values start in a joined row
 
 
+@functools.lru_cache(maxsize=4096)  # a batch asks twice per learning: what to look up, then while applying
 def content_hash(description: str, insight: str) -> str:
     """What makes two learnings the same content: their description and insight, case and spacing aside."""
     normal = "\n".join(" ".join(text.lower().split()) for text in (description, insight))

@@ -1,5 +1,7 @@
-"""Group commit: the one thread that writes. It drains the bounded write queue into batches, commits one
-transaction per tier per batch, and only then reports each request's reply.
+"""Group commit: the one thread that writes. It drains the bounded write queue into batches and commits one
+transaction per tier per batch. A second thread, the acker, then tells derived data what each batch changed,
+syncs the WAL (`--durability fsync`) and only then reports each request's reply, while the writer goes on
+with the next batch: one batch in flight behind the commits, answered in commit order.
 
 Exactly once: every applied part `:insert`s its request id, with its share of the reply, in the same
 transaction as its data. A request applied before (a retry after a lost ack, even across a crash) makes
@@ -15,6 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import Rejected, StorageError, reused_id
@@ -42,8 +45,19 @@ Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
 # Receives every request of a batch with its reply body or rejection, once the batch is done: one call per
 # batch, because each hand-off to the socket thread costs a GIL round trip.
 Done = Callable[[list[Outcome]], None]
-# Told, per tier and before the acks, what a commit changed, so derived data keeps up with the source.
+# Told, per tier and before the acks, what a commit changed, so derived data keeps up with the source (on the
+# acker thread, batch after batch in commit order).
 Committed = Callable[[str, DerivedChanges], None]
+
+
+@dataclass(slots=True)
+class Landed:
+    """A committed batch, on its way to its acks."""
+
+    items: list[WriteItem]
+    started: float  # perf_counter when its commit began
+    changes: list[tuple[str, DerivedChanges]] = field(default_factory=list)  # per tier, in commit order
+    dirty: dict[str, Tier] = field(default_factory=dict)  # tiers it committed to (synced with --durability fsync)
 
 
 def _check_curation(item: WriteItem) -> None:
@@ -80,17 +94,21 @@ class Batcher:
         self.capacity = capacity
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="groove-batcher", daemon=True)
+        # Committed batches on their way to their acks. One waits at most: the writer commits batch N+1 (CozoDB
+        # lets go of the GIL while it does) while the acker updates derived data and answers batch N.
+        self._landing: queue.Queue[Landed | None] = queue.Queue(maxsize=1)
+        self._acker = threading.Thread(target=self._ack, name="groove-acker", daemon=True)
         self._last_prune = 0.0
         self.maintain_every_s = maintain_every_s  # 0: lifecycle maintenance only on request
         self._last_maintain = time.monotonic()
         # --durability fsync: the tiers committed to in this batch, synced before its acks
         self.syncer = Syncer() if fsync else None
-        self._dirty: dict[str, Tier] = {}
         # held while a batch commits; `held()` takes it to see (or change) every tier at one moment
         self._committing = threading.Lock()
 
     def start(self) -> None:
-        """Start the writer thread."""
+        """Start the writer and acker threads."""
+        self._acker.start()
         self._thread.start()
 
     def submit(self, item: WriteItem) -> bool:
@@ -108,14 +126,20 @@ class Batcher:
             yield
 
     def is_alive(self) -> bool:
-        """Whether the writer thread is running."""
-        return self._thread.is_alive()
+        """Whether the writer is running, or the acker still answering what it committed."""
+        return self._thread.is_alive() or self._acker.is_alive()
 
     def request_stop(self) -> None:
         """Let the writer commit and answer everything queued, then end; returns at once."""
         self._stopping.set()
 
     def _run(self) -> None:
+        try:
+            self._gather_and_commit()
+        finally:
+            self._landing.put(None)  # the acker finishes what was committed, then ends
+
+    def _gather_and_commit(self) -> None:
         while True:
             try:
                 first = self.queue.get(timeout=0.1)
@@ -139,19 +163,39 @@ class Batcher:
                     items.append(self.queue.get(timeout=remaining))
                 except queue.Empty:
                     break
-            try:
-                with self._committing:
-                    self.process(items, now_ms())
-            except Exception:  # the writer must outlive any one batch; its requests get `internal`
-                log.exception("batch of %d writes failed", len(items))
-                failed = Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator")
-                self.done([(item, failed) for item in items if not item.internal])
+            self._commit_and_hand_over(items, now_ms())
             self._housekeeping()  # also under a steady load, when the queue is never empty
 
+    def _commit_and_hand_over(self, items: list[WriteItem], now: int) -> None:
+        try:
+            with self._committing:
+                landed = self.commit(items, now)
+        except Exception:  # the writer must outlive any one batch; its requests get `internal`
+            log.exception("batch of %d writes failed", len(items))
+            self._fail(items)
+            return
+        self._landing.put(landed)
+
+    def _fail(self, items: list[WriteItem]) -> None:
+        failed = Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator")
+        self.done([(item, failed) for item in items if not item.internal])
+
+    def _ack(self) -> None:
+        """The acker thread: derived data, then the WAL sync, then the acks, for each committed batch in order."""
+        while (landed := self._landing.get()) is not None:
+            try:
+                self.finish(landed)
+            except Exception:  # OSError from the sync, say: committed, not known to be on disk, so no ack
+                log.exception("finishing a batch of %d writes failed", len(landed.items))
+                self._fail(landed.items)
+
     def process(self, items: list[WriteItem], now: int) -> None:
-        """Plan, deduplicate, commit and answer one batch."""
-        started = time.perf_counter()
-        self._dirty = {}
+        """Plan, deduplicate, commit and answer one batch, on the calling thread."""
+        self.finish(self.commit(items, now))
+
+    def commit(self, items: list[WriteItem], now: int) -> Landed:
+        """Plan, deduplicate and commit one batch; what is left to do before its acks is in the result."""
+        landed = Landed(items, time.perf_counter())
         planner = Planner(
             self.tiers,
             now,
@@ -174,12 +218,23 @@ class Batcher:
         for tier_name in dict.fromkeys(t for item in items for t in item.parts):
             pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
             if pending:
-                self._commit_tier(tier_name, pending, now)
-        if self.syncer is not None and self._dirty:
+                self._commit_tier(tier_name, pending, now, landed)
+        return landed
+
+    def finish(self, landed: Landed) -> None:
+        """After a batch committed: tell derived data what changed, sync the WAL (`--durability fsync`), then
+        answer every request."""
+        if self.committed is not None:
+            for tier_name, derived in landed.changes:
+                try:
+                    self.committed(tier_name, derived)
+                except Exception:  # derived data must never fail a committed source write
+                    log.exception("updating derived data for tier %s failed", tier_name)
+        if self.syncer is not None and landed.dirty:
             # OSError: the batch fails with `internal` before any ack (committed, but not known to be on disk)
-            self.syncer.sync(list(self._dirty.values()))
+            self.syncer.sync(list(landed.dirty.values()))
         outcomes: list[Outcome] = []
-        for item in items:
+        for item in landed.items:
             if item.internal:
                 if item.error is not None:
                     log.warning("internal write %s failed: %s", item.op.name, item.error.message)
@@ -192,7 +247,7 @@ class Batcher:
                 outcomes.append((item, item.op.combine(item.body, list(item.replies.values()))))
         committed = sum(1 for _, result in outcomes if not isinstance(result, Rejected))
         if outcomes:
-            self.metrics.record_batch(len(outcomes), committed, (time.perf_counter() - started) * 1000)
+            self.metrics.record_batch(len(outcomes), committed, (time.perf_counter() - landed.started) * 1000)
             self.done(outcomes)
 
     @staticmethod
@@ -212,7 +267,7 @@ class Batcher:
                 item.replies[tier.name] = reply
         return found
 
-    def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int) -> None:
+    def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int, landed: Landed) -> None:
         """Commit these requests' parts for one tier in one transaction.
 
         The transaction `:insert`s the request ids, so it fails if any was applied already (a retry after a
@@ -243,29 +298,25 @@ class Batcher:
             if self._recall([tier], live):
                 rest = [item for item in live if tier_name not in item.replies and item.error is None]
                 if rest:
-                    self._commit_tier(tier_name, rest, now)
+                    self._commit_tier(tier_name, rest, now, landed)
                 return
             if len(live) > 1:
                 log.warning(
                     "commit to tier %s failed (%s); retrying its %d writes one by one", tier_name, exc, len(live)
                 )
                 for item in live:
-                    self._commit_tier(tier_name, [item], now)
+                    self._commit_tier(tier_name, [item], now, landed)
                 return
             log.error("write %s to tier %s failed: %s", live[0].request_id if live else "-", tier_name, exc)
             for item in live:
                 item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
             return
-        self._dirty[tier_name] = tier
+        landed.dirty[tier_name] = tier
         added, removed = changes(write)
         tier.learnings += len(added) - len(removed)
         self.tiers.remember(dict.fromkeys(added, tier_name))
         self.tiers.forget(removed)
-        if self.committed is not None:
-            try:
-                self.committed(tier_name, derived_changes(write))
-            except Exception:  # derived data must never fail a committed source write
-                log.exception("updating derived data for tier %s failed", tier_name)
+        landed.changes.append((tier_name, derived_changes(write)))
         for item, result in results:
             if isinstance(result, Rejected):
                 item.error = result
@@ -278,10 +329,8 @@ class Batcher:
             self._last_maintain = time.monotonic()
             # the tiers open now: one opened later catches up at its next run (decay counts idle time)
             body = MaintainRequest(tiers=[t.name for t in self.tiers.opened()])
-            try:
-                self.process([WriteItem(uuid7(), MAINTAIN, body, internal=True)], now_ms())
-            except Exception:  # the writer outlives a failed run; the next one catches up
-                log.exception("lifecycle maintenance failed")
+            # through the acker like any batch, so derived data learns every commit in commit order
+            self._commit_and_hand_over([WriteItem(uuid7(), MAINTAIN, body, internal=True)], now_ms())
         if time.monotonic() - self._last_prune < _PRUNE_EVERY_S:
             return
         self._last_prune = time.monotonic()

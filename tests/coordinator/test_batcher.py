@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,12 +11,16 @@ from typing import Any
 import pytest
 
 from coordinator.errors import Rejected
+from coordinator.metrics import Metrics
+from coordinator.search.derived import DerivedChanges
 from coordinator.store.reads import list_relations
-from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS
+from coordinator.store.tiers import TierSet
+from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
+from coordinator.write.ops import PUT, WriteItem
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
-from protocol.models import RelationListRequest
+from protocol.models import LearningPutRequest, RelationListRequest
 from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
 
@@ -221,3 +227,41 @@ def test_request_ids_are_remembered_for_the_idempotency_window_only(h: Harness) 
     h.batcher.prune(now=NOW + IDEMPOTENCY_WINDOW_MS + 1)
     h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="old-id"), now=NOW + IDEMPOTENCY_WINDOW_MS + 2)
     assert h.get(lid)["usage"]["times_helpful"] == 2  # forgotten: a request this old is a new request
+
+
+def test_the_acker_tells_derived_data_before_each_ack_and_answers_batches_in_commit_order(tmp_path: Path) -> None:
+    """The writer thread commits while the acker answers the batch before: derived data must still learn each
+    commit before its acks go out, batch after batch in commit order, and a stop must answer everything queued."""
+    events: list[tuple[str, str]] = []  # ("derived", learning id) or ("ack", request id), as they happen
+    lock = threading.Lock()
+
+    def done(outcomes: list[Outcome]) -> None:
+        with lock:
+            events.extend(("ack", item.request_id) for item, _ in outcomes)
+
+    def committed(tier: str, changes: DerivedChanges) -> None:
+        with lock:
+            events.extend(("derived", lid) for lid, _ in changes.texts)
+
+    tiers = TierSet(tmp_path)
+    tiers.open_user()
+    batcher = Batcher(tiers, Metrics(), done, max_batch=8, max_wait_ms=0, capacity=1000, committed=committed)
+    body = {"scope": "global", "category": "solution", "insight": "x"}
+    items = [
+        WriteItem(uuid7(), PUT, LearningPutRequest.model_validate({"learnings": [body | {"description": f"d{i}"}]}))
+        for i in range(200)
+    ]
+    batcher.start()
+    for item in items:
+        assert batcher.submit(item)
+    batcher.request_stop()
+    deadline = time.monotonic() + 30
+    while batcher.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not batcher.is_alive()
+    tiers.close()
+    acks = [rid for kind, rid in events if kind == "ack"]
+    assert acks == [item.request_id for item in items]  # every request answered once, in queue (= commit) order
+    for item in items:
+        (lid,) = item.replies[C.TIER_USER]["ids"]
+        assert events.index(("derived", lid)) < events.index(("ack", item.request_id))
