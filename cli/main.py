@@ -21,7 +21,7 @@ from cli.memory import memory_commands
 from cli.options import group_connection_options
 from cli.output import fail
 from cli.swarm import swarm_command
-from coordinator.net.config import DURABILITIES, EMBEDDERS, ENV_PREFIX, LOG_LEVELS, Settings, build
+from coordinator.net.config import DURABILITIES, EMBED_DEVICES, EMBEDDERS, ENV_PREFIX, LOG_LEVELS, Settings, build
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,6 +63,12 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
 @setting("log_level", "Log verbosity", type=click.Choice(LOG_LEVELS))
 @setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(EMBEDDERS))
+@setting(
+    "embed_device",
+    "Where the backlog of learnings is embedded: auto = a CUDA GPU when torch sees one (fp16), else the CPU; "
+    "queries are embedded on the CPU",
+    type=click.Choice(EMBED_DEVICES),
+)
 @setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
 @setting("maintain_every_s", "Seconds between lifecycle runs (decay, archive, purge); 0 turns them off", type=float)
 @setting(

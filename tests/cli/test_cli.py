@@ -92,6 +92,18 @@ def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
     assert not (tmp_path / "d").exists()
 
 
+def test_serve_refuses_a_gpu_it_does_not_have(tmp_path: Path) -> None:
+    # CI machines have no CUDA GPU: asking for one must fail at start-up, not leave search without vectors
+    result = run_groove(
+        "serve", "--data-dir", str(tmp_path / "d"), "--bind", "tcp://127.0.0.1:0", "--embed-device", "cuda"
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("groove: error: --embed-device cuda: torch")
+    assert "use --embed-device auto or cpu" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+
+
 def test_a_second_coordinator_on_the_same_data_dir_is_refused(coordinator: RunningCoordinator) -> None:
     result = run_groove("serve", "--data-dir", str(coordinator.data_dir), "--bind", "tcp://127.0.0.1:0")
     assert result.returncode == 2
