@@ -265,3 +265,40 @@ def test_the_acker_tells_derived_data_before_each_ack_and_answers_batches_in_com
     for item in items:
         (lid,) = item.replies[C.TIER_USER]["ids"]
         assert events.index(("derived", lid)) < events.index(("ack", item.request_id))
+
+
+def reinforced(h: Harness, item: dict[str, Any]) -> tuple[str, bool]:
+    """Put one learning; (the id it landed on, whether it was new)."""
+    reply = h.ok(C.OP_LEARNING_PUT, {"learnings": [item]})
+    return reply["ids"][0], reply["created"][0]
+
+
+def test_the_same_content_reinforces_its_holder_across_batches_and_restarts(h: Harness, tmp_path: Path) -> None:
+    first, created = reinforced(h, learning(n=1))
+    assert created
+    assert reinforced(h, learning(n=1, description="  DESCRIPTION   1 ")) == (first, False)  # case, spacing aside
+    assert reinforced(h, learning(scope="user:me", n=1))[1]  # another scope is other content
+    h.tiers.close()
+    again = Harness(tmp_path)
+    try:
+        assert reinforced(again, learning(n=1)) == (first, False)
+    finally:
+        again.tiers.close()
+
+
+def test_a_content_whose_holder_was_deleted_or_changed_is_new_again_or_found_in_its_other_holder(h: Harness) -> None:
+    gone, _ = reinforced(h, learning(n=1))
+    h.ok(C.OP_LEARNING_DELETE, {"id": gone})
+    fresh, created = reinforced(h, learning(n=1))  # its last holder is gone: stored anew, not lost
+    assert created
+    assert fresh != gone
+    changed = learning(id=fresh, n=9)  # the holder now holds other content
+    h.ok(C.OP_LEARNING_PUT, {"learnings": [changed]})
+    assert reinforced(h, learning(n=1))[1]  # nobody holds content 1 any more
+    # two learnings with one content (a client-chosen id does not deduplicate): the first one's delete leaves
+    # the other as the holder that a put of the content reinforces
+    a, _ = reinforced(h, learning(n=5))
+    b, _ = reinforced(h, learning(n=5, id=uuid7()))
+    assert a != b
+    h.ok(C.OP_LEARNING_DELETE, {"id": b})  # b held it last
+    assert reinforced(h, learning(n=5)) == (a, False)
