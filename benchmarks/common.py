@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 from pathlib import Path
@@ -42,3 +43,34 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+class ProcessTree:
+    """A process with its children (the coordinator and its front process): CPU and memory summed over them."""
+
+    def __init__(self, pid: int) -> None:
+        self.root = psutil.Process(pid)
+        self._known: dict[int, psutil.Process] = {}
+        self.cpu_percent()  # the first reading of each process only starts its clock
+
+    def _members(self) -> list[psutil.Process]:
+        members = [self.root, *self.root.children(recursive=True)]
+        for proc in members:
+            self._known.setdefault(proc.pid, proc)
+        return [self._known[proc.pid] for proc in members]
+
+    def cpu_percent(self) -> float:
+        """CPU percent since the last call (100 = one core), over every member still running."""
+        total = 0.0
+        for proc in self._members():
+            with contextlib.suppress(psutil.Error):
+                total += proc.cpu_percent(None)
+        return total
+
+    def rss_mb(self) -> float:
+        """Resident memory of every member, MB."""
+        total = 0
+        for proc in self._members():
+            with contextlib.suppress(psutil.Error):
+                total += proc.memory_info().rss
+        return total / 1e6

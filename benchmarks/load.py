@@ -3,10 +3,10 @@
     python -m benchmarks.load --agents 32 --in-flight 1 --duration 10 --peers sqlite,echo
     python -m benchmarks.load --agents 32 --duration 60 --mix learn=60,outcome=30,search=10 --peers ""
 
-Reports per-kind throughput and p50/p99/p99.9 latency, writes over 1 s, the coordinator's CPU and RSS
-over time (sampled every second), how long a `ping` takes (every 100 ms, from the harness's own connection:
-during the load, and over the whole run with the agents' start-up), its batch sizes, and — after the run —
-reads back every acked learning:
+Reports per-kind throughput and p50/p99/p99.9 latency, writes over 1 s, the coordinator's CPU and RSS (its front
+process included) over time (sampled every second), how long a `ping` takes (every 100 ms, from the harness's
+own connection: during the load, and over the whole run with the agents' start-up), its batch sizes, and —
+after the run — reads back every acked learning:
 `lost` (acked, not stored), `duplicates` (the same learning stored more than once), `unacked_stored`
 (stored, never acked: a write whose ack a client gave up on) and `miscounted` (learnings whose
 `times_injected` differs from the injections and attributions acked for them). Then, with the same agent
@@ -35,7 +35,7 @@ import psutil
 from agents import GrooveClient, GrooveTimeout
 from agents.fleet import Fleet, stop_process
 from agents.workloads import KINDS, parse_mix
-from benchmarks.common import latency_summary, machine
+from benchmarks.common import ProcessTree, latency_summary, machine
 from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
 from cli.output import table
 from cli.processes import start_coordinator
@@ -52,7 +52,7 @@ class Sampler(threading.Thread):
 
     def __init__(self, pid: int, endpoint: str) -> None:
         super().__init__(daemon=True)
-        self.process = psutil.Process(pid)
+        self.process = ProcessTree(pid)  # the coordinator and its front process
         self.endpoint = endpoint
         self.series: list[tuple[float, float, float]] = []  # (seconds, CPU %, RSS MB)
         self.pings: list[tuple[float, float]] = []  # (wall-clock time sent, ms until the reply)
@@ -61,7 +61,6 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         started = time.monotonic()
         next_sample = started + 1.0
-        self.process.cpu_percent(None)
         with GrooveClient(self.endpoint, timeout=_PING_TIMEOUT_S) as client:
             while not self.stopped.wait(_PING_EVERY_S):
                 sent, t0 = time.time(), time.monotonic()
@@ -73,8 +72,8 @@ class Sampler(threading.Thread):
                     continue
                 next_sample += 1.0
                 try:
-                    rss = self.process.memory_info().rss / 1e6
-                    self.series.append((round(time.monotonic() - started, 1), self.process.cpu_percent(None), rss))
+                    rss = self.process.rss_mb()
+                    self.series.append((round(time.monotonic() - started, 1), self.process.cpu_percent(), rss))
                 except psutil.Error:
                     return
 
@@ -151,7 +150,7 @@ def rest_rss(data: Path, args: dict[str, Any]) -> float:
     try:
         with GrooveClient(endpoint, timeout=600) as client:
             client.list_learnings(limit=1)  # a list across tiers opens every tier on disk
-            return round(psutil.Process(coordinator.pid).memory_info().rss / 1e6, 1)
+            return round(ProcessTree(coordinator.pid).rss_mb(), 1)
     finally:
         stop_process(coordinator)
 

@@ -121,6 +121,8 @@ def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) 
         tmp.write_text(coordinator.endpoint + "\n")
         tmp.replace(endpoint_file)
     coordinator.serve()
+    if coordinator.failure is not None:  # a supervisor restarts what exits non-zero
+        fail(coordinator.failure, 1)
 
 
 for command in [*client_commands, *memory_commands, *loop_commands, *curation_commands, *backup_commands]:

@@ -1,15 +1,16 @@
-"""The coordinator process: a ROUTER socket loop that validates every request and routes it.
+"""The coordinator process: a socket loop that validates every request and routes it.
 
-Threads and who owns what:
-- the socket loop (the thread that calls `serve`) owns the ROUTER socket, the in-flight write table and
-  the reply cache; only it sends to clients;
+Processes, threads and who owns what:
+- the front process (`front.py`) owns the public ROUTER socket and CURVE, and relays requests and replies
+  in batches over one link (`link.py`);
+- the socket loop (the thread that calls `serve`) owns the link, the in-flight write table and the reply
+  cache; only it sends to clients;
 - the batcher thread commits writes; reader threads run reads and `stats`;
 - both hand their replies back over an inproc PUSH/PULL pair, because ZeroMQ sockets are not thread-safe.
 """
 
 from __future__ import annotations
 
-import errno
 import gc
 import logging
 import os
@@ -30,9 +31,10 @@ from coordinator.errors import Rejected, StorageError, TierUnavailable
 from coordinator.metrics import Metrics
 from coordinator.net import stats
 from coordinator.net.agents import AgentRegistry
-from coordinator.net.auth import ADMIN, Gate, Principal, body_refusal, load_authorized, op_refusal, server_keys
+from coordinator.net.auth import ADMIN, Principal, body_refusal, load_authorized, op_refusal, server_keys
 from coordinator.net.config import Settings
 from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
+from coordinator.net.link import FrontLink
 from coordinator.net.resends import Resends
 from coordinator.search.derived import Derived
 from coordinator.search.embedder import Embedder, MiniLM, resolve_device
@@ -53,7 +55,8 @@ _OUTBOX = "inproc://groove-outbox"
 RUNNING_MARKER = "coordinator.running"  # in the data dir while a coordinator runs; left behind by a crash
 _READ, _WRITE, _CHOSEN = b"R", b"W", b"C"
 _SWITCH_INTERVAL_S = 0.0002
-_DRAIN = 512  # messages handled per socket per loop turn, so neither direction starves the other
+_DRAIN = 512  # replies taken from the writer and readers per loop turn, so neither direction starves the other
+_DRAIN_BATCHES = 4  # batches of requests (up to 512 each) taken from the front per loop turn
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
 _DERIVED_JOIN_S = 60.0  # how long a stopping coordinator waits for the embedding and near-duplicate threads
 
@@ -65,16 +68,6 @@ def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
             yield sock.recv_multipart(zmq.NOBLOCK)
         except zmq.Again:
             return
-
-
-def _waiting_signed(sock: zmq.Socket[bytes], limit: int) -> Iterator[tuple[list[bytes], str]]:
-    """Like `_waiting`, with each message's User-Id: the Z85 public key its sender authenticated with."""
-    for _ in range(limit):
-        try:
-            frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
-        except zmq.Again:
-            return
-        yield [frame.bytes for frame in frames], str(frames[-1].get("User-Id"))
 
 
 class Coordinator:
@@ -121,12 +114,13 @@ class Coordinator:
         # writes prepared on reader threads (an injection chosen, an import read), waiting for the socket
         # thread to queue them: (peer, request id, its body's digest, its write, the prepared body, when received)
         self._chosen: queue.SimpleQueue[tuple[bytes, str, str, WriteOp[Any], BaseModel, float]] = queue.SimpleQueue()
-        self.router: zmq.Socket[bytes] = self.context.socket(zmq.ROUTER)
+        self.link = FrontLink(self.context)  # the front process owns the public socket
         self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
         self.endpoint = settings.bind
         self.last_stop = "clean"  # or "crash": how the previous run on this data dir ended
+        self.failure: str | None = None  # why it stopped on its own, if it did
         self.recovery_ms = 0.0
-        self.gate: Gate | None = None  # with --curve: admits authorized keys, knows each key's role
+        self.principals: dict[bytes, Principal] | None = None  # with --curve: each admitted key's role
 
     def start(self) -> None:
         """Open the user tier, bind the socket and start the writer. Raises if either fails."""
@@ -151,20 +145,10 @@ class Coordinator:
         ready_ms = (time.monotonic() - started) * 1000
         log.info("user tier ready in %.0f ms (data dir %s)", ready_ms, self.settings.data_dir)
         self.inbox.bind(_OUTBOX)
-        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self.router.setsockopt(zmq.SNDHWM, self.settings.peer_hwm)
-        self.router.setsockopt(zmq.RCVHWM, self.settings.peer_hwm)
-        self.router.setsockopt(zmq.MAXMSGSIZE, C.MAX_FRAME_BYTES)
-        self.router.setsockopt(zmq.LINGER, 2000)
         if curve is not None:
-            principals, public, secret = curve
-            self.gate = Gate(self.context, principals)
-            self.router.curve_server = True
-            self.router.curve_publickey = public
-            self.router.curve_secretkey = secret
-            log.info("CURVE on: %d authorized keys; server public key %s", len(principals), public.decode())
-        self.router.bind(self.settings.bind)
-        self.endpoint = self.router.getsockopt_string(zmq.LAST_ENDPOINT)
+            self.principals, public, _ = curve
+            log.info("CURVE on: %d authorized keys; server public key %s", len(self.principals), public.decode())
+        self.endpoint = self.link.start(self.settings)  # zmq.ZMQError when the endpoint cannot be bound
         # only now: a start that fails before serving (its port taken, say) must not leave the marker behind
         self._note_last_stop(ready_ms)
         self.batcher.start()
@@ -192,6 +176,12 @@ class Coordinator:
             )
         marker.write_text(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
 
+    def _fail(self, why: str) -> None:
+        """Stop because a part of the coordinator is gone: what is queued still commits and is answered."""
+        log.critical("%s; stopping", why)
+        self.failure = why
+        self._stop.set()
+
     def request_stop(self) -> None:
         """Ask the loop to stop: safe from signal handlers and other threads."""
         self._stop.set()
@@ -204,7 +194,7 @@ class Coordinator:
     def serve(self) -> None:
         """Run the socket loop until `request_stop`, then drain the writer and close everything."""
         poller = zmq.Poller()
-        poller.register(self.router, zmq.POLLIN)
+        poller.register(self.link.sock, zmq.POLLIN)
         poller.register(self.inbox, zmq.POLLIN)
         while True:
             if self._stop.is_set() and not self._closing:
@@ -214,15 +204,17 @@ class Coordinator:
             if not self.batcher.is_alive():
                 self._drain_inbox()
                 if not self._closing:
-                    log.critical("the writer thread died; stopping")
-                    self._stop.set()
+                    self._fail("the writer thread died")
                     continue
                 break
             events = dict(poller.poll(50))
             if self.inbox in events:
                 self._drain_inbox()
-            if self.router in events:
-                self._drain_router()
+            if self.link.sock in events:
+                self._drain_link()
+            self.link.flush()
+            if not self.link.alive() and not self._closing:
+                self._fail(f"the front process exited (status {self.link.proc and self.link.proc.poll()})")
         for request_id, waiting in self.resends.waiting.items():  # only if the writer died: nothing else will answer
             for peer in waiting.peers:
                 self._error(peer, request_id, ErrorCode.INTERNAL, "the coordinator's writer stopped; retry")
@@ -242,9 +234,7 @@ class Coordinator:
             for sock in self._pushers:
                 sock.close(linger=0)
         self.inbox.close(linger=0)
-        self.router.close()
-        if self.gate is not None:
-            self.gate.stop()
+        self.link.stop()
         if self.batcher.syncer is not None:
             self.batcher.syncer.close()
         self.context.term()
@@ -255,17 +245,17 @@ class Coordinator:
 
     # --- socket loop ---------------------------------------------------------------------------------
 
-    def _drain_router(self) -> None:
-        if self.gate is None:
-            for frames in _waiting(self.router, _DRAIN):
+    def _drain_link(self) -> None:
+        for user_id, frames in self.link.received(_DRAIN_BATCHES):
+            if self.principals is None:
                 self._handle(frames, ADMIN)
-            return
-        for frames, user_id in _waiting_signed(self.router, _DRAIN):
-            who = self.gate.principal(user_id)
-            if who is None:  # ZAP admitted only known keys, so this cannot happen; refuse rather than assume
+                continue
+            who = self.principals.get((user_id or "").encode())
+            if who is None:  # the front admitted only known keys, so this cannot happen; refuse rather than assume
                 self._error(frames[0], None, ErrorCode.UNAUTHORIZED, "this key is not authorized")
                 continue
             self._handle(frames, who)
+        self.metrics.replies_dropped = self.link.dropped
 
     def _drain_inbox(self) -> None:
         for frames in _waiting(self.inbox, _DRAIN * 4):
@@ -288,15 +278,8 @@ class Coordinator:
                     self._send(peer, payload)
 
     def _send(self, peer: bytes, payload: bytes) -> None:
-        try:
-            self.router.send_multipart([peer, b"", payload], zmq.NOBLOCK)
-            self.metrics.requests_served += 1
-        except zmq.Again:
-            self.metrics.replies_dropped += 1  # the peer is at its high-water mark; it will retry
-        except zmq.ZMQError as exc:
-            if exc.errno != errno.EHOSTUNREACH:
-                raise
-            self.metrics.replies_dropped += 1  # the peer disconnected; a retry arrives as a new peer
+        self.link.send(peer, payload)
+        self.metrics.requests_served += 1
 
     def _error(
         self, peer: bytes, request_id: str | None, code: ErrorCode, message: str, retry_after_ms: int | None = None

@@ -6,8 +6,8 @@ from typing import Any, Protocol
 
 from coordinator.metrics import Metrics
 from coordinator.net.agents import AgentRegistry
-from coordinator.net.auth import Gate
 from coordinator.net.config import Settings
+from coordinator.net.link import FrontLink
 from coordinator.search.derived import Derived
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher
@@ -22,7 +22,7 @@ class Observed(Protocol):
     derived: Derived
     tiers: TierSet
     batcher: Batcher
-    gate: Gate | None
+    link: FrontLink
     last_stop: str
     recovery_ms: float
 
@@ -70,7 +70,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "recovery_ms": c.recovery_ms,
         "wal_syncs": c.batcher.syncer.syncs if c.batcher.syncer is not None else 0,
         "tiers_unavailable": [{"tier": t, "reason": r} for t, r in sorted(c.tiers.unavailable().items())],
-        "auth": "curve" if c.gate is not None else "none",
-        "handshakes_refused": c.gate.refused if c.gate is not None else 0,
+        "auth": "curve" if c.settings.curve else "none",
+        "handshakes_refused": c.link.refused,
         "requests_unauthorized": c.metrics.unauthorized,
     }

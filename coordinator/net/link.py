@@ -1,0 +1,114 @@
+"""The coordinator's side of its front process (`front.py`): start it, take batches of requests from it, hand it
+batches of replies, stop it.
+
+The link is a PAIR socket on an ipc endpoint in a temporary directory only this user can enter, so nothing
+else on the host can speak to the coordinator past the front (and past CURVE).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import zmq
+
+from coordinator.errors import CoordinatorError
+from coordinator.net.config import Settings
+from coordinator.net.front import BATCH, FAILED, HELLO, REPLIES, STOP
+
+_START_S = 30.0  # a front that has not bound its socket by then is not going to
+_STOP_S = 10.0
+_FLUSH_AT = 512  # replies held before they go out without waiting for the end of the loop turn
+
+
+class FrontLink:
+    """One front process and the socket to it."""
+
+    def __init__(self, context: zmq.Context[Any]) -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix="groove-link-"))  # mode 0700
+        self.sock: zmq.Socket[bytes] = context.socket(zmq.PAIR)
+        self.sock.setsockopt(zmq.SNDHWM, 0)  # bounded by the front's limit on unanswered requests
+        self.sock.setsockopt(zmq.RCVHWM, 0)
+        self.endpoint = f"ipc://{self._dir / 'front'}"
+        self.sock.bind(self.endpoint)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.refused = 0  # CURVE handshakes the front refused
+        self.dropped = 0  # replies the front could not hand to their client
+        self._out: list[list[bytes]] = []
+
+    def start(self, settings: Settings) -> str:
+        """Start the front and wait until it listens; returns the endpoint clients reach. Raises zmq.ZMQError
+        when it cannot bind (the port taken, say), CoordinatorError when it does not start at all."""
+        argv = [sys.executable, "-m", "coordinator.net.front", "--link", self.endpoint, "--bind", settings.bind]
+        argv += ["--hwm", str(settings.peer_hwm), "--log-level", settings.log_level]
+        if settings.curve:
+            assert settings.authorized_keys is not None  # Settings checks this
+            argv += ["--authorized-keys", str(settings.authorized_keys), "--curve-key", str(settings.server_key_path())]
+        try:
+            return self._started(subprocess.Popen(argv), settings.bind)
+        except BaseException:
+            self.stop()  # nothing left behind: no front process, no link directory
+            raise
+
+    def _started(self, proc: subprocess.Popen[bytes], bind: str) -> str:
+        self.proc = proc
+        deadline = time.monotonic() + _START_S
+        while time.monotonic() < deadline:
+            if self.sock.poll(100):
+                message: list[Any] = msgpack.unpackb(self.sock.recv())
+                if message[0] == HELLO:
+                    return str(message[1])
+                if message[0] == FAILED:
+                    raise zmq.ZMQError(message[1], message[2])
+            if self.proc.poll() is not None:
+                raise CoordinatorError(f"the front process exited with status {self.proc.returncode} before listening")
+        raise CoordinatorError(f"the front process did not listen on {bind} within {_START_S:.0f} s")
+
+    def alive(self) -> bool:
+        """Whether the front process is still running."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def received(self, limit: int) -> Iterator[tuple[str | None, list[bytes]]]:
+        """Client messages the front has relayed, up to `limit` batches: (the sender's CURVE User-Id or None,
+        its frames, routing id first), without blocking."""
+        for _ in range(limit):
+            try:
+                raw = self.sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            kind, self.refused, self.dropped, entries = msgpack.unpackb(raw)
+            assert kind == BATCH
+            for entry in entries:
+                yield entry[0], entry[1:]
+
+    def send(self, peer: bytes, payload: bytes) -> None:
+        """Queue a reply; it goes out at the next `flush` (or once enough are queued)."""
+        self._out.append([peer, payload])
+        if len(self._out) >= _FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand every queued reply to the front in one message."""
+        if self._out:
+            self.sock.send(msgpack.packb([REPLIES, self._out]))
+            self._out = []
+
+    def stop(self) -> None:
+        """Send what is queued, tell the front to stop, wait for it, and remove the link."""
+        if self.proc is not None and self.alive():
+            self.flush()
+            self.sock.send(msgpack.packb([STOP]))
+            try:
+                self.proc.wait(_STOP_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.sock.close(linger=0)
+        shutil.rmtree(self._dir, ignore_errors=True)

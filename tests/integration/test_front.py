@@ -1,0 +1,65 @@
+"""The front process that owns the public socket: it lives and dies with its coordinator, and a coordinator
+whose front is gone commits what it took, stops, and says why."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from agents import GrooveClient
+from tests.helpers import RunningCoordinator, learning
+
+
+def front_of(coordinator: RunningCoordinator) -> psutil.Process:
+    """The coordinator's one child process: its front."""
+    (front,) = psutil.Process(coordinator.proc.pid).children()
+    assert "coordinator.net.front" in " ".join(front.cmdline())
+    return front
+
+
+def test_the_front_dies_with_a_killed_coordinator_and_a_restart_gets_the_port_at_once(
+    coordinator_factory: Callable[..., RunningCoordinator],
+) -> None:
+    running = coordinator_factory()
+    with GrooveClient(running.endpoint, timeout=30) as client:
+        (lid,) = client.put_learnings([learning()]).ids
+    front = front_of(running)
+    running.kill()
+    gone, _ = psutil.wait_procs([front], timeout=5)
+    assert gone, "the front outlived its coordinator"
+    running.restart()  # the same endpoint: it must be free
+    with GrooveClient(running.endpoint, timeout=30) as client:
+        assert client.get(lid).id == lid
+        assert client.stats().last_stop == "crash"
+
+
+def test_a_coordinator_whose_front_died_answers_what_it_took_then_exits_non_zero_and_cleanly(
+    coordinator_factory: Callable[..., RunningCoordinator],
+) -> None:
+    running = coordinator_factory()
+    with GrooveClient(running.endpoint, timeout=30) as client:
+        (lid,) = client.put_learnings([learning()]).ids
+    front_of(running).kill()
+    assert running.proc.wait(30) == 1
+    assert "the front process exited" in running.log()
+    running.restart()
+    with GrooveClient(running.endpoint, timeout=30) as client:
+        assert client.get(lid).id == lid
+        assert client.stats().last_stop == "clean"  # it committed, closed its tiers and removed its marker
+
+
+def test_a_stopped_coordinator_leaves_no_front_and_no_link_directory(
+    coordinator_factory: Callable[..., RunningCoordinator],
+) -> None:
+    running = coordinator_factory()
+    front = front_of(running)
+    link = next(arg for arg in front.cmdline() if arg.startswith("ipc://"))
+    assert running.stop() == 0
+    deadline = time.monotonic() + 10
+    while front.is_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not front.is_running()
+    assert not Path(link.removeprefix("ipc://")).parent.exists()
