@@ -88,18 +88,30 @@ def _request_id(raw: Any) -> str | None:
     return raw if isinstance(raw, str) and 0 < len(raw) <= C.MAX_REQUEST_ID_CHARS else None
 
 
-def _peek_id(data: bytes) -> str | None:
-    """The request id of a payload too large to decode, read without decoding the rest (values are skipped),
-    so that its refusal reaches the request that caused it; None if there is no readable id."""
+def _peek(data: bytes, key: str) -> Any:
+    """One top-level value of an envelope, read without decoding the rest (other values are skipped); None if
+    there is no readable one."""
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(data))
     unpacker.feed(data)
     try:
         for _ in range(unpacker.read_map_header()):
-            if unpacker.unpack() == "id":
-                return _request_id(unpacker.unpack())
+            if unpacker.unpack() == key:
+                return unpacker.unpack()
             unpacker.skip()
     except Exception:  # msgpack raises several unrelated types on hostile input
         return None
+    return None
+
+
+def _peek_id(data: bytes) -> str | None:
+    """The request id of a payload too large to decode, so that its refusal reaches the request that caused it."""
+    return _request_id(_peek(data, "id"))
+
+
+def peek_op(data: bytes) -> str | None:
+    """The operation a payload asks for, if it names one, without decoding its body."""
+    op = _peek(data, "op")
+    return op if isinstance(op, str) else None
     return None
 
 

@@ -13,14 +13,17 @@ The link (ipc, in a private temporary directory; one frame per message, msgpack)
                            ["E", errno, message]                the bind failed; the front exits
                            ["B", refused, dropped, entries]     a batch: each entry [user id or nil, frames...],
                                                                 a client message's frames, its routing id first
-    coordinator -> front   ["R", [[routing id, payload], ...]]  replies, sent as [id, "", payload]
+    coordinator -> front   ["C", n]                             credit: n more batches may be sent
+                           ["R", [[routing id, payload], ...]]  replies, sent as [id, "", payload]
                            ["S"]                                stop: send what is queued, then exit
 
 `refused` and `dropped` are running totals: CURVE handshakes refused, replies a client could not take (at its
-high-water mark, or gone; it retries). The front forwards at most `_MAX_OUTSTANDING` requests the coordinator
-has not answered yet; past that it stops reading clients, so the per-connection high-water marks hold a
-flood back as before. It exits when told, when its parent process is gone, or on SIGTERM; it ignores SIGINT
-(a terminal's Ctrl-C reaches the whole process group: the coordinator decides when the front stops).
+high-water mark, or gone; it retries). The front reads clients only while it has credit, and the coordinator
+gives one back per batch it has handled: requests wait in ZeroMQ's per-connection queues, which it reads
+fairly (a `ping` from an idle connection is in the next batch however many writes other connections queued),
+and a flood is held back by each connection's high-water mark as before. It exits when told, when its
+parent process is gone, or on SIGTERM; it ignores SIGINT (a terminal's Ctrl-C reaches the whole process
+group: the coordinator decides when the front stops).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ import logging
 import os
 import signal
 import sys
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +43,8 @@ import zmq
 from coordinator.net.auth import Gate, load_authorized, server_keys
 from protocol import constants as C
 
-HELLO, FAILED, BATCH, REPLIES, STOP = "H", "E", "B", "R", "S"
-_DRAIN = 512  # client messages per batch
-_MAX_OUTSTANDING = 20_000  # requests forwarded and not answered yet; past this, clients wait in ZeroMQ
+HELLO, FAILED, BATCH, CREDIT, REPLIES, STOP = "H", "E", "B", "C", "R", "S"
+_DRAIN = 64  # client messages per batch
 _PARENT_CHECK_MS = 1000
 _LINGER_MS = 2000
 
@@ -55,9 +56,8 @@ class Front:
         self.link = link
         self.router = router
         self.gate = gate
-        self.outstanding = 0
+        self.credit = 0  # batches the coordinator is ready for
         self.dropped = 0
-        self.pending: deque[bytes] = deque()  # batches the link could not take yet
         self.stopping = False
 
     def serve(self, parent: int) -> None:
@@ -66,7 +66,7 @@ class Front:
         poller.register(self.link, zmq.POLLIN)
         reading = False
         while not self.stopping:
-            want = self.outstanding < _MAX_OUTSTANDING and not self.pending
+            want = self.credit > 0
             if want != reading:
                 if want:
                     poller.register(self.router, zmq.POLLIN)
@@ -76,9 +76,8 @@ class Front:
             events = dict(poller.poll(_PARENT_CHECK_MS))
             if self.link in events:
                 self._from_coordinator()
-            if self.router in events:
+            if self.router in events and self.credit > 0:
                 self._from_clients()
-            self._forward()
             if os.getppid() != parent:  # the coordinator died (kill -9): nobody would answer
                 return
 
@@ -93,17 +92,9 @@ class Front:
             user = str(frames[-1].get("User-Id")) if signed else None
             entries.append([user, *(frame.bytes for frame in frames)])
         if entries:
-            self.outstanding += len(entries)
+            self.credit -= 1
             refused = self.gate.refused if self.gate is not None else 0
-            self.pending.append(msgpack.packb([BATCH, refused, self.dropped, entries]))
-
-    def _forward(self) -> None:
-        while self.pending:
-            try:
-                self.link.send(self.pending[0], zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            self.pending.popleft()
+            self.link.send(msgpack.packb([BATCH, refused, self.dropped, entries]))  # the link has no HWM
 
     def _from_coordinator(self) -> None:
         while True:
@@ -114,8 +105,10 @@ class Front:
             if message[0] == STOP:
                 self.stopping = True
                 return
+            if message[0] == CREDIT:
+                self.credit += message[1]
+                continue
             for peer, payload in message[1]:
-                self.outstanding = max(0, self.outstanding - 1)
                 self._reply(peer, payload)
 
     def _reply(self, peer: bytes, payload: bytes) -> None:
@@ -168,7 +161,7 @@ def main(link: str, bind: str, hwm: int, authorized_keys: Path | None, curve_key
     )
     context: zmq.Context[Any] = zmq.Context()
     pair: zmq.Socket[bytes] = context.socket(zmq.PAIR)
-    pair.setsockopt(zmq.SNDHWM, 0)  # bounded by _MAX_OUTSTANDING instead
+    pair.setsockopt(zmq.SNDHWM, 0)  # bounded by the coordinator's credit instead
     pair.setsockopt(zmq.RCVHWM, 0)
     pair.connect(link)
     router = _router(context, hwm)

@@ -21,11 +21,12 @@ import zmq
 
 from coordinator.errors import CoordinatorError
 from coordinator.net.config import Settings
-from coordinator.net.front import BATCH, FAILED, HELLO, REPLIES, STOP
+from coordinator.net.front import BATCH, CREDIT, FAILED, HELLO, REPLIES, STOP
 
 _START_S = 30.0  # a front that has not bound its socket by then is not going to
 _STOP_S = 10.0
-_FLUSH_AT = 512  # replies held before they go out without waiting for the end of the loop turn
+_FLUSH_AT = 64  # replies held before they go out without waiting for the end of the batch
+_CREDIT = 2  # batches the front may send ahead: one being handled, one waiting
 
 
 class FrontLink:
@@ -64,6 +65,7 @@ class FrontLink:
             if self.sock.poll(100):
                 message: list[Any] = msgpack.unpackb(self.sock.recv())
                 if message[0] == HELLO:
+                    self.sock.send(msgpack.packb([CREDIT, _CREDIT]))
                     return str(message[1])
                 if message[0] == FAILED:
                     raise zmq.ZMQError(message[1], message[2])
@@ -75,9 +77,10 @@ class FrontLink:
         """Whether the front process is still running."""
         return self.proc is not None and self.proc.poll() is None
 
-    def received(self, limit: int) -> Iterator[tuple[str | None, list[bytes]]]:
-        """Client messages the front has relayed, up to `limit` batches: (the sender's CURVE User-Id or None,
-        its frames, routing id first), without blocking."""
+    def batches(self, limit: int) -> Iterator[list[tuple[str | None, list[bytes]]]]:
+        """Batches of client messages the front has relayed, up to `limit`, without blocking: each message as
+        (the sender's CURVE User-Id or None, its frames, routing id first). The front is given credit for
+        another batch as each is taken up, once the caller asks for the next."""
         for _ in range(limit):
             try:
                 raw = self.sock.recv(zmq.NOBLOCK)
@@ -85,8 +88,9 @@ class FrontLink:
                 return
             kind, self.refused, self.dropped, entries = msgpack.unpackb(raw)
             assert kind == BATCH
-            for entry in entries:
-                yield entry[0], entry[1:]
+            yield [(entry[0], entry[1:]) for entry in entries]
+            self.flush()
+            self.sock.send(msgpack.packb([CREDIT, 1]))
 
     def send(self, peer: bytes, payload: bytes) -> None:
         """Queue a reply; it goes out at the next `flush` (or once enough are queued)."""

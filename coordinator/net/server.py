@@ -43,7 +43,15 @@ from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
 from coordinator.write.planning import StoreVectors
 from protocol import constants as C
-from protocol.codec import RequestEnvelope, body_digest, decode_request, encode_error, encode_ok, validate_body
+from protocol.codec import (
+    RequestEnvelope,
+    body_digest,
+    decode_request,
+    encode_error,
+    encode_ok,
+    peek_op,
+    validate_body,
+)
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
 from protocol.models import RelationPutRequest
@@ -56,7 +64,9 @@ RUNNING_MARKER = "coordinator.running"  # in the data dir while a coordinator ru
 _READ, _WRITE, _CHOSEN = b"R", b"W", b"C"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # replies taken from the writer and readers per loop turn, so neither direction starves the other
-_DRAIN_BATCHES = 4  # batches of requests (up to 512 each) taken from the front per loop turn
+_DRAIN_BATCHES = 1  # batches of requests (up to 256 each) taken from the front per loop turn
+_CONTROL = frozenset(op for op, handler in HANDLERS.items() if isinstance(handler, Control))
+_SMALL = 512  # control requests are smaller than this; looking for them among bigger payloads costs for nothing
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
 _DERIVED_JOIN_S = 60.0  # how long a stopping coordinator waits for the embedding and near-duplicate threads
 
@@ -246,15 +256,21 @@ class Coordinator:
     # --- socket loop ---------------------------------------------------------------------------------
 
     def _drain_link(self) -> None:
-        for user_id, frames in self.link.received(_DRAIN_BATCHES):
-            if self.principals is None:
-                self._handle(frames, ADMIN)
-                continue
-            who = self.principals.get((user_id or "").encode())
-            if who is None:  # the front admitted only known keys, so this cannot happen; refuse rather than assume
-                self._error(frames[0], None, ErrorCode.UNAUTHORIZED, "this key is not authorized")
-                continue
-            self._handle(frames, who)
+        for batch in self.link.batches(_DRAIN_BATCHES):
+            # `ping`, `hello` and `heartbeat` first: they take microseconds, and must not wait behind the writes
+            # the same batch brought (the front reads connections fairly, so they come in the next batch)
+            later: list[tuple[list[bytes], Principal]] = []
+            for user_id, frames in batch:
+                who = ADMIN if self.principals is None else self.principals.get((user_id or "").encode())
+                if who is None:  # the front admitted only known keys, so this cannot happen; refuse, never assume
+                    self._error(frames[0], None, ErrorCode.UNAUTHORIZED, "this key is not authorized")
+                elif len(frames) == 3 and len(frames[2]) < _SMALL and peek_op(frames[2]) in _CONTROL:
+                    self._handle(frames, who)
+                else:
+                    later.append((frames, who))
+            self.link.flush()
+            for frames, who in later:
+                self._handle(frames, who)
         self.metrics.replies_dropped = self.link.dropped
 
     def _drain_inbox(self) -> None:
