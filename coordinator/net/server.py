@@ -432,14 +432,14 @@ class Coordinator:
         item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows), internal=True)
         return self.batcher.submit(item)
 
-    def _relate(self, pairs: list[tuple[str, str, float]]) -> bool:
-        for newer, older, score in pairs:
+    def _relate(self, pairs: list[tuple[str, str, float]]) -> int:
+        for queued, (newer, older, score) in enumerate(pairs):
             body = RelationPutRequest(
                 from_id=newer, relation_type=C.RELATION_RELATED_TO, to_id=older, weight=min(1.0, score)
             )
             if not self.batcher.submit(WriteItem(uuid7(), RELATION, body, internal=True)):
-                return False
-        return True
+                return queued
+        return len(pairs)
 
     def _writes_done(self, outcomes: list[Outcome]) -> None:
         frames = [_WRITE]

@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 _BACKLOG = 50_000
 _BATCH = 256
 
-# Receives (from_id, to_id, cosine) pairs to relate; False if the write queue is full.
-Relate = Callable[[list[tuple[str, str, float]]], bool]
+# Receives (from_id, to_id, cosine) pairs to relate; returns how many of them, from the first, it queued (fewer
+# than all when the write queue is full).
+Relate = Callable[[list[tuple[str, str, float]]], int]
 
 
 class NearDuplicates:
@@ -66,9 +67,12 @@ class NearDuplicates:
             except Exception:  # advice only: a failure here must not stop the thread
                 log.exception("checking %d learnings for near-duplicates failed", len(batch))
                 continue
-            while pairs and not relate(pairs) and not stopping.is_set():
-                stopping.wait(0.05)  # the write queue is full: the source writes go first
-            self.related += len(pairs)
+            while pairs and not stopping.is_set():
+                queued = relate(pairs)
+                self.related += queued
+                pairs = pairs[queued:]  # never queued twice: a full queue used to make every pair go again
+                if pairs:
+                    stopping.wait(0.05)  # the write queue is full: the source writes go first
 
     def check(self, batch: list[tuple[str, str]]) -> list[tuple[str, str, float]]:
         """The (newer, older, cosine) near-duplicate pairs among these learnings and their tiers."""

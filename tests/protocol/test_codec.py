@@ -19,6 +19,7 @@ from protocol.codec import (
     encode_ok,
     encode_request,
     pack,
+    peek_op,
     validate_body,
 )
 from protocol.endpoints import EndpointError, check_endpoint
@@ -165,3 +166,13 @@ def test_an_oversized_request_is_refused_under_its_own_id() -> None:
     assert refused.value.request_id == "big-1"
     assert body_digest({"a": 1, "b": [1, {"c": 2, "d": 3}]}) == body_digest({"b": [1, {"d": 3, "c": 2}], "a": 1})
     assert body_digest({"a": 1}) != body_digest({"a": 2})
+
+
+def test_peek_op_reads_the_operation_without_decoding_the_body() -> None:
+    payload = encode_request("r1", C.OP_PING, {})
+    assert peek_op(payload) == C.OP_PING
+    big = encode_request("r2", C.OP_LEARNING_PUT, {"learnings": [{"description": "x" * 10_000}]})
+    assert peek_op(big) == C.OP_LEARNING_PUT
+    assert peek_op(msgpack.packb({"id": "r3", "op": 7})) is None  # not a string: not an operation
+    assert peek_op(msgpack.packb([1, 2])) is None  # not a map
+    assert peek_op(b"\xc1garbage") is None
