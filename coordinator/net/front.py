@@ -28,6 +28,7 @@ group: the coordinator decides when the front stops).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -94,7 +95,7 @@ class Front:
         if entries:
             self.credit -= 1
             refused = self.gate.refused if self.gate is not None else 0
-            self.link.send(msgpack.packb([BATCH, refused, self.dropped, entries]))  # the link has no HWM
+            _tell(self.link, [BATCH, refused, self.dropped, entries])
 
     def _from_coordinator(self) -> None:
         while True:
@@ -120,6 +121,13 @@ class Front:
             if exc.errno != errno.EHOSTUNREACH:
                 raise
             self.dropped += 1  # the client disconnected; a retry arrives as a new peer
+
+
+def _tell(link: zmq.Socket[bytes], message: list[Any]) -> None:
+    """Send to the coordinator. The link has no high-water mark, so this waits only when the coordinator is
+    gone: then the message is dropped, and the front ends at its next look at its parent."""
+    with contextlib.suppress(zmq.Again):
+        link.send(msgpack.packb(message), zmq.NOBLOCK)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -175,7 +183,7 @@ def main(link: str, bind: str, hwm: int, authorized_keys: Path | None, curve_key
     try:
         router.bind(bind)
     except zmq.ZMQError as exc:
-        pair.send(msgpack.packb([FAILED, exc.errno, str(exc)]))
+        _tell(pair, [FAILED, exc.errno, str(exc)])
         pair.close(linger=_LINGER_MS)
         router.close(linger=0)
         if gate is not None:
@@ -184,7 +192,7 @@ def main(link: str, bind: str, hwm: int, authorized_keys: Path | None, curve_key
         sys.exit(1)
     front = Front(pair, router, gate)
     signal.signal(signal.SIGTERM, lambda *_: setattr(front, "stopping", True))
-    pair.send(msgpack.packb([HELLO, router.getsockopt_string(zmq.LAST_ENDPOINT)]))
+    _tell(pair, [HELLO, router.getsockopt_string(zmq.LAST_ENDPOINT)])
     try:
         front.serve(parent)
     finally:

@@ -7,6 +7,7 @@ else on the host can speak to the coordinator past the front (and past CURVE).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import psutil
 import zmq
 
 from coordinator.errors import CoordinatorError
@@ -27,18 +29,25 @@ _START_S = 30.0  # a front that has not bound its socket by then is not going to
 _STOP_S = 10.0
 _FLUSH_AT = 64  # replies held before they go out without waiting for the end of the batch
 _CREDIT = 2  # batches the front may send ahead: one being handled, one waiting
+_PREFIX = "groove-link-"  # then the coordinator's pid: a kill -9 leaves the directory, the next start sweeps it
+
+
+def _sweep() -> None:
+    """Remove the link directories of coordinators that are gone (killed before they could)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
+        pid = path.name[len(_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)) and path.stat().st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class FrontLink:
     """One front process and the socket to it."""
 
     def __init__(self, context: zmq.Context[Any]) -> None:
-        self._dir = Path(tempfile.mkdtemp(prefix="groove-link-"))  # mode 0700
         self.sock: zmq.Socket[bytes] = context.socket(zmq.PAIR)
-        self.sock.setsockopt(zmq.SNDHWM, 0)  # bounded by the front's limit on unanswered requests
+        self.sock.setsockopt(zmq.SNDHWM, 0)  # bounded by the credit the front is given
         self.sock.setsockopt(zmq.RCVHWM, 0)
-        self.endpoint = f"ipc://{self._dir / 'front'}"
-        self.sock.bind(self.endpoint)
+        self._dir: Path | None = None  # made by `start`: a start that fails earlier leaves nothing behind
         self.proc: subprocess.Popen[bytes] | None = None
         self.refused = 0  # CURVE handshakes the front refused
         self.dropped = 0  # replies the front could not hand to their client
@@ -47,7 +56,11 @@ class FrontLink:
     def start(self, settings: Settings) -> str:
         """Start the front and wait until it listens; returns the endpoint clients reach. Raises zmq.ZMQError
         when it cannot bind (the port taken, say), CoordinatorError when it does not start at all."""
-        argv = [sys.executable, "-m", "coordinator.net.front", "--link", self.endpoint, "--bind", settings.bind]
+        _sweep()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))  # mode 0700
+        endpoint = f"ipc://{self._dir / 'front'}"
+        self.sock.bind(endpoint)
+        argv = [sys.executable, "-m", "coordinator.net.front", "--link", endpoint, "--bind", settings.bind]
         argv += ["--hwm", str(settings.peer_hwm), "--log-level", settings.log_level]
         if settings.curve:
             assert settings.authorized_keys is not None  # Settings checks this
@@ -65,7 +78,7 @@ class FrontLink:
             if self.sock.poll(100):
                 message: list[Any] = msgpack.unpackb(self.sock.recv())
                 if message[0] == HELLO:
-                    self.sock.send(msgpack.packb([CREDIT, _CREDIT]))
+                    self._send([CREDIT, _CREDIT])
                     return str(message[1])
                 if message[0] == FAILED:
                     raise zmq.ZMQError(message[1], message[2])
@@ -90,7 +103,7 @@ class FrontLink:
             assert kind == BATCH
             yield [(entry[0], entry[1:]) for entry in entries]
             self.flush()
-            self.sock.send(msgpack.packb([CREDIT, 1]))
+            self._send([CREDIT, 1])
 
     def send(self, peer: bytes, payload: bytes) -> None:
         """Queue a reply; it goes out at the next `flush` (or once enough are queued)."""
@@ -101,18 +114,27 @@ class FrontLink:
     def flush(self) -> None:
         """Hand every queued reply to the front in one message."""
         if self._out:
-            self.sock.send(msgpack.packb([REPLIES, self._out]))
+            self._send([REPLIES, self._out], len(self._out))
             self._out = []
+
+    def _send(self, message: list[Any], replies: int = 0) -> None:
+        # A PAIR socket with no peer cannot queue: a send to a front that is gone would wait for ever. With a
+        # peer it never waits (no high-water mark), so `Again` means the front is gone; the loop sees it die.
+        try:
+            self.sock.send(msgpack.packb(message), zmq.NOBLOCK)
+        except zmq.Again:
+            self.dropped += replies
 
     def stop(self) -> None:
         """Send what is queued, tell the front to stop, wait for it, and remove the link."""
         if self.proc is not None and self.alive():
             self.flush()
-            self.sock.send(msgpack.packb([STOP]))
+            self._send([STOP])
             try:
                 self.proc.wait(_STOP_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         self.sock.close(linger=0)
-        shutil.rmtree(self._dir, ignore_errors=True)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)

@@ -20,17 +20,25 @@ def front_of(coordinator: RunningCoordinator) -> psutil.Process:
     return front
 
 
-def test_the_front_dies_with_a_killed_coordinator_and_a_restart_gets_the_port_at_once(
+def link_dir(front: psutil.Process) -> Path:
+    """The private directory of a front's link to its coordinator."""
+    return Path(next(arg for arg in front.cmdline() if arg.startswith("ipc://")).removeprefix("ipc://")).parent
+
+
+def test_the_front_dies_with_a_killed_coordinator_and_a_restart_gets_the_port_and_sweeps_the_link(
     coordinator_factory: Callable[..., RunningCoordinator],
 ) -> None:
     running = coordinator_factory()
     with GrooveClient(running.endpoint, timeout=30) as client:
         (lid,) = client.put_learnings([learning()]).ids
     front = front_of(running)
+    link = link_dir(front)
     running.kill()
     gone, _ = psutil.wait_procs([front], timeout=5)
     assert gone, "the front outlived its coordinator"
+    assert link.exists()  # nobody could remove it...
     running.restart()  # the same endpoint: it must be free
+    assert not link.exists()  # ...until the next start swept it
     with GrooveClient(running.endpoint, timeout=30) as client:
         assert client.get(lid).id == lid
         assert client.stats().last_stop == "crash"
@@ -56,10 +64,10 @@ def test_a_stopped_coordinator_leaves_no_front_and_no_link_directory(
 ) -> None:
     running = coordinator_factory()
     front = front_of(running)
-    link = next(arg for arg in front.cmdline() if arg.startswith("ipc://"))
+    link = link_dir(front)
     assert running.stop() == 0
     deadline = time.monotonic() + 10
     while front.is_running() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not front.is_running()
-    assert not Path(link.removeprefix("ipc://")).parent.exists()
+    assert not link.exists()
