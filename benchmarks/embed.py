@@ -33,6 +33,7 @@ from agents.corpus import load
 from benchmarks.common import machine
 from cli.output import table
 from coordinator.search.embedder import MiniLM, Vectors, embedding_text
+from protocol import constants as C
 
 Encode = Callable[[list[str]], Vectors]
 
@@ -112,12 +113,16 @@ def onnx_runtime(model: MiniLM, work: Path) -> Encode:
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
     def encode(texts: list[str]) -> Vectors:
-        out = np.empty((len(texts), 384), dtype=np.float32)
+        out = np.empty((len(texts), C.EMBEDDING_DIM), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), model.batch_size):
             chunk = order[start : start + model.batch_size]
             encoded = model._tokenizer(
-                [texts[i] for i in chunk], padding=True, truncation=True, max_length=256, return_tensors="np"
+                [texts[i] for i in chunk],
+                padding=True,
+                truncation=True,
+                max_length=model._max_length,
+                return_tensors="np",
             )
             (hidden,) = session.run(None, {name: encoded[name].astype(np.int64) for name in names})
             mask = encoded["attention_mask"][..., None].astype(np.float32)

@@ -40,7 +40,6 @@ class Metrics:
         self.writes_committed = 0
         self.writes_rejected = 0
         self.requests_served = 0
-        self.replies_dropped = 0
         self.unauthorized = 0
         self.write_ms = 1.0  # recent milliseconds of commit per write: how fast the write queue drains
         self.process = psutil.Process()

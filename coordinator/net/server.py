@@ -271,7 +271,6 @@ class Coordinator:
             self.link.flush()
             for frames, who in later:
                 self._handle(frames, who)
-        self.metrics.replies_dropped = self.link.dropped
 
     def _drain_inbox(self) -> None:
         for frames in _waiting(self.inbox, _DRAIN * 4):

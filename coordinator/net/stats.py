@@ -50,7 +50,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "agents_known": known,
         "agents_alive": alive,
         "requests_served": c.metrics.requests_served,
-        "replies_dropped": c.metrics.replies_dropped,
+        "replies_dropped": c.link.dropped,
         "rss_mb": rss_mb,
         "cpu_percent": cpu,
         "uptime_s": c.uptime(),
