@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from protocol import constants as C
@@ -35,16 +36,15 @@ def _uuid7(value: str) -> str:
     return lowered
 
 
-# Compact JSON for values stored as text (patterns, sources, stored replies); one encoder, made once.
-compact_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+def compact_json(value: Any) -> str:
+    """Compact JSON for values stored as text (patterns, sources, stored replies). orjson: a tenth of the
+    standard encoder's time, which a writer pays several times per learning. It writes NaN and infinity as
+    null, so input is checked for them before it is stored (`_json_value`)."""
+    return orjson.dumps(value).decode()
 
 
-def _string_keys(value: Any) -> bool:
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _string_keys(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_string_keys(v) for v in value)
-    return True
+# Only to name what orjson would have turned into null: the standard encoder refuses NaN and infinity.
+_strict_json = json.JSONEncoder(allow_nan=False).encode
 
 
 def _json_value(limit: int, what: str) -> Any:
@@ -52,11 +52,11 @@ def _json_value(limit: int, what: str) -> Any:
         if value is None:
             return value
         try:
-            encoded = compact_json(value)
+            encoded = orjson.dumps(value)  # refuses map keys that are not strings, bytes, and other non-JSON
+            if b"null" in encoded:  # a real null, or a NaN or infinity orjson wrote as null
+                _strict_json(value)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{what} must be JSON-representable (maps with string keys, no bytes): {exc}") from None
-        if not _string_keys(value):  # json would silently turn 1 into "1"
-            raise ValueError(f"{what} must be JSON-representable: map keys must be strings")
         if len(encoded) > limit:
             raise ValueError(f"{what} is {len(encoded)} bytes as JSON; the limit is {limit}")
         return value
