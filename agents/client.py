@@ -13,6 +13,7 @@ from typing import Any
 
 import zmq
 
+from agents.board import BoardCalls
 from agents.transport import Result, Transport
 from protocol import constants as C
 from protocol.curation import (
@@ -45,7 +46,7 @@ def _clean(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class GrooveClient:
+class GrooveClient(BoardCalls):
     """A connection to a coordinator. Not thread-safe: give each thread its own client.
 
     `timeout` is each call's deadline in seconds, across every resend; `attempt_timeout` is how long one

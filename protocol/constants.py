@@ -36,6 +36,20 @@ OP_REVIEW_DECIDE: Final = "review.decide"
 OP_BACKUP: Final = "backup"
 OP_EXPORT: Final = "export"
 OP_IMPORT: Final = "import"
+OP_MEMORY_CREATE: Final = "memory.create"
+OP_MEMORY_GET: Final = "memory.get"
+OP_MEMORY_LIST: Final = "memory.list"
+OP_MEMORY_UPDATE: Final = "memory.update"
+OP_TASK_ADD: Final = "task.add"
+OP_TASK_CLAIM: Final = "task.claim"
+OP_TASK_HEARTBEAT: Final = "task.heartbeat"
+OP_TASK_START: Final = "task.start"
+OP_TASK_COMPLETE: Final = "task.complete"
+OP_TASK_FAIL: Final = "task.fail"
+OP_TASK_REVIEW: Final = "task.review"
+OP_TASK_CANCEL: Final = "task.cancel"
+OP_TASK_GET: Final = "task.get"
+OP_TASK_LIST: Final = "task.list"
 
 # Roles a client key may have (with CURVE), least privileged first: each may do what the ones before it may.
 Role = Literal["agent", "curator", "admin"]
@@ -47,9 +61,10 @@ Category = Literal["code_pattern", "preference", "solution", "error_recovery", "
 CATEGORIES: Final = get_args(Category)
 
 # Where a learning came from (seed 000, decision 15: LearningSource::source_type).
-SourceType = Literal["transcript", "user_created", "promoted", "imported", "enterprise_curated"]
+SourceType = Literal["transcript", "user_created", "promoted", "imported", "enterprise_curated", "task"]
 SOURCE_TYPES: Final = get_args(SourceType)
 DEFAULT_SOURCE_TYPE: Final = "user_created"
+SOURCE_TASK: Final = "task"  # a learning a completed task reported (seed 004, TaskResult.learnings)
 
 # Relation types (seed 000, decision 12).
 RelationType = Literal["supersedes", "contradicts", "derived_from", "related_to", "specializes"]
@@ -154,6 +169,22 @@ REVIEW_DECISIONS: Final = get_args(ReviewDecision)
 RiskKind = Literal["secret", "private_key", "password", "absolute_path", "email"]
 RISK_KINDS: Final = get_args(RiskKind)
 MAX_REVIEW_LIST: Final = 500
+
+# The board (seed 004): working memories and their task graphs. A task's state machine is in PROTOCOL.md.
+MemoryStatus = Literal["active", "paused", "completed", "cancelled", "archived"]
+MEMORY_STATUSES: Final = get_args(MemoryStatus)
+TaskStatus = Literal["pending", "assigned", "in_progress", "blocked", "review", "completed", "failed", "cancelled"]
+TASK_STATUSES: Final = get_args(TaskStatus)
+TaskReview = Literal["approved", "needs_rework", "rejected"]
+TASK_REVIEWS: Final = get_args(TaskReview)
+DEFAULT_MAX_ATTEMPTS: Final = 3  # failures and lease expiries before a task is `failed` for good
+MAX_TASKS_PER_ADD: Final = 5000
+MAX_DEPENDENCIES: Final = 100
+MAX_TASK_ID_CHARS: Final = 128  # a client-chosen task id: letters, digits and . _ : -
+MIN_LEASE_MS: Final = 100
+MAX_LEASE_MS: Final = 24 * 3600 * 1000
+MAX_TASK_LIST: Final = 20_000
+MAX_BOARD_TEXT_CHARS: Final = 8000  # goals, descriptions, summaries, errors
 
 # Suggested client behaviour.
 DEFAULT_BUSY_RETRY_MS: Final = 50

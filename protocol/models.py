@@ -82,7 +82,9 @@ def _root(value: str) -> str:
     return normalise_root(value, "project")
 
 
-LearningId = Annotated[str, AfterValidator(_uuid7)]
+NonBlank = AfterValidator(_visible)
+UuidV7 = Annotated[str, AfterValidator(_uuid7)]
+LearningId = UuidV7
 Scope = Annotated[str, AfterValidator(validate_scope)]
 ProjectRoot = Annotated[str, Field(min_length=1, max_length=C.MAX_SCOPE_CHARS), AfterValidator(_root)]
 Tier = Annotated[str, AfterValidator(validate_tier)]

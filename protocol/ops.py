@@ -11,6 +11,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protocol import constants as C
+from protocol.board import (
+    IdReply,
+    LeaseReply,
+    MemoryCreateRequest,
+    MemoryGetReply,
+    MemoryGetRequest,
+    MemoryListReply,
+    MemoryListRequest,
+    MemoryUpdateRequest,
+    StatusReply,
+    TaskAddReply,
+    TaskAddRequest,
+    TaskCancelRequest,
+    TaskClaimReply,
+    TaskClaimRequest,
+    TaskCompleteReply,
+    TaskCompleteRequest,
+    TaskFailReply,
+    TaskFailRequest,
+    TaskGetReply,
+    TaskGetRequest,
+    TaskHeartbeatRequest,
+    TaskListReply,
+    TaskListRequest,
+    TaskReviewRequest,
+    TaskStartRequest,
+)
 from protocol.curation import (
     PromoteReply,
     PromoteRequest,
@@ -122,5 +149,20 @@ OPS: dict[str, Op] = {
         Op(C.OP_BACKUP, BackupRequest, BackupReply, write=False, role=_ADMIN),
         Op(C.OP_EXPORT, ExportRequest, ExportReply, write=False, role=_ADMIN),
         Op(C.OP_IMPORT, ImportRequest, ImportReply, write=True, role=_ADMIN),
+        # the board: planning it (memories, tasks, reviews, cancelling) is a curator's; working it an agent's
+        Op(C.OP_MEMORY_CREATE, MemoryCreateRequest, IdReply, write=True, role=_CURATOR),
+        Op(C.OP_MEMORY_GET, MemoryGetRequest, MemoryGetReply, write=False, role=_AGENT),
+        Op(C.OP_MEMORY_LIST, MemoryListRequest, MemoryListReply, write=False, role=_AGENT),
+        Op(C.OP_MEMORY_UPDATE, MemoryUpdateRequest, StatusReply, write=True, role=_CURATOR),
+        Op(C.OP_TASK_ADD, TaskAddRequest, TaskAddReply, write=True, role=_CURATOR),
+        Op(C.OP_TASK_CLAIM, TaskClaimRequest, TaskClaimReply, write=True, role=_AGENT),
+        Op(C.OP_TASK_HEARTBEAT, TaskHeartbeatRequest, LeaseReply, write=True, role=_AGENT),
+        Op(C.OP_TASK_START, TaskStartRequest, StatusReply, write=True, role=_AGENT),
+        Op(C.OP_TASK_COMPLETE, TaskCompleteRequest, TaskCompleteReply, write=True, role=_AGENT),
+        Op(C.OP_TASK_FAIL, TaskFailRequest, TaskFailReply, write=True, role=_AGENT),
+        Op(C.OP_TASK_REVIEW, TaskReviewRequest, StatusReply, write=True, role=_CURATOR),
+        Op(C.OP_TASK_CANCEL, TaskCancelRequest, StatusReply, write=True, role=_CURATOR),
+        Op(C.OP_TASK_GET, TaskGetRequest, TaskGetReply, write=False, role=_AGENT),
+        Op(C.OP_TASK_LIST, TaskListRequest, TaskListReply, write=False, role=_AGENT),
     )
 }

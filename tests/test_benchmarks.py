@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from benchmarks import limits, storage
+from benchmarks import board, limits, storage
 
 
 def test_the_storage_limit_commits_every_row_a_learning_write_stores_both_ways() -> None:
@@ -31,3 +34,37 @@ def test_ratios_divide_groove_by_every_other_figure() -> None:
     assert found == {"groove/storage": 0.25, "groove/echo": 0.5}
     with pytest.raises(KeyError):
         limits.ratios({"storage": 1.0})
+
+
+def test_the_board_graph_depends_only_on_the_level_before() -> None:
+    tasks = board.graph(40, 4)
+    assert len(tasks) == 40
+    level = {t["id"]: int(t["id"][1:].split("-")[0]) for t in tasks}
+    assert all(level[dep] == level[t["id"]] - 1 for t in tasks for dep in t["depends_on"])
+    assert {len(t["depends_on"]) for t in tasks if level[t["id"]] > 0} <= {1, 2}
+
+
+def test_the_board_history_check_finds_doubles_gaps_and_early_claims() -> None:
+    tasks = [{"id": "a", "depends_on": []}, {"id": "b", "depends_on": ["a"]}, {"id": "c", "depends_on": []}]
+    # [task, claim sent, claim took, completed, complete took]: b's claim came back (at 1.5) before a's
+    # completion was sent (a's claim came back at 2.0)
+    records = [["a", 1.0, 1.0, 3.0, 1.0], ["b", 1.0, 0.5, 4.0, 1.0], ["b", 5.0, 0.1, 6.0, 0.1]]
+    result = board.summary(records, tasks, 0)
+    assert result["history"] == {"completed_twice": 1, "never_completed": 1, "before_dependencies": 1}
+    assert result["completed"] == 3
+
+
+@pytest.mark.slow
+def test_the_board_benchmark_drains_a_small_graph_both_ways() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.board", "--agents", "3", "--tasks", "60", "--depth", "4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(run.stdout.splitlines()[-1])
+    for name in ("groove", "sqlite"):
+        drained = result["results"][name]
+        assert drained["completed"] == 60
+        assert set(drained["history"].values()) == {0}

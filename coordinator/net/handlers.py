@@ -20,6 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from coordinator.board.reads import get_memory, get_task, list_memories, list_tasks
 from coordinator.errors import Rejected
 from coordinator.loop.injection import params_list, prepare
 from coordinator.net.agents import AgentRegistry
@@ -33,6 +34,7 @@ from coordinator.write import ops as writes
 from coordinator.write.ops import WriteOp
 from coordinator.write.planning import ImportRecord
 from protocol import constants as C
+from protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
 from protocol.curation import ReviewListRequest
 from protocol.errors import ErrorCode
 from protocol.loop import InjectPrepareRequest, ParamsListRequest
@@ -148,6 +150,20 @@ HANDLERS: dict[str, Handler] = {
     C.OP_BACKUP: Read[BackupRequest](lambda s, b: backup_tiers(s.tiers, Path(b.directory)), held=True),
     C.OP_EXPORT: Read[ExportRequest](lambda s, b: export_tiers(s.tiers, b), held=True),
     C.OP_IMPORT: Prepared[ImportRequest, Any](_import, writes.IMPORT),
+    C.OP_MEMORY_CREATE: Write(writes.MEMORY_CREATE),
+    C.OP_MEMORY_GET: Read[MemoryGetRequest](lambda s, b: get_memory(s.tiers, b)),
+    C.OP_MEMORY_LIST: Read[MemoryListRequest](lambda s, b: list_memories(s.tiers, b)),
+    C.OP_MEMORY_UPDATE: Write(writes.MEMORY_UPDATE),
+    C.OP_TASK_ADD: Write(writes.TASK_ADD),
+    C.OP_TASK_CLAIM: Write(writes.TASK_CLAIM),
+    C.OP_TASK_HEARTBEAT: Write(writes.TASK_HEARTBEAT),
+    C.OP_TASK_START: Write(writes.TASK_START),
+    C.OP_TASK_COMPLETE: Write(writes.TASK_COMPLETE),
+    C.OP_TASK_FAIL: Write(writes.TASK_FAIL),
+    C.OP_TASK_REVIEW: Write(writes.TASK_REVIEW),
+    C.OP_TASK_CANCEL: Write(writes.TASK_CANCEL),
+    C.OP_TASK_GET: Read[TaskGetRequest](lambda s, b: get_task(s.tiers, b)),
+    C.OP_TASK_LIST: Read[TaskListRequest](lambda s, b: list_tasks(s.tiers, b)),
 }
 
 

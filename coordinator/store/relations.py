@@ -196,6 +196,22 @@ REVIEWS = Relation(
 REJECTIONS = Relation(
     "rejection_log", "review_id: String => reason: String, curator: String, rejected_at: Int, learning_json: String"
 )
+# The board (seed 004). A working memory and its tasks live in its project's tier: a task's learnings commit
+# with its completion, and one project's swarm never waits on another's writes.
+MEMORIES = Relation(
+    "working_memories",
+    "id: String => project: String, name: String, goal: String, constraints_json: String, owner: String?, "
+    "status: String, max_attempts: Int, created_at: Int, updated_at: Int, completed_at: Int?",
+)
+TASKS = Relation(
+    "tasks",
+    "id: String => memory_id: String, seq: Int, title: String, description: String, status: String, "
+    "priority: Int, role: String?, needs_review: Bool, depends_on_json: String, assigned_to: String?, "
+    "assigned_at: Int?, lease_ms: Int?, lease_until: Int?, started_at: Int?, completed_at: Int?, attempts: Int, "
+    "last_error: String?, result_json: String, review_status: String?, reviewed_by: String?, "
+    "review_comments: String?, created_at: Int, updated_at: Int",
+    indexes={"by_memory": ("memory_id", "status")},
+)
 SCHEMA_VERSION = Relation("schema_version", "version: Int => applied_at: Int, description: String")
 
 ALL = (
@@ -211,6 +227,8 @@ ALL = (
     MAINTENANCE,
     REVIEWS,
     REJECTIONS,
+    MEMORIES,
+    TASKS,
     SCHEMA_VERSION,
 )
 

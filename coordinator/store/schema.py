@@ -25,11 +25,13 @@ from coordinator.store.relations import (
     INJECTIONS,
     LEARNING,
     MAINTENANCE,
+    MEMORIES,
     PARAMS,
     REJECTIONS,
     RELATIONS,
     REVIEWS,
     SCHEMA_VERSION,
+    TASKS,
     USAGE,
     Relation,
 )
@@ -128,6 +130,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "applied requests keep their body's digest: a request id resent with another body is refused",
         (),
         backfill=_digest_column,
+    ),
+    Migration(
+        7,
+        "the board: working memories and their tasks",
+        (Step.create(MEMORIES), Step.create(TASKS), Step.index(TASKS, "by_memory")),
     ),
 )
 

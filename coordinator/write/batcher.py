@@ -20,12 +20,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.board.directory import Boards
+from coordinator.board.state import LeaseExpiry
 from coordinator.errors import Rejected, StorageError, reused_id
 from coordinator.metrics import Metrics
 from coordinator.search.derived import DerivedChanges
 from coordinator.store.tiers import Tier, TierSet
 from coordinator.write.durability import Syncer
-from coordinator.write.ops import MAINTAIN, WriteItem
+from coordinator.write.ops import LEASES, MAINTAIN, WriteItem
+from coordinator.write.parts import BoardPart
 from coordinator.write.planning import Planner
 from coordinator.write.render import changes, derived_changes, script
 from coordinator.write.tierwrite import TierWrite
@@ -105,6 +108,7 @@ class Batcher:
         self.syncer = Syncer() if fsync else None
         # held while a batch commits; `held()` takes it to see (or change) every tier at one moment
         self._committing = threading.Lock()
+        self.boards = Boards(tiers)  # the working memories and task graphs, kept by the writer between batches
 
     def start(self) -> None:
         """Start the writer and acker threads."""
@@ -202,6 +206,7 @@ class Batcher:
             finds=[lid for item in items for lid in item.op.finds(item.body)],
             claims=[lid for item in items for lid in item.op.claims(item.body)],
             closes=[iid for item in items for iid in item.op.closes(item.body)],
+            boards=self.boards,
         )
         for item in items:
             try:
@@ -282,7 +287,9 @@ class Batcher:
             return
         assert tier is not None
         live = [item for item in items if item.error is None]
-        write = TierWrite(tier, [item.parts[tier_name] for item in live], now)
+        parts = [item.parts[tier_name] for item in live]
+        board = self.boards.get(tier) if any(isinstance(part, BoardPart) for part in parts) else None
+        write = TierWrite(tier, parts, now, board)
         results: list[tuple[WriteItem, dict[str, Any] | Rejected]] = []
         for item in live:
             try:
@@ -295,6 +302,8 @@ class Batcher:
             if text:
                 tier.run(text, params)
         except StorageError as exc:
+            if board is not None:  # it holds this transaction's changes: back to what is stored
+                self.boards.reload(tier)
             if self._recall([tier], live):
                 rest = [item for item in live if tier_name not in item.replies and item.error is None]
                 if rest:
@@ -324,7 +333,14 @@ class Batcher:
                 item.replies[tier_name] = result
 
     def _housekeeping(self) -> None:
-        """Periodic lifecycle maintenance and pruning of old request ids, between batches."""
+        """Lapsed task leases, periodic lifecycle maintenance and pruning of old request ids, between batches."""
+        now = now_ms()
+        for tier_name, board in self.boards.loaded():
+            lapse = board.next_expiry()
+            if lapse is not None and lapse <= now:
+                self._commit_and_hand_over(
+                    [WriteItem(uuid7(), LEASES, LeaseExpiry(tier=tier_name), internal=True)], now
+                )
         if self.maintain_every_s and time.monotonic() - self._last_maintain >= self.maintain_every_s:
             self._last_maintain = time.monotonic()
             # the tiers open now: one opened later catches up at its next run (decay counts idle time)

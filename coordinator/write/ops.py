@@ -13,11 +13,25 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from coordinator.board.state import LeaseExpiry
 from coordinator.errors import Rejected
 from coordinator.loop.injection import InjectRecord
-from coordinator.write.parts import Part
+from coordinator.write import boarding
+from coordinator.write.parts import BoardPart, Part
 from coordinator.write.planning import ImportRecord, Planner, StoreVectors
 from protocol import constants as C
+from protocol.board import (
+    MemoryCreateRequest,
+    MemoryUpdateRequest,
+    TaskAddRequest,
+    TaskCancelRequest,
+    TaskClaimRequest,
+    TaskCompleteRequest,
+    TaskFailRequest,
+    TaskHeartbeatRequest,
+    TaskReviewRequest,
+    TaskStartRequest,
+)
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from protocol.loop import MaintainRequest, RestoreRequest
 from protocol.models import (
@@ -140,3 +154,22 @@ IMPORT = WriteOp[ImportRecord](
 )
 # The embedding worker's vectors: internal only, never on the wire.
 STORE_VECTORS = WriteOp[StoreVectors]("embedding.store", Planner.store_vectors, _empty)
+
+# The board: each in the tier of its working memory (write/boarding.py), answered by that tier's share.
+MEMORY_CREATE = WriteOp[MemoryCreateRequest](C.OP_MEMORY_CREATE, boarding.create, _the_one)
+MEMORY_UPDATE = WriteOp[MemoryUpdateRequest](C.OP_MEMORY_UPDATE, boarding.update, _the_one)
+TASK_ADD = WriteOp[TaskAddRequest](C.OP_TASK_ADD, boarding.add, _the_one)
+TASK_CLAIM = WriteOp[TaskClaimRequest](C.OP_TASK_CLAIM, boarding.claim, _the_one)
+TASK_HEARTBEAT = WriteOp[TaskHeartbeatRequest](C.OP_TASK_HEARTBEAT, boarding.on_task, _the_one)
+TASK_START = WriteOp[TaskStartRequest](C.OP_TASK_START, boarding.on_task, _the_one)
+TASK_COMPLETE = WriteOp[TaskCompleteRequest](
+    C.OP_TASK_COMPLETE,
+    boarding.complete,
+    boarding.completed,
+    claims=lambda b: [i.id for i in b.result.learnings if i.id is not None],
+)
+TASK_FAIL = WriteOp[TaskFailRequest](C.OP_TASK_FAIL, boarding.on_task, _the_one)
+TASK_REVIEW = WriteOp[TaskReviewRequest](C.OP_TASK_REVIEW, boarding.on_task, _the_one)
+TASK_CANCEL = WriteOp[TaskCancelRequest](C.OP_TASK_CANCEL, boarding.on_task, _the_one)
+# Lapsed leases of one tier, found between batches: internal only, never on the wire.
+LEASES = WriteOp[LeaseExpiry]("task.expire", lambda p, b: {b.tier: BoardPart(b)}, _empty)

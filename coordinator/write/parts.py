@@ -6,8 +6,10 @@ dispatching on their type exhaustively: a part type added to `Part` and not hand
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel
 
 from coordinator.loop.lifecycle import MaintainPart, RestorePart
 from protocol.models import LearningIn
@@ -116,6 +118,16 @@ class ImportPart:
     skipped: int  # learnings of this tier in the file whose ids some tier holds already
 
 
+@dataclass(slots=True)
+class BoardPart:
+    """A board request (coordinator/board), in its working memory's tier: the ids planning chose for what it
+    makes and, for `task.complete`, the result's learnings that belong to the same tier."""
+
+    body: BaseModel
+    ids: list[str] = field(default_factory=list)
+    put: PutPart | None = None
+
+
 Part = (
     PutPart
     | OutcomePart
@@ -129,4 +141,5 @@ Part = (
     | ProposePart
     | DecidePart
     | ImportPart
+    | BoardPart
 )

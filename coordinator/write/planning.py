@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from coordinator.board.directory import Boards
 from coordinator.errors import Rejected, already_closed, not_found
 from coordinator.loop.adaptive import SessionResult, updates
 from coordinator.loop.injection import InjectRecord
@@ -113,9 +114,18 @@ class Planner:
     """Plans the requests of one batch. Every learning the batch names (`finds`), every client-chosen id of a new
     learning (`claims`) and every injection it closes (`closes`) is looked up once, up front."""
 
-    def __init__(self, tiers: TierSet, now: int, finds: list[str], claims: list[str], closes: list[str]) -> None:
+    def __init__(
+        self,
+        tiers: TierSet,
+        now: int,
+        finds: list[str],
+        claims: list[str],
+        closes: list[str],
+        boards: Boards | None = None,
+    ) -> None:
         self.tiers = tiers
         self.now = now
+        self.boards = boards if boards is not None else Boards(tiers)  # the batcher's, kept between batches
         self.injections = load_injections(tiers.open_user(), closes) if closes else {}
         self.closing: set[str] = set()  # injections an outcome of this batch closes
         self.superseding: set[tuple[str, str, str]] = set()  # supersedes relations this batch adds

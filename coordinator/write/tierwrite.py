@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from coordinator.board.state import Board
 from coordinator.errors import already_closed, not_found
 from coordinator.loop.adaptive import SPECS, AdaptiveParam, from_row
 from coordinator.loop.lifecycle import MaintainPart, RestorePart
@@ -21,6 +22,7 @@ from coordinator.store.records import UsageRow, content_hash, learning_row
 from coordinator.store.relations import LEARNING, PARAMS, RELATIONS, REVIEWS, USAGE
 from coordinator.store.tiers import Tier
 from coordinator.write.parts import (
+    BoardPart,
     DecidePart,
     DeletePart,
     EmbedPart,
@@ -92,6 +94,9 @@ class _Needs:
             case ImportPart():
                 self.ids.update(item.id for item in part.learnings)
                 self.linked_from.update(rel.from_id for rel in part.relations)
+            case BoardPart():
+                if part.put is not None:
+                    self.add(part.put)
             case _:
                 assert_never(part)
 
@@ -99,9 +104,10 @@ class _Needs:
 class TierWrite:
     """The working copy of one tier's rows touched by one batch."""
 
-    def __init__(self, tier: Tier, parts: list[Part], now: int) -> None:
+    def __init__(self, tier: Tier, parts: list[Part], now: int, board: Board | None = None) -> None:
         self.tier = tier
         self.now = now
+        self.board = board  # the tier's board, when a part is a board request
         needs = _Needs()
         for part in parts:
             needs.add(part)
@@ -205,6 +211,8 @@ class TierWrite:
                 reply = self._delete(part)
             case ImportPart():
                 reply = self._import(part)
+            case BoardPart():
+                reply = self._board(part)
             case _:
                 assert_never(part)
         if record:
@@ -245,6 +253,14 @@ class TierWrite:
             reply["idx"].append(index)
             reply["ids"].append(lid)
             reply["created"].append(is_new)
+        return reply
+
+    def _board(self, part: BoardPart) -> dict[str, Any]:
+        if self.board is None:
+            raise TypeError("a board part needs the tier's board")  # the batcher passes it: a bug otherwise
+        reply = self.board.apply(part.body, part.ids, self.now)  # first: it may refuse, the put cannot
+        if part.put is not None:
+            reply |= self._put(part.put)
         return reply
 
     def _outcome(self, part: OutcomePart) -> dict[str, Any]:

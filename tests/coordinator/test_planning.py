@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from coordinator.board.state import LeaseExpiry
 from coordinator.errors import Rejected
 from coordinator.loop.injection import InjectRecord
 from coordinator.loop.lifecycle import MaintainPart, RestorePart
 from coordinator.write import ops
 from coordinator.write.ops import WriteOp
 from coordinator.write.parts import (
+    BoardPart,
     DecidePart,
     DeletePart,
     EmbedPart,
@@ -33,6 +35,18 @@ from coordinator.write.parts import (
 )
 from coordinator.write.planning import ImportRecord, Planner, StoreVectors
 from protocol import constants as C
+from protocol.board import (
+    MemoryCreateRequest,
+    MemoryUpdateRequest,
+    TaskAddRequest,
+    TaskCancelRequest,
+    TaskClaimRequest,
+    TaskCompleteRequest,
+    TaskFailRequest,
+    TaskHeartbeatRequest,
+    TaskReviewRequest,
+    TaskStartRequest,
+)
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from protocol.ids import uuid7
 from protocol.loop import MaintainRequest, RestoreRequest
@@ -152,7 +166,51 @@ def _store_vectors(w: World) -> tuple[BaseModel, dict[str, type]]:
     return StoreVectors(tier=PROJECT, rows=[(w.project_id, [1.0] + [0.0] * 383)]), {PROJECT: EmbedPart}
 
 
+def _memory(w: World) -> str:
+    """A working memory of PROJECT with task `t1` (needs review) claimed by `a1` and `t2` pending."""
+    body = MemoryCreateRequest(project="/srv/api", name="n", goal="g")
+    memory: str = w.write(ops.MEMORY_CREATE, body)["id"]
+    tasks = [{"id": "t1", "title": "one", "needs_review": True, "priority": 1}, {"id": "t2", "title": "two"}]
+    w.write(ops.TASK_ADD, TaskAddRequest.model_validate({"memory_id": memory, "tasks": tasks}))
+    w.write(ops.TASK_CLAIM, TaskClaimRequest(memory_id=memory, agent_id="a1", lease_ms=60_000))
+    return memory
+
+
+def _board(make: Callable[[World, str], BaseModel]) -> Callable[[World], tuple[BaseModel, dict[str, type]]]:
+    def case(w: World) -> tuple[BaseModel, dict[str, type]]:
+        return make(w, _memory(w)), {PROJECT: BoardPart}
+
+    return case
+
+
+def _complete(w: World) -> tuple[BaseModel, dict[str, type]]:
+    _memory(w)
+    result = {"summary": "done", "learnings": [learning(PROJECT, 7), learning("global", 8)]}
+    body = TaskCompleteRequest.model_validate({"task_id": "t1", "agent_id": "a1", "result": result})
+    return body, {PROJECT: BoardPart, C.TIER_USER: PutPart}
+
+
+def _review(w: World) -> tuple[BaseModel, dict[str, type]]:
+    _complete(w)
+    w.write(
+        ops.TASK_COMPLETE,
+        TaskCompleteRequest.model_validate({"task_id": "t1", "agent_id": "a1", "result": {"summary": "s"}}),
+    )
+    return TaskReviewRequest(task_id="t1", reviewer="lead", status="approved"), {PROJECT: BoardPart}
+
+
 CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
+    "MEMORY_CREATE": lambda w: (MemoryCreateRequest(project="/srv/api", name="n", goal="g"), {PROJECT: BoardPart}),
+    "MEMORY_UPDATE": _board(lambda w, m: MemoryUpdateRequest(id=m, status="paused")),
+    "TASK_ADD": _board(lambda w, m: TaskAddRequest.model_validate({"memory_id": m, "tasks": [{"title": "x"}]})),
+    "TASK_CLAIM": _board(lambda w, m: TaskClaimRequest(memory_id=m, agent_id="a2", lease_ms=1000)),
+    "TASK_HEARTBEAT": _board(lambda w, m: TaskHeartbeatRequest(task_id="t1", agent_id="a1")),
+    "TASK_START": _board(lambda w, m: TaskStartRequest(task_id="t1", agent_id="a1")),
+    "TASK_COMPLETE": _complete,
+    "TASK_FAIL": _board(lambda w, m: TaskFailRequest(task_id="t1", agent_id="a1", error="e")),
+    "TASK_REVIEW": _review,
+    "TASK_CANCEL": _board(lambda w, m: TaskCancelRequest(task_id="t2")),
+    "LEASES": _board(lambda w, m: LeaseExpiry(tier=PROJECT)),
     "PUT": _put,
     "OUTCOME": _outcome,
     "RELATION": _relation,

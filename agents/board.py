@@ -1,0 +1,127 @@
+"""The board's client methods (working memories and tasks), mixed into `GrooveClient`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import constants as C
+from protocol.board import (
+    IdReply,
+    LeaseReply,
+    MemoryGetReply,
+    MemoryListReply,
+    StatusReply,
+    Task,
+    TaskAddReply,
+    TaskClaimReply,
+    TaskCompleteReply,
+    TaskFailReply,
+    TaskGetReply,
+    TaskListReply,
+    WorkingMemory,
+)
+
+
+def _clean(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+class BoardCalls:
+    """One method per board operation; PROTOCOL.md, section 9, says what each does and refuses."""
+
+    def call(
+        self,
+        op: str,
+        body: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        attempt_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Any operation by name (GrooveClient's)."""
+        raise NotImplementedError
+
+    def create_memory(
+        self,
+        project: str,
+        name: str,
+        goal: str,
+        constraints: list[str] | None = None,
+        owner: str | None = None,
+        max_attempts: int | None = None,
+    ) -> str:
+        """Start a working memory for a project; returns its id."""
+        body = _clean(
+            project=project, name=name, goal=goal, constraints=constraints, owner=owner, max_attempts=max_attempts
+        )
+        return IdReply.model_validate(self.call(C.OP_MEMORY_CREATE, body)).id
+
+    def memory(self, memory_id: str) -> WorkingMemory:
+        """A working memory, with its tasks counted by status."""
+        return MemoryGetReply.model_validate(self.call(C.OP_MEMORY_GET, {"id": memory_id})).memory
+
+    def memories(self, project: str | None = None, status: str | None = None) -> list[WorkingMemory]:
+        """Working memories (of one project, in one status), newest first."""
+        reply = self.call(C.OP_MEMORY_LIST, _clean(project=project, status=status))
+        return MemoryListReply.model_validate(reply).memories
+
+    def set_memory_status(self, memory_id: str, status: str) -> str:
+        """Pause, resume, complete, cancel or archive a working memory."""
+        reply = self.call(C.OP_MEMORY_UPDATE, {"id": memory_id, "status": status})
+        return StatusReply.model_validate(reply).status
+
+    def add_tasks(self, memory_id: str, tasks: list[dict[str, Any]]) -> list[str]:
+        """Add tasks (maps of the protocol's task fields), all or none; returns their ids in order."""
+        reply = self.call(C.OP_TASK_ADD, {"memory_id": memory_id, "tasks": tasks})
+        return TaskAddReply.model_validate(reply).ids
+
+    def claim_task(self, memory_id: str, agent_id: str, lease_ms: int, role: str | None = None) -> Task | None:
+        """The best ready task, now this agent's under a lease; None when none is ready."""
+        body = _clean(memory_id=memory_id, agent_id=agent_id, lease_ms=lease_ms, role=role)
+        return TaskClaimReply.model_validate(self.call(C.OP_TASK_CLAIM, body)).task
+
+    def renew_lease(self, task_id: str, agent_id: str, lease_ms: int | None = None) -> int:
+        """Extend the lease on a task this agent holds; returns when it lapses now (ms since the epoch)."""
+        body = _clean(task_id=task_id, agent_id=agent_id, lease_ms=lease_ms)
+        return LeaseReply.model_validate(self.call(C.OP_TASK_HEARTBEAT, body)).lease_until
+
+    def start_task(self, task_id: str, agent_id: str) -> None:
+        """Mark a held task `in_progress`."""
+        self.call(C.OP_TASK_START, {"task_id": task_id, "agent_id": agent_id})
+
+    def complete_task(
+        self,
+        task_id: str,
+        agent_id: str,
+        summary: str,
+        learnings: list[dict[str, Any]] | None = None,
+        artifacts: list[str] | None = None,
+        next_steps: list[str] | None = None,
+    ) -> TaskCompleteReply:
+        """Finish a held task with its result; its learnings are stored with the task as their source."""
+        result = _clean(summary=summary, learnings=learnings, artifacts=artifacts, next_steps=next_steps)
+        reply = self.call(C.OP_TASK_COMPLETE, {"task_id": task_id, "agent_id": agent_id, "result": result})
+        return TaskCompleteReply.model_validate(reply)
+
+    def fail_task(self, task_id: str, agent_id: str, error: str, retry: bool = True) -> TaskFailReply:
+        """Give up a held task: back to pending while attempts are left (with `retry`), else failed."""
+        body = {"task_id": task_id, "agent_id": agent_id, "error": error, "retry": retry}
+        return TaskFailReply.model_validate(self.call(C.OP_TASK_FAIL, body))
+
+    def review_task(self, task_id: str, reviewer: str, status: str, comments: str | None = None) -> str:
+        """Approve, send back or reject a task in review; returns its status now."""
+        body = _clean(task_id=task_id, reviewer=reviewer, status=status, comments=comments)
+        return StatusReply.model_validate(self.call(C.OP_TASK_REVIEW, body)).status
+
+    def cancel_task(self, task_id: str) -> None:
+        """Cancel a task not yet finished (its dependents are blocked)."""
+        self.call(C.OP_TASK_CANCEL, {"task_id": task_id})
+
+    def task(self, task_id: str) -> Task:
+        """One task."""
+        return TaskGetReply.model_validate(self.call(C.OP_TASK_GET, {"id": task_id})).task
+
+    def tasks(
+        self, memory_id: str, status: str | None = None, assigned_to: str | None = None, limit: int | None = None
+    ) -> list[Task]:
+        """A memory's tasks (in one status, held by one agent), highest priority first."""
+        body = _clean(memory_id=memory_id, status=status, assigned_to=assigned_to, limit=limit)
+        return TaskListReply.model_validate(self.call(C.OP_TASK_LIST, body)).tasks

@@ -1,0 +1,76 @@
+"""Reading the board (reader threads): what is committed, straight from the tiers, never the writer's board.
+
+A memory or task is found by looking in every tier: a point lookup each, and a coordinator holds a few dozen
+tiers, not thousands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.errors import Rejected
+from coordinator.store.relations import MEMORIES, TASKS
+from coordinator.store.tiers import Tier, TierSet
+from protocol import constants as C
+from protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
+from protocol.errors import ErrorCode
+
+
+def _counts(tier: Tier, memory_id: str) -> dict[str, int]:
+    rows = tier.run("?[status, count(id)] := *tasks:by_memory{memory_id, status, id}, memory_id = $m", {"m": memory_id})
+    return {status: int(n) for status, n in rows}
+
+
+def _memory(tiers: TierSet, memory_id: str) -> tuple[Tier, dict[str, Any]]:
+    for tier in tiers.open_all():
+        rows = tier.run(f"{MEMORIES.scan()}, id = $id", {"id": memory_id})
+        if rows:
+            return tier, MEMORIES.wire(rows[0])
+    raise Rejected(ErrorCode.NOT_FOUND, f"no working memory {memory_id}")
+
+
+def get_memory(tiers: TierSet, body: MemoryGetRequest) -> dict[str, Any]:
+    """`memory.get`: the memory with its tasks counted by status."""
+    tier, memory = _memory(tiers, body.id)
+    return {"memory": memory | {"tasks": _counts(tier, body.id)}}
+
+
+def list_memories(tiers: TierSet, body: MemoryListRequest) -> dict[str, Any]:
+    """`memory.list`: of one project (its tier) or of all, in one status if asked; newest first."""
+    if body.project is not None:
+        tier = tiers.get(C.TIER_PROJECT_PREFIX + body.project, create=False)
+        chosen = [tier] if tier is not None else []
+    else:
+        chosen = tiers.open_all()
+    status = "" if body.status is None else ", status = $status"
+    memories = []
+    for tier in chosen:
+        for row in tier.run(f"{MEMORIES.scan()}{status}", {"status": body.status}):
+            memory = MEMORIES.wire(row)
+            memories.append(memory | {"tasks": _counts(tier, memory["id"])})
+    memories.sort(key=lambda m: (-m["created_at"], m["id"]))
+    return {"memories": memories}
+
+
+def get_task(tiers: TierSet, body: TaskGetRequest) -> dict[str, Any]:
+    """`task.get`: one task."""
+    for tier in tiers.open_all():
+        rows = tier.run(f"{TASKS.scan()}, id = $id", {"id": body.id})
+        if rows:
+            return {"task": TASKS.wire(rows[0])}
+    raise Rejected(ErrorCode.NOT_FOUND, f"no task {body.id!r}")
+
+
+def list_tasks(tiers: TierSet, body: TaskListRequest) -> dict[str, Any]:
+    """`task.list`: a memory's tasks, by priority (highest first), then in the order they were added."""
+    tier, _ = _memory(tiers, body.memory_id)
+    filters = ", memory_id = $m"
+    if body.status is not None:
+        filters += ", status = $status"
+    if body.assigned_to is not None:
+        filters += ", assigned_to = $agent"
+    rows = tier.run(
+        f"{TASKS.scan()}{filters} :order -priority, seq :limit {body.limit}",
+        {"m": body.memory_id, "status": body.status, "agent": body.assigned_to},
+    )
+    return {"tasks": [TASKS.wire(row) for row in rows]}

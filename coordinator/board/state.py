@@ -1,0 +1,369 @@
+"""One tier's board in memory: its working memories and task graphs, and which tasks are ready to claim.
+
+Built from the stored rows when a board write first needs the tier, then changed only by the writer thread as
+it applies board parts. What a batch changed is rendered into that batch's transaction (`take_dirty`). A
+commit that fails has the batcher rebuild the board from what is stored, so it never keeps a change that did
+not commit. Every method checks before it changes anything: a `Rejected` leaves the board as it was.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel
+
+from coordinator.errors import Rejected
+from coordinator.store.relations import MEMORIES, TASKS
+from coordinator.store.tiers import Tier
+from protocol.board import (
+    MemoryCreateRequest,
+    MemoryUpdateRequest,
+    TaskAddRequest,
+    TaskCancelRequest,
+    TaskClaimRequest,
+    TaskCompleteRequest,
+    TaskFailRequest,
+    TaskHeartbeatRequest,
+    TaskReviewRequest,
+    TaskStartRequest,
+)
+from protocol.errors import ErrorCode
+
+Wire = dict[str, Any]
+_HELD = ("assigned", "in_progress")
+_FINISHED = ("completed", "failed", "cancelled")
+_TAKES_TASKS = ("active", "paused")  # a memory that may still be given tasks
+
+
+class LeaseExpiry(BaseModel):
+    """The coordinator's own write: lapsed leases of one tier go back to `pending` (never on the wire)."""
+
+    tier: str
+
+
+def _conflict(message: str) -> Rejected:
+    return Rejected(ErrorCode.CONFLICT, message)
+
+
+class Board:
+    """A tier's working memories and tasks."""
+
+    def __init__(self, memories: list[Wire], tasks: list[Wire]) -> None:
+        self.memories: dict[str, Wire] = {m["id"]: m for m in memories}
+        self.tasks: dict[str, Wire] = {t["id"]: t for t in tasks}
+        self.dependents: defaultdict[str, list[str]] = defaultdict(list)
+        self.unmet: dict[str, int] = {}  # task -> dependencies not completed yet
+        # (memory, role or None) -> heap of (-priority, seq, task id): pending tasks with every dependency
+        # completed. Entries go stale when a task moves on; they are skipped when they come to the top.
+        self._ready: dict[tuple[str, str | None], list[tuple[int, int, str]]] = {}
+        self._leases: list[tuple[int, str]] = []  # (lease_until, task id), stale entries skipped likewise
+        self.next_seq = 1 + max((t["seq"] for t in tasks), default=0)
+        self._dirty_memories: set[str] = set()
+        self._dirty_tasks: set[str] = set()
+        for task in tasks:
+            for dep in task["depends_on"]:
+                self.dependents[dep].append(task["id"])
+        for task in tasks:
+            self.unmet[task["id"]] = sum(1 for dep in task["depends_on"] if self.tasks[dep]["status"] != "completed")
+            self._queue(task)
+            if task["status"] in _HELD and task["lease_until"] is not None:
+                heapq.heappush(self._leases, (task["lease_until"], task["id"]))
+
+    @classmethod
+    def load(cls, tier: Tier) -> Board:
+        """The board as stored in `tier`."""
+        memories = [MEMORIES.wire(row) for row in tier.run(MEMORIES.scan())]
+        tasks = [TASKS.wire(row) for row in tier.run(TASKS.scan())]
+        return cls(memories, tasks)
+
+    def take_dirty(self) -> tuple[list[list[Any]], list[list[Any]]]:
+        """The memory and task rows changed since the last call, to commit."""
+        memories = [MEMORIES.row(self.memories[mid]) for mid in sorted(self._dirty_memories)]
+        tasks = [TASKS.row(self.tasks[tid]) for tid in sorted(self._dirty_tasks)]
+        self._dirty_memories.clear()
+        self._dirty_tasks.clear()
+        return memories, tasks
+
+    def apply(self, body: BaseModel, ids: list[str], now: int) -> Wire:
+        """Apply one board request (with the ids planning chose for what it makes); returns the reply."""
+        match body:
+            case MemoryCreateRequest():
+                return self._create(body, ids[0], now)
+            case MemoryUpdateRequest():
+                return self._update(body, now)
+            case TaskAddRequest():
+                return self._add(body, ids, now)
+            case TaskClaimRequest():
+                return self._claim(body, now)
+            case TaskHeartbeatRequest():
+                task = self._held(body.task_id, body.agent_id, now)
+                return {"lease_until": self._lease(task, body.lease_ms or task["lease_ms"], now)}
+            case TaskStartRequest():
+                task = self._held(body.task_id, body.agent_id, now)
+                if task["started_at"] is None:
+                    task["started_at"] = now
+                return {"status": self._set(task, "in_progress", now)}
+            case TaskCompleteRequest():
+                return self._complete(body, now)
+            case TaskFailRequest():
+                task = self._held(body.task_id, body.agent_id, now)
+                return self._retry_or_fail(task, body.error, body.retry, now)
+            case TaskReviewRequest():
+                return self._review(body, now)
+            case TaskCancelRequest():
+                return self._cancel(body, now)
+            case LeaseExpiry():
+                return {"expired": self.expire(now)}
+            case _:
+                raise TypeError(f"not a board request: {type(body).__name__}")
+
+    # --- lookups -------------------------------------------------------------------------------------
+
+    def memory(self, memory_id: str) -> Wire:
+        """The working memory `memory_id`; Rejected `not_found` if this tier has none."""
+        memory = self.memories.get(memory_id)
+        if memory is None:
+            raise Rejected(ErrorCode.NOT_FOUND, f"no working memory {memory_id}")
+        return memory
+
+    def task(self, task_id: str) -> Wire:
+        """The task `task_id`; Rejected `not_found` if this tier has none."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise Rejected(ErrorCode.NOT_FOUND, f"no task {task_id!r}")
+        return task
+
+    def _held(self, task_id: str, agent_id: str, now: int) -> Wire:
+        """The task, if `agent_id` holds its lease now; Rejected `conflict` otherwise."""
+        task = self.task(task_id)
+        if task["status"] not in _HELD or task["assigned_to"] != agent_id:
+            holder = f" (held by {task['assigned_to']!r})" if task["status"] in _HELD else ""
+            raise _conflict(f"task {task_id!r} is {task['status']}{holder}, not held by {agent_id!r}")
+        if task["lease_until"] <= now:
+            raise _conflict(f"the lease of {agent_id!r} on task {task_id!r} has lapsed; the task goes back to pending")
+        return task
+
+    def next_expiry(self) -> int | None:
+        """When the first lease held now lapses (None: no lease is held)."""
+        while self._leases:
+            until, tid = self._leases[0]
+            task = self.tasks[tid]
+            if task["status"] in _HELD and task["lease_until"] == until:
+                return until
+            heapq.heappop(self._leases)
+        return None
+
+    # --- changes -------------------------------------------------------------------------------------
+
+    def _touch(self, task: Wire, now: int) -> None:
+        task["updated_at"] = now
+        self._dirty_tasks.add(task["id"])
+
+    def _set(self, task: Wire, status: str, now: int) -> str:
+        task["status"] = status
+        self._touch(task, now)
+        return status
+
+    def _queue(self, task: Wire) -> None:
+        """Offer a task to claims if it is pending with every dependency completed."""
+        if task["status"] == "pending" and self.unmet[task["id"]] == 0:
+            heap = self._ready.setdefault((task["memory_id"], task["role"]), [])
+            heapq.heappush(heap, (-task["priority"], task["seq"], task["id"]))
+
+    def _release(self, task: Wire) -> None:
+        """The lease ends; who held the task, and since when, stay on it until it is handed out again."""
+        task.update(lease_ms=None, lease_until=None)
+
+    def _requeue(self, task: Wire, now: int) -> None:
+        task.update(assigned_to=None, assigned_at=None, started_at=None)
+        self._set(task, "pending", now)
+        self._queue(task)
+
+    def _create(self, body: MemoryCreateRequest, memory_id: str, now: int) -> Wire:
+        fields = body.model_dump()
+        self.memories[memory_id] = {
+            "id": memory_id,
+            **fields,
+            "status": "active",
+            "created_at": now,
+            "updated_at": now,
+            "completed_at": None,
+        }
+        self._dirty_memories.add(memory_id)
+        return {"id": memory_id}
+
+    def _update(self, body: MemoryUpdateRequest, now: int) -> Wire:
+        memory = self.memory(body.id)
+        memory.update(status=body.status, updated_at=now)
+        if body.status == "completed" and memory["completed_at"] is None:
+            memory["completed_at"] = now
+        self._dirty_memories.add(body.id)
+        return {"status": body.status}
+
+    def _add(self, body: TaskAddRequest, ids: list[str], now: int) -> Wire:
+        memory = self.memory(body.memory_id)
+        if memory["status"] not in _TAKES_TASKS:
+            raise _conflict(f"working memory {body.memory_id} is {memory['status']}: it takes no more tasks")
+        new = dict(zip(ids, body.tasks, strict=True))
+        if len(new) != len(ids):
+            raise Rejected(ErrorCode.BAD_REQUEST, "tasks: the same id appears more than once in one request")
+        for index, (tid, item) in enumerate(new.items()):
+            if tid in self.tasks:
+                raise _conflict(f"tasks.{index}.id: task {tid!r} exists already")
+            for dep in item.depends_on:
+                known = dep in new or self.tasks.get(dep, {}).get("memory_id") == body.memory_id
+                if not known:
+                    raise Rejected(ErrorCode.BAD_REQUEST, f"tasks.{index}.depends_on: no task {dep!r} in this memory")
+        _check_acyclic({tid: [d for d in item.depends_on if d in new] for tid, item in new.items()})
+        for tid, item in new.items():
+            blocked = any(self.tasks.get(d, {}).get("status") in ("failed", "cancelled") for d in item.depends_on)
+            self.tasks[tid] = {
+                "id": tid,
+                "memory_id": body.memory_id,
+                "seq": self.next_seq,
+                **item.model_dump(exclude={"id"}),
+                "status": "blocked" if blocked else "pending",
+                "assigned_to": None,
+                "assigned_at": None,
+                "lease_ms": None,
+                "lease_until": None,
+                "started_at": None,
+                "completed_at": None,
+                "attempts": 0,
+                "last_error": None,
+                "result": None,
+                "review_status": None,
+                "reviewed_by": None,
+                "review_comments": None,
+                "created_at": now,
+                "updated_at": now,
+            }
+            self.next_seq += 1
+            self._dirty_tasks.add(tid)
+            for dep in item.depends_on:
+                self.dependents[dep].append(tid)
+        for tid, item in new.items():
+            self.unmet[tid] = sum(1 for d in item.depends_on if self.tasks[d]["status"] != "completed")
+            self._queue(self.tasks[tid])
+        return {"ids": ids}
+
+    def _claim(self, body: TaskClaimRequest, now: int) -> Wire:
+        if self.memory(body.memory_id)["status"] != "active":
+            return {"task": None}
+        best: tuple[tuple[int, int, str], list[tuple[int, int, str]]] | None = None
+        roles = (None, body.role) if body.role is not None else (None,)
+        for role in roles:
+            heap = self._ready.get((body.memory_id, role))
+            while heap and not self._claimable(heap[0][2]):
+                heapq.heappop(heap)
+            if heap and (best is None or heap[0] < best[0]):
+                best = (heap[0], heap)
+        if best is None:
+            return {"task": None}
+        heapq.heappop(best[1])
+        task = self.tasks[best[0][2]]
+        task.update(assigned_to=body.agent_id, assigned_at=now, started_at=None)
+        self._lease(task, body.lease_ms, now)
+        self._set(task, "assigned", now)
+        return {"task": dict(task)}
+
+    def _claimable(self, task_id: str) -> bool:
+        return self.tasks[task_id]["status"] == "pending" and self.unmet[task_id] == 0
+
+    def _lease(self, task: Wire, lease_ms: int, now: int) -> int:
+        task.update(lease_ms=lease_ms, lease_until=now + lease_ms)
+        heapq.heappush(self._leases, (task["lease_until"], task["id"]))
+        self._touch(task, now)
+        return int(task["lease_until"])
+
+    def _complete(self, body: TaskCompleteRequest, now: int) -> Wire:
+        task = self._held(body.task_id, body.agent_id, now)
+        result = body.result.model_dump(exclude={"learnings"})
+        task["result"] = result | {"learnings": len(body.result.learnings)}
+        self._release(task)
+        if task["needs_review"]:
+            return {"status": self._set(task, "review", now)}
+        return {"status": self._finish(task, now)}
+
+    def _finish(self, task: Wire, now: int) -> str:
+        """The task is completed: its dependents may become ready."""
+        task["completed_at"] = now
+        for dep in self.dependents.get(task["id"], ()):
+            self.unmet[dep] -= 1
+            self._queue(self.tasks[dep])
+        return self._set(task, "completed", now)
+
+    def _retry_or_fail(self, task: Wire, error: str, retry: bool, now: int) -> Wire:
+        task["attempts"] += 1
+        task["last_error"] = error
+        self._release(task)
+        max_attempts = self.memories[task["memory_id"]]["max_attempts"]
+        if retry and task["attempts"] < max_attempts:
+            self._requeue(task, now)
+        else:
+            self._fail(task, now)
+        return {"status": task["status"], "attempts": task["attempts"]}
+
+    def _fail(self, task: Wire, now: int, status: str = "failed") -> None:
+        """The task will not complete: every pending task that waits on it, directly or not, is blocked."""
+        self._set(task, status, now)
+        waiting = list(self.dependents.get(task["id"], ()))
+        while waiting:
+            dep = self.tasks[waiting.pop()]
+            if dep["status"] == "pending":
+                self._set(dep, "blocked", now)
+                waiting.extend(self.dependents.get(dep["id"], ()))
+
+    def _review(self, body: TaskReviewRequest, now: int) -> Wire:
+        task = self.task(body.task_id)
+        if task["status"] != "review":
+            raise _conflict(f"task {body.task_id!r} is {task['status']}, not in review")
+        task.update(review_status=body.status, reviewed_by=body.reviewer, review_comments=body.comments)
+        if body.status == "approved":
+            return {"status": self._finish(task, now)}
+        if body.status == "needs_rework":
+            self._requeue(task, now)
+        else:
+            self._fail(task, now)
+        return {"status": task["status"]}
+
+    def _cancel(self, body: TaskCancelRequest, now: int) -> Wire:
+        task = self.task(body.task_id)
+        if task["status"] in _FINISHED:
+            raise _conflict(f"task {body.task_id!r} is {task['status']} already")
+        self._release(task)
+        self._fail(task, now, "cancelled")
+        return {"status": "cancelled"}
+
+    def expire(self, now: int) -> int:
+        """Tasks whose lease lapsed by `now` go back to `pending` (an attempt counted), or to `failed` when
+        their attempts are spent; returns how many."""
+        expired = 0
+        while (until := self.next_expiry()) is not None and until <= now:
+            _, tid = heapq.heappop(self._leases)
+            task = self.tasks[tid]
+            self._retry_or_fail(task, f"the lease of {task['assigned_to']!r} lapsed", True, now)
+            expired += 1
+        return expired
+
+
+def _check_acyclic(edges: dict[str, list[str]]) -> None:
+    """Rejected `bad_request` if the new tasks' dependencies among themselves form a cycle (existing tasks
+    cannot depend on new ones, so a cycle lies among these)."""
+    waiting = {tid: len(deps) for tid, deps in edges.items()}
+    after: defaultdict[str, list[str]] = defaultdict(list)
+    for tid, deps in edges.items():
+        for dep in deps:
+            after[dep].append(tid)
+    free = [tid for tid, n in waiting.items() if n == 0]
+    while free:
+        for nxt in after[free.pop()]:
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                free.append(nxt)
+    cycle = sorted(tid for tid, n in waiting.items() if n > 0)
+    if cycle:
+        more = " ..." if len(cycle) > 5 else ""
+        raise Rejected(ErrorCode.BAD_REQUEST, f"tasks: dependencies form a cycle among {', '.join(cycle[:5])}{more}")

@@ -1,0 +1,246 @@
+"""The board on a real coordinator: working memories, task graphs, claims under leases, results that teach."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import BadRequest, Conflict, GrooveClient, NotFound
+from protocol.codec import encode_request
+from protocol.ids import uuid7
+from tests.helpers import RunningCoordinator, learning, wait_for
+from tests.integration.test_crash import raw_call
+
+PROJECT = "/srv/shop"
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def plan(client: GrooveClient, tasks: list[dict[str, object]], max_attempts: int = 3) -> str:
+    memory = client.create_memory(PROJECT, "checkout", "ship the new checkout", ["keep the API"], "alex", max_attempts)
+    client.add_tasks(memory, tasks)
+    return memory
+
+
+def test_tasks_are_handed_out_by_priority_once_their_dependencies_completed(client: GrooveClient) -> None:
+    memory = plan(
+        client,
+        [
+            {"id": "schema", "title": "schema", "priority": 1},
+            {"id": "api", "title": "api", "depends_on": ["schema"], "priority": 9},
+            {"id": "docs", "title": "docs", "priority": 5},
+            {"id": "ui", "title": "ui", "role": "frontend", "priority": 20},
+        ],
+    )
+    first = client.claim_task(memory, "a1", 60_000)
+    second = client.claim_task(memory, "a2", 60_000)
+    assert first is not None
+    assert second is not None
+    assert (first.id, second.id) == ("docs", "schema")  # `api` waits on `schema`; `ui` only for its role
+    assert client.claim_task(memory, "a3", 60_000) is None
+    frontend = client.claim_task(memory, "a4", 60_000, role="frontend")
+    assert frontend is not None
+    assert frontend.id == "ui"
+    assert client.complete_task("schema", "a2", "tables made").status == "completed"
+    api = client.claim_task(memory, "a3", 60_000)
+    assert api is not None
+    assert api.id == "api"
+    assert api.status == "assigned"
+    assert api.assigned_to == "a3"
+    stored = client.memory(memory)
+    assert stored.goal == "ship the new checkout"
+    assert stored.constraints == ["keep the API"]
+    assert stored.tasks == {"assigned": 3, "completed": 1}
+    assert [t.id for t in client.tasks(memory, status="assigned")] == ["ui", "api", "docs"]
+    assert [m.id for m in client.memories(project=PROJECT)] == [memory]
+
+
+def test_every_task_is_claimed_once_by_16_agents_and_never_before_its_dependencies(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+) -> None:
+    width, depth = 20, 6
+    tasks: list[dict[str, Any]] = [
+        {"id": f"t{level}-{i}", "title": f"task {level}-{i}", "priority": i % 3}
+        | ({"depends_on": [f"t{level - 1}-{i}", f"t{level - 1}-{(i + 1) % width}"]} if level else {})
+        for level in range(depth)
+        for i in range(width)
+    ]
+    memory = plan(client_factory(coordinator.endpoint), tasks)
+    done: list[tuple[str, str]] = []
+    errors: list[BaseException] = []
+
+    def agent(name: str) -> None:
+        client = client_factory(coordinator.endpoint)
+        deadline = time.monotonic() + 120
+        try:
+            while time.monotonic() < deadline:
+                task = client.claim_task(memory, name, 30_000)
+                if task is None:  # none ready: the plan is done, or the next level waits on others' work
+                    if client.memory(memory).tasks == {"completed": len(tasks)}:
+                        return
+                    time.sleep(0.01)  # an idle agent's polling interval
+                    continue
+                client.complete_task(task.id, name, f"{task.id} done")
+                done.append((task.id, name))
+        except BaseException as exc:  # surfaced below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=agent, args=(f"agent-{n}",)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors
+    assert sorted(tid for tid, _ in done) == sorted(t["id"] for t in tasks)  # each once, none lost
+    stored = {t.id: t for t in client_factory(coordinator.endpoint).tasks(memory)}
+    assert {t.status for t in stored.values()} == {"completed"}
+    for task in stored.values():
+        for dep in task.depends_on:
+            finished, claimed = stored[dep].completed_at, task.assigned_at
+            assert finished is not None
+            assert claimed is not None
+            assert finished <= claimed
+
+
+def test_a_resent_claim_returns_the_same_task(coordinator: RunningCoordinator, client: GrooveClient) -> None:
+    memory = plan(client, [{"title": "one"}, {"title": "two"}])
+    payload = encode_request(uuid7(), "task.claim", {"memory_id": memory, "agent_id": "a1", "lease_ms": 60_000})
+    first = raw_call(coordinator.endpoint, payload)
+    again = raw_call(coordinator.endpoint, payload)
+    assert first["body"] == again["body"]
+    assert [t.assigned_to for t in client.tasks(memory)] == ["a1", None]
+
+
+def test_a_lapsed_lease_requeues_the_task_and_its_late_completion_is_refused(client: GrooveClient) -> None:
+    memory = plan(client, [{"id": "slow", "title": "slow"}], max_attempts=2)
+    task = client.claim_task(memory, "sleepy", 300)
+    assert task is not None
+    wait_for(lambda: client.task("slow").status == "pending", "the lapsed lease requeued the task", timeout=10)
+    lapsed = client.task("slow")
+    assert lapsed.attempts == 1
+    assert lapsed.assigned_to is None
+    assert lapsed.last_error is not None
+    with pytest.raises(Conflict):
+        client.complete_task("slow", "sleepy", "too late")
+    again = client.claim_task(memory, "awake", 60_000)
+    assert again is not None
+    assert again.id == "slow"
+    assert client.renew_lease("slow", "awake", 120_000) > again.lease_until  # type: ignore[operator]
+    with pytest.raises(Conflict):
+        client.renew_lease("slow", "sleepy")
+    assert client.complete_task("slow", "awake", "done").status == "completed"
+
+
+def test_failures_retry_until_attempts_are_spent_then_block_dependents(client: GrooveClient) -> None:
+    memory = plan(client, [{"id": "flaky", "title": "f"}, {"id": "after", "title": "a", "depends_on": ["flaky"]}], 2)
+    client.claim_task(memory, "a1", 60_000)
+    assert client.fail_task("flaky", "a1", "exploded").model_dump() == {"status": "pending", "attempts": 1}
+    client.claim_task(memory, "a1", 60_000)
+    assert client.fail_task("flaky", "a1", "exploded again").model_dump() == {"status": "failed", "attempts": 2}
+    assert client.task("after").status == "blocked"
+    assert client.claim_task(memory, "a1", 60_000) is None
+
+
+def test_review_and_results_that_teach(client: GrooveClient) -> None:
+    memory = plan(client, [{"id": "risky", "title": "migrate", "needs_review": True}])
+    client.claim_task(memory, "a1", 60_000)
+    client.start_task("risky", "a1")
+    lesson = learning(f"project:{PROJECT}", n=3)
+    elsewhere = learning("global", n=4)
+    done = client.complete_task("risky", "a1", "migrated", learnings=[lesson, elsewhere], next_steps=["drop old"])
+    assert done.status == "review"
+    stored = [client.get(lid) for lid in done.learning_ids]
+    assert [s.tier for s in stored] == [f"project:{PROJECT}", "user"]
+    assert all(s.source == {"type": "task", "task_id": "risky", "memory_id": memory, "agent_id": "a1"} for s in stored)
+    assert client.review_task("risky", "lead", "needs_rework", "add a rollback") == "pending"
+    client.claim_task(memory, "a2", 60_000)
+    client.complete_task("risky", "a2", "migrated, with a rollback")
+    assert client.review_task("risky", "lead", "approved") == "completed"
+    final = client.task("risky")
+    assert final.result is not None
+    assert final.result["summary"] == "migrated, with a rollback"
+    assert (final.review_status, final.reviewed_by) == ("approved", "lead")
+    with pytest.raises(Conflict):
+        client.review_task("risky", "lead", "rejected")
+
+
+def test_bad_plans_and_wrong_holders_are_refused_and_change_nothing(client: GrooveClient) -> None:
+    memory = plan(client, [{"id": "a", "title": "a"}])
+    with pytest.raises(BadRequest, match="no task 'ghost'"):
+        client.add_tasks(memory, [{"id": "b", "title": "b", "depends_on": ["ghost"]}])
+    with pytest.raises(BadRequest, match="cycle"):
+        client.add_tasks(
+            memory, [{"id": "x", "title": "x", "depends_on": ["y"]}, {"id": "y", "title": "y", "depends_on": ["x"]}]
+        )
+    with pytest.raises(Conflict):
+        client.add_tasks(memory, [{"id": "a", "title": "again"}])
+    with pytest.raises(BadRequest):
+        client.add_tasks(memory, [{"id": "has space", "title": "x"}])
+    assert [t.id for t in client.tasks(memory)] == ["a"]
+    with pytest.raises(NotFound):
+        client.claim_task(uuid7(), "a1", 60_000)
+    with pytest.raises(NotFound):
+        client.task("nope")
+    with pytest.raises(BadRequest):
+        client.claim_task(memory, "a1", 5)  # a lease shorter than the minimum
+    client.claim_task(memory, "a1", 60_000)
+    with pytest.raises(Conflict):
+        client.complete_task("a", "intruder", "mine now")
+    with pytest.raises(Conflict):
+        client.review_task("a", "lead", "approved")
+    client.set_memory_status(memory, "paused")
+    client.add_tasks(memory, [{"id": "b", "title": "b"}])
+    assert client.claim_task(memory, "a2", 60_000) is None  # a paused memory hands out nothing
+    client.cancel_task("a")
+    with pytest.raises(Conflict):
+        client.cancel_task("a")
+    assert client.task("a").status == "cancelled"
+    client.set_memory_status(memory, "completed")
+    with pytest.raises(Conflict):
+        client.add_tasks(memory, [{"title": "late"}])
+    assert client.memory(memory).tasks == {"cancelled": 1, "pending": 1}
+
+
+def test_the_board_survives_a_kill_9(coordinator: RunningCoordinator, client: GrooveClient) -> None:
+    memory = plan(client, [{"id": "kept", "title": "kept"}, {"id": "next", "title": "next", "depends_on": ["kept"]}])
+    claimed = client.claim_task(memory, "a1", 600_000)
+    assert claimed is not None
+    coordinator.kill()
+    coordinator.restart()
+    after = client.task("kept")
+    assert (after.status, after.assigned_to, after.lease_until) == ("assigned", "a1", claimed.lease_until)
+    assert client.claim_task(memory, "a2", 60_000) is None  # still held; `next` still waits on it
+    client.complete_task("kept", "a1", "done")
+    nxt = client.claim_task(memory, "a2", 60_000)
+    assert nxt is not None
+    assert nxt.id == "next"
+
+
+def test_the_readme_board_example_runs(coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path) -> None:
+    found = re.search(r"<!-- example: board -->\s*```python\n(.*?)```", README.read_text(), re.S)
+    assert found, "the README lost its board example"
+    (tmp_path / "example.py").write_text(found.group(1))
+    run = subprocess.run(
+        [sys.executable, "example.py"],
+        cwd=tmp_path,
+        env={**os.environ, "GROOVE_ENDPOINT": coordinator.endpoint},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[:3] == ["refund-schema: completed", "refund-api: completed", "refund-docs: review"]
+    assert lines[3:] == ["completed", "{'completed': 3}"]
+    (learned,) = client.iter_learnings(tier=f"project:{PROJECT}")  # the same lesson three times: reinforced
+    assert learned.source["type"] == "task"
+    assert learned.confidence > 0.5
