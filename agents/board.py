@@ -95,11 +95,16 @@ class BoardCalls:
         learnings: list[dict[str, Any]] | None = None,
         artifacts: list[str] | None = None,
         next_steps: list[str] | None = None,
+        next_lease_ms: int | None = None,
+        next_role: str | None = None,
     ) -> TaskCompleteReply:
-        """Finish a held task with its result; its learnings are stored with the task as their source."""
+        """Finish a held task with its result; its learnings are stored with the task as their source. With
+        `next_lease_ms`, the same call claims the memory's next ready task (`reply.next`, None if none)."""
         result = _clean(summary=summary, learnings=learnings, artifacts=artifacts, next_steps=next_steps)
-        reply = self.call(C.OP_TASK_COMPLETE, {"task_id": task_id, "agent_id": agent_id, "result": result})
-        return TaskCompleteReply.model_validate(reply)
+        body: dict[str, Any] = {"task_id": task_id, "agent_id": agent_id, "result": result}
+        if next_lease_ms is not None:
+            body["next"] = _clean(lease_ms=next_lease_ms, role=next_role)
+        return TaskCompleteReply.model_validate(self.call(C.OP_TASK_COMPLETE, body))
 
     def fail_task(self, task_id: str, agent_id: str, error: str, retry: bool = True) -> TaskFailReply:
         """Give up a held task: back to pending while attempts are left (with `retry`), else failed."""

@@ -98,7 +98,7 @@ def summary(records: list[list[Any]], expected: list[dict[str, Any]], expiries: 
     }
 
 
-def run_groove(tasks: list[dict[str, Any]], agents: int, work: Path) -> dict[str, Any]:
+def run_groove(tasks: list[dict[str, Any]], agents: int, work: Path, chain: bool) -> dict[str, Any]:
     """The graph drained through a fresh coordinator."""
     data = work / "data"
     data.mkdir()
@@ -108,7 +108,8 @@ def run_groove(tasks: list[dict[str, Any]], agents: int, work: Path) -> dict[str
             memory = client.create_memory("/srv/board-bench", "bench", "drain the graph")
             for i in range(0, len(tasks), _ADD_CHUNK):
                 client.add_tasks(memory, tasks[i : i + _ADD_CHUNK])
-            procs = _spawn("groove-agent", ["--endpoint", endpoint, "--memory", memory], agents, work)
+            chained = ["--chain" if chain else "--no-chain"]
+            procs = _spawn("groove-agent", ["--endpoint", endpoint, "--memory", memory, *chained], agents, work)
             records = _gather(procs, timeout=3600)
             stored = {t.id: t for t in client.tasks(memory)}
     finally:
@@ -153,15 +154,21 @@ def run_sqlite(tasks: list[dict[str, Any]], agents: int, work: Path) -> dict[str
 @click.option("--tasks", type=click.IntRange(10), default=20_000, show_default=True)
 @click.option("--depth", type=click.IntRange(1), default=40, show_default=True, help="Levels of the graph.")
 @click.option("--peer/--no-peer", default=True, show_default=True, help="Also drain it through SQLite.")
+@click.option(
+    "--chain/--no-chain",
+    default=True,
+    show_default=True,
+    help="groove agents claim the next task as they complete one.",
+)
 @click.pass_context
-def main(ctx: click.Context, agents: int, tasks: int, depth: int, peer: bool) -> None:
+def main(ctx: click.Context, agents: int, tasks: int, depth: int, peer: bool, chain: bool) -> None:
     """Drain a task graph through groove, then through the SQLite peer; print tables, then one JSON line."""
     if ctx.invoked_subcommand is not None:
         return
     plan = graph(tasks, depth)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="groove-board-") as tmp:
-        results["groove"] = run_groove(plan, agents, Path(tmp))
+        results["groove"] = run_groove(plan, agents, Path(tmp), chain)
         if peer:
             results["sqlite"] = run_sqlite(plan, agents, Path(tmp))
     rows = []
@@ -177,7 +184,8 @@ def main(ctx: click.Context, agents: int, tasks: int, depth: int, peer: bool) ->
     if "sqlite" in results:
         ratio = round(results["groove"]["tasks_per_s"] / max(1e-9, results["sqlite"]["tasks_per_s"]), 3)
         click.echo(f"groove tasks/s ÷ sqlite: {ratio}")
-    summary_line = {"bench": "board", "agents": agents, "tasks": len(plan), "depth": depth, "results": results}
+    summary_line = {"bench": "board", "agents": agents, "tasks": len(plan), "depth": depth, "chain": chain}
+    summary_line["results"] = results
     click.echo(json.dumps(summary_line | {"ratio_sqlite": ratio, "machine": machine()}))
 
 
@@ -187,23 +195,29 @@ def main(ctx: click.Context, agents: int, tasks: int, depth: int, peer: bool) ->
 @click.option("--agent-id", required=True)
 @click.option("--start-at", type=float, required=True)
 @click.option("--out", type=click.Path(path_type=Path), required=True)
-def groove_agent(endpoint: str, memory: str, agent_id: str, start_at: float, out: Path) -> None:
-    """One agent: claim and complete until the memory has nothing left to do."""
+@click.option("--chain/--no-chain", default=True, help="Claim the next task with each completion.")
+def groove_agent(endpoint: str, memory: str, agent_id: str, start_at: float, out: Path, chain: bool) -> None:
+    """One agent: claim and complete until the memory has nothing left to do. Chained, a completion claims
+    the next task in the same call, and that call's time counts as the next task's claim and as this one's
+    completion alike."""
     records = []
     with GrooveClient(endpoint, timeout=600) as client:
         time.sleep(max(0.0, start_at - time.time()))
+        task, began, claimed = None, 0.0, 0.0
         while True:
-            began = time.time()
-            task = client.claim_task(memory, agent_id, _LEASE_MS)
-            claimed = time.time()
             if task is None:
-                counts = client.memory(memory).tasks
-                if set(counts) <= {"completed", "failed", "cancelled", "blocked"}:
+                began = time.time()
+                task = client.claim_task(memory, agent_id, _LEASE_MS)
+                claimed = time.time()
+            if task is None:
+                if set(client.memory(memory).tasks) <= {"completed", "failed", "cancelled", "blocked"}:
                     break
                 time.sleep(_IDLE_S)
                 continue
-            client.complete_task(task.id, agent_id, "done")
-            records.append([task.id, began, claimed - began, time.time(), time.time() - claimed])
+            done = client.complete_task(task.id, agent_id, "done", next_lease_ms=_LEASE_MS if chain else None)
+            finished = time.time()
+            records.append([task.id, began, claimed - began, finished, finished - claimed])
+            task, began, claimed = done.next, claimed, finished
     out.write_text(json.dumps(records))
 
 

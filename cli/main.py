@@ -13,6 +13,7 @@ import zmq
 
 from cli.agent import agent_command
 from cli.backup import backup_commands
+from cli.board import board_commands
 from cli.commands import client_commands
 from cli.curation import curation_commands
 from cli.keys import keys_group
@@ -125,7 +126,14 @@ def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) 
         fail(coordinator.failure, 1)
 
 
-for command in [*client_commands, *memory_commands, *loop_commands, *curation_commands, *backup_commands]:
+for command in [
+    *client_commands,
+    *memory_commands,
+    *loop_commands,
+    *curation_commands,
+    *backup_commands,
+    *board_commands,
+]:
     cli.add_command(command)
 cli.add_command(agent_command)
 cli.add_command(keys_group)

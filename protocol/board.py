@@ -208,19 +208,29 @@ class TaskResult(Body):
     learnings: Annotated[list[LearningIn], Field(max_length=C.MAX_LEARNINGS_PER_PUT)] = Field(default_factory=list)
 
 
+class NextClaim(Body):
+    """With `task.complete`: claim the memory's next ready task in the same write, as `task.claim` would."""
+
+    lease_ms: LeaseMs
+    role: ShortText | None = None
+
+
 class TaskCompleteRequest(Body):
-    """`task.complete`: the lease holder's result."""
+    """`task.complete`: the lease holder's result (and, with `next`, its next task: one round trip, not two)."""
 
     task_id: TaskId
     agent_id: ShortText
     result: TaskResult
+    next: NextClaim | None = None
 
 
 class TaskCompleteReply(Reply):
-    """`completed`, or `review` for a task that needs one; the ids of the result's learnings, in order."""
+    """`completed`, or `review` for a task that needs one; the ids of the result's learnings, in order; with
+    `next` asked for, the task claimed next (null when none is ready)."""
 
     status: str
     learning_ids: list[str]
+    next: Task | None = None
 
 
 class TaskFailRequest(Body):

@@ -283,9 +283,13 @@ class Board:
         result = body.result.model_dump(exclude={"learnings"})
         task["result"] = result | {"learnings": len(body.result.learnings)}
         self._release(task)
-        if task["needs_review"]:
-            return {"status": self._set(task, "review", now)}
-        return {"status": self._finish(task, now)}
+        reply = {"status": self._set(task, "review", now) if task["needs_review"] else self._finish(task, now)}
+        if body.next is not None:
+            claim = TaskClaimRequest(
+                memory_id=task["memory_id"], agent_id=body.agent_id, role=body.next.role, lease_ms=body.next.lease_ms
+            )
+            reply["next"] = self._claim(claim, now)["task"]
+        return reply
 
     def _finish(self, task: Wire, now: int) -> str:
         """The task is completed: its dependents may become ready."""

@@ -96,9 +96,9 @@ def _task_tier(planner: Planner, task_id: str) -> str:
 def completed(body: TaskCompleteRequest, replies: list[dict[str, Any]]) -> dict[str, Any]:
     """The completion's status and its learnings' ids in request order, from every tier's share."""
     ids: list[str | None] = [None] * len(body.result.learnings)
-    status = ""
+    combined: dict[str, Any] = {}
     for reply in replies:
-        status = reply.get("status", status)
+        combined.update((key, reply[key]) for key in ("status", "next") if key in reply)
         for index, lid in zip(reply.get("idx", ()), reply.get("ids", ()), strict=True):
             ids[index] = lid
-    return {"status": status, "learning_ids": ids}
+    return combined | {"learning_ids": ids}

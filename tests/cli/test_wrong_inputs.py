@@ -39,6 +39,9 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | serve | bad bind, bad settings, no config | `--bind bogus`, `--max-batch 0`, `--embed-device gpu`, `--config m` | 2 |
 | agent | no duration, missing script, bad mix | `agent`, `agent --workload missing`, `--mix fly=1` | 2 |
 | swarm | no agents, bad mix | `swarm --agents 0`, `swarm --mix fly=1` | 2 |
+| memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
+| tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
+| board | unknown memory | `board GONE --once` | 1 |
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ def state(client: GrooveClient) -> list[Any]:
         [x.model_dump() for x in client.iter_learnings()],
         sorted(client.stats().disk_tiers),
         [r.model_dump() for r in client.reviews("acme", status=None)],
+        [(m.model_dump(), [t.model_dump() for t in client.tasks(m.id)]) for m in client.memories()],
     ]
 
 
@@ -79,6 +83,9 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
     keys = tmp_path / "keys"
     keys.mkdir()
     (keys / "broken.key").write_text("not a certificate")
+    memory = client.create_memory("/srv/x", "plan", "a goal")
+    (tmp_path / "plan.yaml").write_text("tasks: [unclosed")
+    (tmp_path / "dangling.yaml").write_text("- {title: t, depends_on: [ghost]}\n")
     ep = ("--endpoint", coordinator.endpoint)
     serve = ("serve", "--data-dir", str(tmp_path / "never"))
     with silent_endpoint() as silent:
@@ -149,6 +156,15 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "agent", "--count", "1", "--mix", "fly=1"), 2),
             (("swarm", "--agents", "0"), 2),
             (("swarm", "--mix", "fly=1"), 2),
+            ((*ep, "memory", "create", "--project", "/srv/x", "--name", "n"), 2),
+            ((*ep, "memory", "create", "--project", " ", "--name", "n", "--goal", "g"), 2),
+            ((*ep, "memory", "show", GONE), 1),
+            ((*ep, "memory", "status", memory, "bored"), 2),
+            ((*ep, "tasks", "add", memory, str(tmp_path / "missing.yaml")), 2),
+            ((*ep, "tasks", "add", memory, str(tmp_path / "plan.yaml")), 2),
+            ((*ep, "tasks", "add", memory, str(tmp_path / "dangling.yaml")), 1),
+            ((*ep, "tasks", "show", "nope"), 1),
+            ((*ep, "board", GONE, "--once"), 1),
         ]
         before = state(client)
         with ThreadPoolExecutor(4) as pool:

@@ -244,3 +244,15 @@ def test_the_readme_board_example_runs(coordinator: RunningCoordinator, client: 
     (learned,) = client.iter_learnings(tier=f"project:{PROJECT}")  # the same lesson three times: reinforced
     assert learned.source["type"] == "task"
     assert learned.confidence > 0.5
+
+
+def test_a_completion_can_claim_the_next_task_in_the_same_write(client: GrooveClient) -> None:
+    memory = plan(client, [{"id": "one", "title": "1"}, {"id": "two", "title": "2", "depends_on": ["one"]}])
+    client.claim_task(memory, "a1", 60_000)
+    done = client.complete_task("one", "a1", "done", next_lease_ms=60_000)
+    assert done.status == "completed"
+    assert done.next is not None
+    assert (done.next.id, done.next.assigned_to) == ("two", "a1")  # ready because `one` completed just before
+    last = client.complete_task("two", "a1", "done", next_lease_ms=60_000)
+    assert last.next is None
+    assert client.memory(memory).tasks == {"completed": 2}

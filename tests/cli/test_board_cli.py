@@ -1,0 +1,50 @@
+"""The board's verbs against a real coordinator: a plan file in, the memory, its tasks and the live view out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agents import GrooveClient
+from tests.helpers import RunningCoordinator, run_groove
+
+PLAN = """\
+# the plan of a small feature: YAML, a map with `tasks`
+tasks:
+  - {id: schema, title: add the refunds table, priority: 2}
+  - {id: api, title: POST /refunds, depends_on: [schema], role: backend}
+  - id: docs
+    title: document refunds
+    depends_on: [api]
+    needs_review: true
+"""
+
+
+def test_a_plan_from_a_file_through_the_verbs(
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+) -> None:
+    ep = ("--endpoint", coordinator.endpoint)
+    made = run_groove(*ep, "memory", "create", "--project", "/srv/shop", "--name", "refunds", "--goal", "refunds",
+                      "--constraint", "keep the API")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    memory = made.stdout.strip()
+    (tmp_path / "plan.yaml").write_text(PLAN)
+    added = run_groove(*ep, "tasks", "add", memory, str(tmp_path / "plan.yaml"))
+    assert added.stdout.strip() == "added 3 tasks"
+    (tmp_path / "more.json").write_text(json.dumps([{"id": "ops", "title": "alerting", "depends_on": ["api"]}]))
+    assert run_groove(*ep, "tasks", "add", memory, str(tmp_path / "more.json")).returncode == 0
+    client.claim_task(memory, "agent-7", 60_000)
+    listed = run_groove(*ep, "tasks", "list", memory, "--json")
+    assert [(t["id"], t["status"]) for t in json.loads(listed.stdout)] == [
+        ("schema", "assigned"), ("api", "pending"), ("docs", "pending"), ("ops", "pending"),
+    ]  # fmt: skip
+    shown = run_groove(*ep, "tasks", "show", "api")
+    assert "depends on: schema" in shown.stdout
+    view = run_groove(*ep, "board", memory, "--once")
+    assert view.returncode == 0
+    assert "1 assigned, 3 pending" in view.stdout
+    assert "agent-7" in view.stdout
+    memories = run_groove(*ep, "memory", "list", "--project", "/srv/shop")
+    assert memory in memories.stdout
+    assert run_groove(*ep, "memory", "status", memory, "paused").stdout.strip() == "paused"
+    assert "refunds (paused)" in run_groove(*ep, "memory", "show", memory).stdout
