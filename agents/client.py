@@ -96,21 +96,28 @@ class GrooveClient(BoardCalls):
         """The coordinator's version and uptime."""
         return PingReply.model_validate(self.call(C.OP_PING, {}, timeout))
 
-    def hello(self, agent_id: str, role: str = "agent", pid: int | None = None, host: str | None = None) -> None:
-        """Register this process in the coordinator's agent registry."""
-        self.call(
-            C.OP_HELLO,
-            {
-                "agent_id": agent_id,
-                "role": role,
-                "pid": os.getpid() if pid is None else pid,
-                "host": host or socket.gethostname(),
-            },
-        )
+    def hello(
+        self,
+        agent_id: str,
+        role: str = "agent",
+        pid: int | None = None,
+        host: str | None = None,
+        status: str | None = None,
+        task_id: str | None = None,
+    ) -> None:
+        """Register this process in the coordinator's agent registry (with what it is doing, if given)."""
+        body = {
+            "agent_id": agent_id,
+            "role": role,
+            "pid": os.getpid() if pid is None else pid,
+            "host": host or socket.gethostname(),
+        }
+        self.call(C.OP_HELLO, body | _clean(status=status, task_id=task_id))
 
-    def heartbeat(self, agent_id: str) -> None:
-        """Tell the coordinator `agent_id` is alive; raises NotFound if it has not said `hello` (say it again)."""
-        self.call(C.OP_HEARTBEAT, {"agent_id": agent_id})
+    def heartbeat(self, agent_id: str, status: str | None = None, task_id: str | None = None) -> None:
+        """Tell the coordinator `agent_id` is alive (and what it is doing: a status without a task means none);
+        raises NotFound if it has not said `hello` (say it again)."""
+        self.call(C.OP_HEARTBEAT, {"agent_id": agent_id} | _clean(status=status, task_id=task_id))
 
     def stats(self) -> StatsReply:
         """The coordinator's counters and recent performance."""

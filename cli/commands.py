@@ -338,8 +338,13 @@ def agents(client: GrooveClient, state: str | None, as_json: bool) -> None:
         click.echo("no agents")
         return
     now = time.time()
-    rows = [(a.agent_id, a.role, a.pid, a.host, f"{now - a.last_seen:.1f} s ago", a.requests, a.state) for a in found]
-    click.echo(table(("agent", "role", "pid", "host", "last seen", "requests", "state"), rows))
+    rows = [
+        (a.agent_id, a.role, a.pid, a.host, f"{now - a.last_seen:.1f} s ago", a.requests, a.state, a.status,
+         a.task_id or "-", f"{a.tasks_completed}/{a.tasks_failed}")
+        for a in found
+    ]  # fmt: skip
+    head = ("agent", "role", "pid", "host", "last seen", "requests", "state", "status", "task", "done/failed")
+    click.echo(table(head, rows))
 
 
 client_commands = [ping, learn, get, list_, outcome, delete, relate, relations, stats, agents]

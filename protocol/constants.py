@@ -192,4 +192,6 @@ MAX_BUSY_RETRY_MS: Final = 5000
 HEARTBEAT_INTERVAL_S: Final = 5.0
 AGENT_ALIVE_WINDOW_S: Final = 3 * HEARTBEAT_INTERVAL_S
 AgentState = Literal["alive", "gone"]
+AgentStatus = Literal["idle", "working", "blocked", "error"]  # what an agent says it is doing (seed 004)
+AGENT_STATUSES: Final = get_args(AgentStatus)
 AGENT_STATES: Final = get_args(AgentState)

@@ -130,12 +130,17 @@ class HelloRequest(Body):
     role: ShortText
     pid: Annotated[int, Field(ge=0)]
     host: ShortText
+    status: C.AgentStatus | None = None
+    task_id: ShortText | None = None  # the board task it works on
 
 
 class HeartbeatRequest(Body):
-    """`heartbeat`: an agent that said `hello` is still alive (sent from any connection, e.g. a side thread)."""
+    """`heartbeat`: an agent that said `hello` is still alive (sent from any connection, e.g. a side thread),
+    and what it is doing: `status` and `task_id` replace what it said before when given."""
 
     agent_id: ShortText
+    status: C.AgentStatus | None = None
+    task_id: ShortText | None = None
 
 
 class EmptyReply(Reply):
@@ -341,6 +346,10 @@ class AgentOut(Reply):
     last_seen: float
     requests: int
     state: str
+    status: str = "idle"
+    task_id: str | None = None
+    tasks_completed: int = 0  # board tasks it completed or failed since the coordinator started
+    tasks_failed: int = 0
 
 
 class AgentsListReply(Reply):

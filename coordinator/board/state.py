@@ -41,6 +41,7 @@ class LeaseExpiry(BaseModel):
     """The coordinator's own write: lapsed leases of one tier go back to `pending` (never on the wire)."""
 
     tier: str
+    gone: list[str] = []  # agents gone from the registry: their leases end now, whenever they would lapse
 
 
 def _conflict(message: str) -> Rejected:
@@ -115,7 +116,7 @@ class Board:
             case TaskCancelRequest():
                 return self._cancel(body, now)
             case LeaseExpiry():
-                return {"expired": self.expire(now)}
+                return {"expired": self.expire(now), "released": self.release(set(body.gone), now)}
             case _:
                 raise TypeError(f"not a board request: {type(body).__name__}")
 
@@ -351,6 +352,21 @@ class Board:
             self._retry_or_fail(task, f"the lease of {task['assigned_to']!r} lapsed", True, now)
             expired += 1
         return expired
+
+    def holders(self) -> set[str]:
+        """The agents holding a lease now."""
+        held = (self.tasks[tid] for _, tid in self._leases)
+        return {task["assigned_to"] for task in held if task["status"] in _HELD}
+
+    def release(self, agents: set[str], now: int) -> int:
+        """Tasks these agents hold go back to `pending` (an attempt counted) or to `failed`; returns how many."""
+        released = 0
+        for _, tid in list(self._leases):
+            task = self.tasks[tid]
+            if task["status"] in _HELD and task["assigned_to"] in agents:
+                self._retry_or_fail(task, f"agent {task['assigned_to']!r} is gone", True, now)
+                released += 1
+        return released
 
 
 def _check_acyclic(edges: dict[str, list[str]]) -> None:

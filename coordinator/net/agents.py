@@ -23,6 +23,11 @@ class AgentRecord:
     last_seen: float
     requests: int = 0
     peer: bytes = b""
+    status: str = "idle"
+    task_id: str | None = None
+    # board tasks it ended since this coordinator started: counted by the acker thread only, on each ack
+    tasks_completed: int = 0
+    tasks_failed: int = 0
 
 
 class AgentRegistry:
@@ -33,7 +38,17 @@ class AgentRegistry:
         self._peers: dict[bytes, AgentRecord] = {}
         self._lock = threading.Lock()
 
-    def hello(self, peer: bytes, agent_id: str, role: str, pid: int, host: str, now: float | None = None) -> None:
+    def hello(
+        self,
+        peer: bytes,
+        agent_id: str,
+        role: str,
+        pid: int,
+        host: str,
+        now: float | None = None,
+        status: str | None = None,
+        task_id: str | None = None,
+    ) -> None:
         """Register (or re-register, e.g. after a reconnect) an agent and bind it to the peer."""
         at = time.time() if now is None else now
         with self._lock:
@@ -47,6 +62,7 @@ class AgentRegistry:
                 self._peers.pop(record.peer, None)
             record.peer = peer
             self._peers[peer] = record
+            self._say(record, status, task_id)
             if len(self._agents) > MAX_AGENTS:
                 self._forget_oldest()
 
@@ -56,13 +72,39 @@ class AgentRegistry:
             del self._agents[record.agent_id]
             self._peers.pop(record.peer, None)
 
-    def beat(self, agent_id: str, now: float | None = None) -> bool:
+    def beat(
+        self, agent_id: str, now: float | None = None, status: str | None = None, task_id: str | None = None
+    ) -> bool:
         """A heartbeat from `agent_id`; False if it never said hello (e.g. this coordinator restarted since)."""
         record = self._agents.get(agent_id)
         if record is None:
             return False
         record.last_seen = time.time() if now is None else now
+        self._say(record, status, task_id)
         return True
+
+    @staticmethod
+    def _say(record: AgentRecord, status: str | None, task_id: str | None) -> None:
+        if status is not None:  # what it is doing: a status without a task means it holds none now
+            record.status, record.task_id = status, task_id
+        elif task_id is not None:
+            record.task_id = task_id
+
+    def ended(self, agent_id: str, completed: bool) -> None:
+        """The agent completed (or failed) a board task (acker thread)."""
+        record = self._agents.get(agent_id)
+        if record is not None:
+            if completed:
+                record.tasks_completed += 1
+            else:
+                record.tasks_failed += 1
+
+    def gone(self, now: float | None = None) -> set[str]:
+        """Agents not heard from within the alive window (read by the writer thread)."""
+        at = time.time() if now is None else now
+        with self._lock:
+            records = list(self._agents.values())
+        return {r.agent_id for r in records if at - r.last_seen > C.AGENT_ALIVE_WINDOW_S}
 
     def touch(self, peer: bytes, now: float | None = None) -> None:
         """A request arrived from `peer`: refresh its agent's last-seen time."""

@@ -107,12 +107,12 @@ Handler = Control[Any] | Read[Any] | Write[Any] | Prepared[Any, Any]
 
 
 def _hello(services: Services, peer: bytes, body: HelloRequest) -> ReplyBody:
-    services.registry.hello(peer, body.agent_id, body.role, body.pid, body.host)
+    services.registry.hello(peer, body.agent_id, body.role, body.pid, body.host, None, body.status, body.task_id)
     return {}
 
 
 def _heartbeat(services: Services, _: bytes, body: HeartbeatRequest) -> ReplyBody:
-    if not services.registry.beat(body.agent_id):
+    if not services.registry.beat(body.agent_id, None, body.status, body.task_id):
         raise Rejected(ErrorCode.NOT_FOUND, f"no agent {body.agent_id!r}: say hello first")
     return {}
 

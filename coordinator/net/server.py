@@ -43,6 +43,7 @@ from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
 from coordinator.write.planning import StoreVectors
 from protocol import constants as C
+from protocol.board import TaskCompleteRequest, TaskFailRequest
 from protocol.codec import (
     RequestEnvelope,
     body_digest,
@@ -101,6 +102,7 @@ class Coordinator:
             committed=self.derived.after_commit,
             maintain_every_s=settings.maintain_every_s,
             fsync=settings.durability == "fsync",
+            gone_agents=self.registry.gone,
         )
         self._stop = threading.Event()
         self._embedding_worker = threading.Thread(
@@ -449,6 +451,8 @@ class Coordinator:
                 frames += [item.request_id.encode(), encode_error(item.request_id, result.code, result.message), b"0"]
             else:
                 frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]
+                if isinstance(item.body, TaskCompleteRequest | TaskFailRequest):
+                    self.registry.ended(item.body.agent_id, isinstance(item.body, TaskCompleteRequest))
         self._outbox().send_multipart(frames)
 
     def _read(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, received: float) -> None:

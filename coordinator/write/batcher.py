@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 # How long applied request ids are kept for answering retries (PROTOCOL.md, section 7).
 IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600 * 1000
 _PRUNE_EVERY_S = 600.0
+_GONE_CHECK_S = 1.0  # how often held leases are checked against the agents gone from the registry
 
 
 Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
@@ -86,6 +87,7 @@ class Batcher:
         committed: Committed | None = None,
         maintain_every_s: float = 0.0,
         fsync: bool = False,
+        gone_agents: Callable[[], set[str]] | None = None,
     ) -> None:
         self.tiers = tiers
         self.metrics = metrics
@@ -109,6 +111,8 @@ class Batcher:
         # held while a batch commits; `held()` takes it to see (or change) every tier at one moment
         self._committing = threading.Lock()
         self.boards = Boards(tiers)  # the working memories and task graphs, kept by the writer between batches
+        self.gone_agents = gone_agents  # the agent registry's gone agents: they lose their leases at once
+        self._last_gone_check = 0.0
 
     def start(self) -> None:
         """Start the writer and acker threads."""
@@ -335,12 +339,16 @@ class Batcher:
     def _housekeeping(self) -> None:
         """Lapsed task leases, periodic lifecycle maintenance and pruning of old request ids, between batches."""
         now = now_ms()
+        gone: set[str] = set()
+        if self.gone_agents is not None and time.monotonic() - self._last_gone_check >= _GONE_CHECK_S:
+            self._last_gone_check = time.monotonic()
+            gone = self.gone_agents()
         for tier_name, board in self.boards.loaded():
             lapse = board.next_expiry()
-            if lapse is not None and lapse <= now:
-                self._commit_and_hand_over(
-                    [WriteItem(uuid7(), LEASES, LeaseExpiry(tier=tier_name), internal=True)], now
-                )
+            leaving = sorted(board.holders() & gone) if gone else []
+            if leaving or (lapse is not None and lapse <= now):
+                lapsed = LeaseExpiry(tier=tier_name, gone=leaving)
+                self._commit_and_hand_over([WriteItem(uuid7(), LEASES, lapsed, internal=True)], now)
         if self.maintain_every_s and time.monotonic() - self._last_maintain >= self.maintain_every_s:
             self._last_maintain = time.monotonic()
             # the tiers open now: one opened later catches up at its next run (decay counts idle time)

@@ -79,7 +79,7 @@ def test_leases_lapse_at_their_time_and_renewals_move_them() -> None:
     assert board.apply(TaskHeartbeatRequest(task_id="a", agent_id="x", lease_ms=5000), [], 500) == {"lease_until": 5500}
     assert board.expire(1000) == 0  # the old lease entry is stale
     assert board.next_expiry() == 5500
-    assert board.apply(LeaseExpiry(tier="t"), [], 5500) == {"expired": 1}
+    assert board.apply(LeaseExpiry(tier="t"), [], 5500) == {"expired": 1, "released": 0}
     task = board.tasks["a"]
     assert (task["status"], task["attempts"], task["assigned_to"]) == ("pending", 1, None)
     with pytest.raises(Rejected) as late:
@@ -125,3 +125,15 @@ def test_a_board_rebuilt_from_its_rows_hands_out_the_same_tasks() -> None:
     assert [claim(rebuilt, "a", 3) for _ in range(12)] == order
     # by priority, then age; t4 is ready because t3 completed, t1 is not while t0 is only claimed
     assert order == ["t15", "t27", "t6", "t18", "t9", "t21", "t0", "t4", "t12", "t24", None, None]
+
+
+def test_a_gone_agent_loses_every_lease_it_holds_at_once() -> None:
+    board = board_with([{"id": "a", "title": "t"}, {"id": "b", "title": "t"}, {"id": "c", "title": "t"}])
+    claim(board, "gone", 0, lease_ms=600_000)
+    claim(board, "gone", 0, lease_ms=600_000)
+    claim(board, "alive", 0, lease_ms=600_000)
+    assert board.holders() == {"gone", "alive"}
+    assert board.apply(LeaseExpiry(tier="t", gone=["gone"]), [], 10) == {"expired": 0, "released": 2}
+    assert board.holders() == {"alive"}
+    assert sorted(t["id"] for t in board.tasks.values() if t["status"] == "pending") == ["a", "b"]
+    assert {t["last_error"] for t in board.tasks.values() if t["status"] == "pending"} == {"agent 'gone' is gone"}

@@ -256,3 +256,43 @@ def test_a_completion_can_claim_the_next_task_in_the_same_write(client: GrooveCl
     last = client.complete_task("two", "a1", "done", next_lease_ms=60_000)
     assert last.next is None
     assert client.memory(memory).tasks == {"completed": 2}
+
+
+AGENT_THAT_DIES = """
+import sys, time
+from agents import GrooveClient
+client = GrooveClient(sys.argv[1])
+client.hello("doomed", status="working")
+task = client.claim_task(sys.argv[2], "doomed", 600_000)
+client.heartbeat("doomed", status="working", task_id=task.id)
+print(task.id, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_an_agent_killed_with_kill_9_loses_its_lease_once_it_is_gone(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
+    memory = plan(client, [{"id": "doomed-task", "title": "t"}])
+    agent = subprocess.Popen(
+        [sys.executable, "-c", AGENT_THAT_DIES, coordinator.endpoint, memory], stdout=subprocess.PIPE, text=True
+    )
+    assert agent.stdout is not None
+    assert agent.stdout.readline().strip() == "doomed-task"
+    (seen,) = [a for a in client.agents() if a.agent_id == "doomed"]
+    assert (seen.status, seen.task_id) == ("working", "doomed-task")
+    agent.kill()
+    agent.wait()
+    # gone after the alive window (15 s without a word), then released within a second: not after its 10 min
+    requeued = wait_for(lambda: client.task("doomed-task").status == "pending", "the lease released", timeout=30)
+    assert requeued
+    task = client.task("doomed-task")
+    assert task.attempts == 1
+    assert task.last_error == "agent 'doomed' is gone"
+    with pytest.raises(Conflict):
+        client.complete_task("doomed-task", "doomed", "back from the dead")
+    client.claim_task(memory, "a2", 60_000)
+    client.complete_task("doomed-task", "a2", "done")
+    (counted,) = [a for a in client.agents() if a.agent_id == "doomed"]
+    assert (counted.tasks_completed, counted.tasks_failed) == (0, 0)
