@@ -20,6 +20,15 @@ from protocol.board import (
     TaskListReply,
     WorkingMemory,
 )
+from protocol.swarm import (
+    Artifact,
+    ArtifactListReply,
+    ArtifactRecordReply,
+    Checkpoint,
+    CheckpointListReply,
+    Decision,
+    DecisionListReply,
+)
 
 
 def _clean(**fields: Any) -> dict[str, Any]:
@@ -130,3 +139,59 @@ class BoardCalls:
         """A memory's tasks (in one status, held by one agent), highest priority first."""
         body = _clean(memory_id=memory_id, status=status, assigned_to=assigned_to, limit=limit)
         return TaskListReply.model_validate(self.call(C.OP_TASK_LIST, body)).tasks
+
+    def record_decision(
+        self,
+        memory_id: str,
+        question: str,
+        choice: str,
+        rationale: str,
+        made_by: str,
+        alternatives: list[str] | None = None,
+        task_id: str | None = None,
+        affects_tasks: list[str] | None = None,
+        reversible: bool | None = None,
+        confidence: str | None = None,
+    ) -> str:
+        """Record a decision with its rationale; returns its id."""
+        body = _clean(
+            memory_id=memory_id, question=question, choice=choice, rationale=rationale, made_by=made_by,
+            alternatives=alternatives, task_id=task_id, affects_tasks=affects_tasks, reversible=reversible,
+            confidence=confidence,
+        )  # fmt: skip
+        return IdReply.model_validate(self.call(C.OP_DECISION_RECORD, body)).id
+
+    def reverse_decision(self, decision_id: str, reversed_by: str) -> None:
+        """Mark a reversible decision as no longer holding."""
+        self.call(C.OP_DECISION_REVERSE, {"id": decision_id, "reversed_by": reversed_by})
+
+    def decisions(self, memory_id: str, task_id: str | None = None, standing: bool = False) -> list[Decision]:
+        """A memory's decisions, newest first (`standing`: only those not reversed)."""
+        body = _clean(memory_id=memory_id, task_id=task_id) | {"standing": standing}
+        return DecisionListReply.model_validate(self.call(C.OP_DECISION_LIST, body)).decisions
+
+    def record_artifact(self, memory_id: str, task_id: str, type: str, path: str, checksum: str, created_by: str,
+                        **more: Any) -> ArtifactRecordReply:  # fmt: skip
+        """Record a file a task produced (`description`, `git_commit`, `git_branch` in `more`); a new checksum
+        for the path is a new version."""
+        body = {"memory_id": memory_id, "task_id": task_id, "type": type, "path": path, "checksum": checksum,
+                "created_by": created_by} | _clean(**more)  # fmt: skip
+        return ArtifactRecordReply.model_validate(self.call(C.OP_ARTIFACT_RECORD, body))
+
+    def artifacts(self, memory_id: str, task_id: str | None = None, path: str | None = None) -> list[Artifact]:
+        """A memory's artifacts, by path and version."""
+        body = _clean(memory_id=memory_id, task_id=task_id, path=path)
+        return ArtifactListReply.model_validate(self.call(C.OP_ARTIFACT_LIST, body)).artifacts
+
+    def record_checkpoint(self, memory_id: str, agent_id: str, branch: str, commit: str, worktree_path: str,
+                          **more: Any) -> str:  # fmt: skip
+        """Record where an agent's work stood in git (`task_id`, `trigger`, `description`, `staged_changes`,
+        `unstaged_changes`, `stash_ref` in `more`); returns its id."""
+        body = {"memory_id": memory_id, "agent_id": agent_id, "branch": branch, "commit": commit,
+                "worktree_path": worktree_path} | _clean(**more)  # fmt: skip
+        return IdReply.model_validate(self.call(C.OP_CHECKPOINT_RECORD, body)).id
+
+    def checkpoints(self, memory_id: str, agent_id: str | None = None, task_id: str | None = None) -> list[Checkpoint]:
+        """A memory's checkpoints, newest first."""
+        body = _clean(memory_id=memory_id, agent_id=agent_id, task_id=task_id)
+        return CheckpointListReply.model_validate(self.call(C.OP_CHECKPOINT_LIST, body)).checkpoints

@@ -50,6 +50,13 @@ OP_TASK_REVIEW: Final = "task.review"
 OP_TASK_CANCEL: Final = "task.cancel"
 OP_TASK_GET: Final = "task.get"
 OP_TASK_LIST: Final = "task.list"
+OP_DECISION_RECORD: Final = "decision.record"
+OP_DECISION_REVERSE: Final = "decision.reverse"
+OP_DECISION_LIST: Final = "decision.list"
+OP_ARTIFACT_RECORD: Final = "artifact.record"
+OP_ARTIFACT_LIST: Final = "artifact.list"
+OP_CHECKPOINT_RECORD: Final = "checkpoint.record"
+OP_CHECKPOINT_LIST: Final = "checkpoint.list"
 
 # Roles a client key may have (with CURVE), least privileged first: each may do what the ones before it may.
 Role = Literal["agent", "curator", "admin"]

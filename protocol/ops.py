@@ -93,6 +93,19 @@ from protocol.portability import (
     ImportRequest,
 )
 from protocol.search import RebuildReply, RebuildRequest, SearchReply, SearchRequest
+from protocol.swarm import (
+    ArtifactListReply,
+    ArtifactListRequest,
+    ArtifactRecordReply,
+    ArtifactRecordRequest,
+    CheckpointListReply,
+    CheckpointListRequest,
+    CheckpointRecordRequest,
+    DecisionListReply,
+    DecisionListRequest,
+    DecisionRecordRequest,
+    DecisionReverseRequest,
+)
 
 
 @dataclass(frozen=True)
@@ -164,5 +177,12 @@ OPS: dict[str, Op] = {
         Op(C.OP_TASK_CANCEL, TaskCancelRequest, StatusReply, write=True, role=_CURATOR),
         Op(C.OP_TASK_GET, TaskGetRequest, TaskGetReply, write=False, role=_AGENT),
         Op(C.OP_TASK_LIST, TaskListRequest, TaskListReply, write=False, role=_AGENT),
+        Op(C.OP_DECISION_RECORD, DecisionRecordRequest, IdReply, write=True, role=_AGENT),
+        Op(C.OP_DECISION_REVERSE, DecisionReverseRequest, StatusReply, write=True, role=_CURATOR),
+        Op(C.OP_DECISION_LIST, DecisionListRequest, DecisionListReply, write=False, role=_AGENT),
+        Op(C.OP_ARTIFACT_RECORD, ArtifactRecordRequest, ArtifactRecordReply, write=True, role=_AGENT),
+        Op(C.OP_ARTIFACT_LIST, ArtifactListRequest, ArtifactListReply, write=False, role=_AGENT),
+        Op(C.OP_CHECKPOINT_RECORD, CheckpointRecordRequest, IdReply, write=True, role=_AGENT),
+        Op(C.OP_CHECKPOINT_LIST, CheckpointListRequest, CheckpointListReply, write=False, role=_AGENT),
     )
 }

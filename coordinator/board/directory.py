@@ -58,6 +58,14 @@ class Boards:
                 return self._tier(name)
         return None
 
+    def decision_tier(self, decision_id: str) -> Tier:
+        """The tier holding decision `decision_id`; Rejected `not_found` if none does."""
+        self._load_all()
+        for name, board in self._boards.items():
+            if decision_id in board.records.decisions:
+                return self._tier(name)
+        raise Rejected(ErrorCode.NOT_FOUND, f"no decision {decision_id}")
+
     def _tier(self, name: str) -> Tier:
         tier = self.tiers.get(name, create=False)
         if tier is None:  # its directory went away under a running coordinator

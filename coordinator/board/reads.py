@@ -9,11 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.errors import Rejected
-from coordinator.store.relations import MEMORIES, TASKS
+from coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, MEMORIES, TASKS, Relation
 from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
 from protocol.errors import ErrorCode
+from protocol.swarm import ArtifactListRequest, CheckpointListRequest, DecisionListRequest
+
+Wire = dict[str, Any]
 
 
 def _counts(tier: Tier, memory_id: str) -> dict[str, int]:
@@ -74,3 +77,32 @@ def list_tasks(tiers: TierSet, body: TaskListRequest) -> dict[str, Any]:
         {"m": body.memory_id, "status": body.status, "agent": body.assigned_to},
     )
     return {"tasks": [TASKS.wire(row) for row in rows]}
+
+
+def _of_memory(tiers: TierSet, relation: Relation, memory_id: str, filters: dict[str, str | None]) -> list[Wire]:
+    """A memory's rows of `relation`, with these columns equal to these values (None: any)."""
+    tier, _ = _memory(tiers, memory_id)
+    chosen = {column: value for column, value in filters.items() if value is not None}
+    where = "".join(f", {column} = ${column}" for column in chosen)
+    rows = tier.run(f"{relation.scan()}, memory_id = $memory_id{where}", {"memory_id": memory_id, **chosen})
+    return [relation.wire(row) for row in rows]
+
+
+def list_decisions(tiers: TierSet, body: DecisionListRequest) -> dict[str, Any]:
+    """`decision.list`: newest first; `standing`: only those not reversed."""
+    found = _of_memory(tiers, DECISIONS, body.memory_id, {"task_id": body.task_id})
+    if body.standing:
+        found = [d for d in found if d["reversed_by"] is None]
+    return {"decisions": sorted(found, key=lambda d: (-d["made_at"], d["id"]))}
+
+
+def list_artifacts(tiers: TierSet, body: ArtifactListRequest) -> dict[str, Any]:
+    """`artifact.list`: by path, then version."""
+    found = _of_memory(tiers, ARTIFACTS, body.memory_id, {"task_id": body.task_id, "path": body.path})
+    return {"artifacts": sorted(found, key=lambda a: (a["path"], a["version"]))}
+
+
+def list_checkpoints(tiers: TierSet, body: CheckpointListRequest) -> dict[str, Any]:
+    """`checkpoint.list`: newest first."""
+    found = _of_memory(tiers, CHECKPOINTS, body.memory_id, {"agent_id": body.agent_id, "task_id": body.task_id})
+    return {"checkpoints": sorted(found, key=lambda c: (-c["created_at"], c["id"]))}

@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from coordinator.board.records import Records
 from coordinator.errors import Rejected
-from coordinator.store.relations import MEMORIES, TASKS
+from coordinator.store.relations import MEMORIES, TASKS, Relation
 from coordinator.store.tiers import Tier
 from protocol.board import (
     MemoryCreateRequest,
@@ -30,6 +31,7 @@ from protocol.board import (
     TaskStartRequest,
 )
 from protocol.errors import ErrorCode
+from protocol.swarm import ArtifactRecordRequest, CheckpointRecordRequest, DecisionRecordRequest, DecisionReverseRequest
 
 Wire = dict[str, Any]
 _HELD = ("assigned", "in_progress")
@@ -51,8 +53,9 @@ def _conflict(message: str) -> Rejected:
 class Board:
     """A tier's working memories and tasks."""
 
-    def __init__(self, memories: list[Wire], tasks: list[Wire]) -> None:
+    def __init__(self, memories: list[Wire], tasks: list[Wire], records: Records | None = None) -> None:
         self.memories: dict[str, Wire] = {m["id"]: m for m in memories}
+        self.records = records if records is not None else Records([], [])
         self.tasks: dict[str, Wire] = {t["id"]: t for t in tasks}
         self.dependents: defaultdict[str, list[str]] = defaultdict(list)
         self.unmet: dict[str, int] = {}  # task -> dependencies not completed yet
@@ -77,15 +80,17 @@ class Board:
         """The board as stored in `tier`."""
         memories = [MEMORIES.wire(row) for row in tier.run(MEMORIES.scan())]
         tasks = [TASKS.wire(row) for row in tier.run(TASKS.scan())]
-        return cls(memories, tasks)
+        return cls(memories, tasks, Records.load(tier))
 
-    def take_dirty(self) -> tuple[list[list[Any]], list[list[Any]]]:
-        """The memory and task rows changed since the last call, to commit."""
-        memories = [MEMORIES.row(self.memories[mid]) for mid in sorted(self._dirty_memories)]
-        tasks = [TASKS.row(self.tasks[tid]) for tid in sorted(self._dirty_tasks)]
+    def take_dirty(self) -> list[tuple[Relation, list[list[Any]]]]:
+        """The rows changed since the last call, per relation, to commit."""
+        rows = [
+            (MEMORIES, [MEMORIES.row(self.memories[mid]) for mid in sorted(self._dirty_memories)]),
+            (TASKS, [TASKS.row(self.tasks[tid]) for tid in sorted(self._dirty_tasks)]),
+        ]
         self._dirty_memories.clear()
         self._dirty_tasks.clear()
-        return memories, tasks
+        return rows + self.records.take_dirty()
 
     def apply(self, body: BaseModel, ids: list[str], now: int) -> Wire:
         """Apply one board request (with the ids planning chose for what it makes); returns the reply."""
@@ -115,6 +120,18 @@ class Board:
                 return self._review(body, now)
             case TaskCancelRequest():
                 return self._cancel(body, now)
+            case DecisionRecordRequest():
+                self._in_memory(body.memory_id, [body.task_id] if body.task_id else [], "task_id")
+                self._in_memory(body.memory_id, body.affects_tasks, "affects_tasks")
+                return self.records.decide(body, ids[0], now)
+            case DecisionReverseRequest():
+                return self.records.reverse(body, now)
+            case ArtifactRecordRequest():
+                self._in_memory(body.memory_id, [body.task_id], "task_id")
+                return self.records.artifact(body, ids[0], now)
+            case CheckpointRecordRequest():
+                self._in_memory(body.memory_id, [body.task_id] if body.task_id else [], "task_id")
+                return self.records.checkpoint(body, ids[0], now)
             case LeaseExpiry():
                 return {"expired": self.expire(now), "released": self.release(set(body.gone), now)}
             case _:
@@ -135,6 +152,13 @@ class Board:
         if task is None:
             raise Rejected(ErrorCode.NOT_FOUND, f"no task {task_id!r}")
         return task
+
+    def _in_memory(self, memory_id: str, task_ids: list[str], field: str) -> None:
+        """Rejected `not_found` without the memory, `bad_request` for a task that is not one of its own."""
+        self.memory(memory_id)
+        for tid in task_ids:
+            if self.tasks.get(tid, {}).get("memory_id") != memory_id:
+                raise Rejected(ErrorCode.BAD_REQUEST, f"{field}: no task {tid!r} in working memory {memory_id}")
 
     def _held(self, task_id: str, agent_id: str, now: int) -> Wire:
         """The task, if `agent_id` holds its lease now; Rejected `conflict` otherwise."""

@@ -20,7 +20,15 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from coordinator.board.reads import get_memory, get_task, list_memories, list_tasks
+from coordinator.board.reads import (
+    get_memory,
+    get_task,
+    list_artifacts,
+    list_checkpoints,
+    list_decisions,
+    list_memories,
+    list_tasks,
+)
 from coordinator.errors import Rejected
 from coordinator.loop.injection import params_list, prepare
 from coordinator.net.agents import AgentRegistry
@@ -51,6 +59,7 @@ from protocol.models import (
 from protocol.ops import OPS
 from protocol.portability import BackupRequest, ExportRequest, ImportRequest
 from protocol.search import RebuildRequest, SearchRequest
+from protocol.swarm import ArtifactListRequest, CheckpointListRequest, DecisionListRequest
 
 B = TypeVar("B", bound=BaseModel)
 W = TypeVar("W", bound=BaseModel)
@@ -164,6 +173,13 @@ HANDLERS: dict[str, Handler] = {
     C.OP_TASK_CANCEL: Write(writes.TASK_CANCEL),
     C.OP_TASK_GET: Read[TaskGetRequest](lambda s, b: get_task(s.tiers, b)),
     C.OP_TASK_LIST: Read[TaskListRequest](lambda s, b: list_tasks(s.tiers, b)),
+    C.OP_DECISION_RECORD: Write(writes.DECISION_RECORD),
+    C.OP_DECISION_REVERSE: Write(writes.DECISION_REVERSE),
+    C.OP_DECISION_LIST: Read[DecisionListRequest](lambda s, b: list_decisions(s.tiers, b)),
+    C.OP_ARTIFACT_RECORD: Write(writes.ARTIFACT_RECORD),
+    C.OP_ARTIFACT_LIST: Read[ArtifactListRequest](lambda s, b: list_artifacts(s.tiers, b)),
+    C.OP_CHECKPOINT_RECORD: Write(writes.CHECKPOINT_RECORD),
+    C.OP_CHECKPOINT_LIST: Read[CheckpointListRequest](lambda s, b: list_checkpoints(s.tiers, b)),
 }
 
 

@@ -212,6 +212,24 @@ TASKS = Relation(
     "review_comments: String?, created_at: Int, updated_at: Int",
     indexes={"by_memory": ("memory_id", "status")},
 )
+DECISIONS = Relation(
+    "decisions",
+    "id: String => memory_id: String, question: String, choice: String, alternatives_json: String, "
+    "rationale: String, made_by: String, made_at: Int, task_id: String?, affects_tasks_json: String, "
+    "reversible: Bool, confidence: String, reversed_by: String?, reversed_at: Int?",
+)
+ARTIFACTS = Relation(
+    "artifacts",
+    "id: String => memory_id: String, task_id: String, type: String, path: String, checksum: String, "
+    "created_by: String, created_at: Int, description: String, version: Int, previous_id: String?, "
+    "git_commit: String?, git_branch: String?",
+)
+CHECKPOINTS = Relation(
+    "checkpoints",
+    "id: String => memory_id: String, agent_id: String, task_id: String?, branch: String, commit: String, "
+    "worktree_path: String, trigger: String, description: String, staged_changes_json: String, "
+    "unstaged_changes_json: String, stash_ref: String?, created_at: Int",
+)
 SCHEMA_VERSION = Relation("schema_version", "version: Int => applied_at: Int, description: String")
 
 ALL = (
@@ -229,6 +247,9 @@ ALL = (
     REJECTIONS,
     MEMORIES,
     TASKS,
+    DECISIONS,
+    ARTIFACTS,
+    CHECKPOINTS,
     SCHEMA_VERSION,
 )
 

@@ -20,6 +20,9 @@ from coordinator.store.records import content_hash
 from coordinator.store.relations import (
     APPLIED,
     ARCHIVED,
+    ARTIFACTS,
+    CHECKPOINTS,
+    DECISIONS,
     EMBEDDINGS,
     HASHES,
     INJECTIONS,
@@ -135,6 +138,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         7,
         "the board: working memories and their tasks",
         (Step.create(MEMORIES), Step.create(TASKS), Step.index(TASKS, "by_memory")),
+    ),
+    Migration(
+        8,
+        "the board's records: decisions, artifact versions and checkpoints",
+        (Step.create(DECISIONS), Step.create(ARTIFACTS), Step.create(CHECKPOINTS)),
     ),
 )
 

@@ -28,6 +28,9 @@ from protocol.board import (
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
 from protocol.models import LearningPutRequest
+from protocol.swarm import ArtifactRecordRequest, CheckpointRecordRequest, DecisionRecordRequest, DecisionReverseRequest
+
+Recorded = DecisionRecordRequest | ArtifactRecordRequest | CheckpointRecordRequest
 
 TaskRequest = TaskHeartbeatRequest | TaskStartRequest | TaskFailRequest | TaskReviewRequest | TaskCancelRequest
 
@@ -55,6 +58,16 @@ def add(planner: Planner, body: TaskAddRequest) -> dict[str, Part]:
         if holder is not None and holder.name != tier.name:
             raise Rejected(ErrorCode.CONFLICT, f"tasks.{index}.id: task {task.id!r} exists already")
     return {tier.name: BoardPart(body, ids)}
+
+
+def record(planner: Planner, body: Recorded) -> dict[str, Part]:
+    """A decision, artifact or checkpoint: a new id, in the memory's tier."""
+    return {planner.boards.memory_tier(body.memory_id).name: BoardPart(body, [uuid7()])}
+
+
+def reverse(planner: Planner, body: DecisionReverseRequest) -> dict[str, Part]:
+    """`decision.reverse`: in the decision's tier."""
+    return {planner.boards.decision_tier(body.id).name: BoardPart(body)}
 
 
 def claim(planner: Planner, body: TaskClaimRequest) -> dict[str, Part]:

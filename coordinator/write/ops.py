@@ -40,6 +40,7 @@ from protocol.models import (
     OutcomeRecordRequest,
     RelationPutRequest,
 )
+from protocol.swarm import ArtifactRecordRequest, CheckpointRecordRequest, DecisionRecordRequest, DecisionReverseRequest
 
 B = TypeVar("B", bound=BaseModel)
 TierReplies = list[dict[str, Any]]
@@ -171,5 +172,9 @@ TASK_COMPLETE = WriteOp[TaskCompleteRequest](
 TASK_FAIL = WriteOp[TaskFailRequest](C.OP_TASK_FAIL, boarding.on_task, _the_one)
 TASK_REVIEW = WriteOp[TaskReviewRequest](C.OP_TASK_REVIEW, boarding.on_task, _the_one)
 TASK_CANCEL = WriteOp[TaskCancelRequest](C.OP_TASK_CANCEL, boarding.on_task, _the_one)
+DECISION_RECORD = WriteOp[DecisionRecordRequest](C.OP_DECISION_RECORD, boarding.record, _the_one)
+DECISION_REVERSE = WriteOp[DecisionReverseRequest](C.OP_DECISION_REVERSE, boarding.reverse, _the_one)
+ARTIFACT_RECORD = WriteOp[ArtifactRecordRequest](C.OP_ARTIFACT_RECORD, boarding.record, _the_one)
+CHECKPOINT_RECORD = WriteOp[CheckpointRecordRequest](C.OP_CHECKPOINT_RECORD, boarding.record, _the_one)
 # Lapsed leases of one tier, found between batches: internal only, never on the wire.
 LEASES = WriteOp[LeaseExpiry]("task.expire", lambda p, b: {b.tier: BoardPart(b)}, _empty)

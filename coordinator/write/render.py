@@ -20,12 +20,10 @@ from coordinator.store.relations import (
     INJECTIONS,
     LEARNING,
     MAINTENANCE,
-    MEMORIES,
     PARAMS,
     REJECTIONS,
     RELATIONS,
     REVIEWS,
-    TASKS,
     USAGE,
 )
 from coordinator.write.tierwrite import TierWrite
@@ -72,9 +70,8 @@ def script(w: TierWrite) -> tuple[str, dict[str, Any]]:
     add(RELATIONS.rm("rel_gone"), "rel_gone", [list(k) for k, row in w.relations.items() if row is None])
     add(RELATIONS.put("rel"), "rel", [row for row in w.relations.values() if row is not None])
     if w.board is not None:
-        memories, tasks = w.board.take_dirty()
-        add(MEMORIES.put("memories"), "memories", memories)
-        add(TASKS.put("tasks"), "tasks", tasks)
+        for relation, rows in w.board.take_dirty():
+            add(relation.put(relation.name), relation.name, rows)
     # :insert, not :put: the transaction fails if a request id was applied before, and nothing commits
     add(APPLIED.put("applied", verb="insert"), "applied", w.applied)
     return "\n".join(blocks), params

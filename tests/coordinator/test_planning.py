@@ -58,6 +58,12 @@ from protocol.models import (
 )
 from protocol.ops import OPS
 from protocol.portability import ExportFile
+from protocol.swarm import (
+    ArtifactRecordRequest,
+    CheckpointRecordRequest,
+    DecisionRecordRequest,
+    DecisionReverseRequest,
+)
 from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
 
@@ -199,6 +205,13 @@ def _review(w: World) -> tuple[BaseModel, dict[str, type]]:
     return TaskReviewRequest(task_id="t1", reviewer="lead", status="approved"), {PROJECT: BoardPart}
 
 
+def _reverse(w: World) -> tuple[BaseModel, dict[str, type]]:
+    memory = _memory(w)
+    body = DecisionRecordRequest(memory_id=memory, question="q", choice="c", rationale="r", made_by="a1")
+    decision = w.write(ops.DECISION_RECORD, body)["id"]
+    return DecisionReverseRequest(id=decision, reversed_by="lead"), {PROJECT: BoardPart}
+
+
 CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
     "MEMORY_CREATE": lambda w: (MemoryCreateRequest(project="/srv/api", name="n", goal="g"), {PROJECT: BoardPart}),
     "MEMORY_UPDATE": _board(lambda w, m: MemoryUpdateRequest(id=m, status="paused")),
@@ -211,6 +224,18 @@ CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
     "TASK_REVIEW": _review,
     "TASK_CANCEL": _board(lambda w, m: TaskCancelRequest(task_id="t2")),
     "LEASES": _board(lambda w, m: LeaseExpiry(tier=PROJECT)),
+    "DECISION_RECORD": _board(
+        lambda w, m: DecisionRecordRequest(memory_id=m, question="q", choice="c", rationale="r", made_by="a1")
+    ),
+    "DECISION_REVERSE": _reverse,
+    "ARTIFACT_RECORD": _board(
+        lambda w, m: ArtifactRecordRequest(
+            memory_id=m, task_id="t1", type="code", path="a.py", checksum="x", created_by="a1"
+        )
+    ),
+    "CHECKPOINT_RECORD": _board(
+        lambda w, m: CheckpointRecordRequest(memory_id=m, agent_id="a1", branch="b", commit="c", worktree_path="/w")
+    ),
     "PUT": _put,
     "OUTCOME": _outcome,
     "RELATION": _relation,

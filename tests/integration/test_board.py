@@ -296,3 +296,40 @@ def test_an_agent_killed_with_kill_9_loses_its_lease_once_it_is_gone(
     client.complete_task("doomed-task", "a2", "done")
     (counted,) = [a for a in client.agents() if a.agent_id == "doomed"]
     assert (counted.tasks_completed, counted.tasks_failed) == (0, 0)
+
+
+def test_decisions_artifacts_and_checkpoints_are_kept_with_the_memory(client: GrooveClient) -> None:
+    memory = plan(client, [{"id": "orm", "title": "pick the ORM"}, {"id": "models", "title": "models"}])
+    chosen = client.record_decision(
+        memory, "which ORM?", "SQLAlchemy", "the team knows it", "a1", alternatives=["Django ORM"],
+        task_id="orm", affects_tasks=["models"], confidence="high",
+    )  # fmt: skip
+    fixed = client.record_decision(memory, "tabs?", "spaces", "PEP 8", "a1", reversible=False)
+    client.reverse_decision(chosen, "lead")
+    with pytest.raises(Conflict):
+        client.reverse_decision(chosen, "lead")  # reversed already
+    with pytest.raises(Conflict):
+        client.reverse_decision(fixed, "lead")  # not reversible
+    with pytest.raises(BadRequest):
+        client.record_decision(memory, "q", "c", "r", "a1", affects_tasks=["elsewhere"])
+    assert [d.id for d in client.decisions(memory, standing=True)] == [fixed]
+    (reversed_one,) = client.decisions(memory, task_id="orm")
+    assert (reversed_one.reversed_by, reversed_one.alternatives) == ("lead", ["Django ORM"])
+
+    first = client.record_artifact(memory, "models", "code", "app/models.py", "sha-1", "a1", git_branch="feat")
+    same = client.record_artifact(memory, "models", "code", "app/models.py", "sha-1", "a1")
+    second = client.record_artifact(memory, "models", "code", "app/models.py", "sha-2", "a2")
+    assert (first.version, same.id, second.version) == (1, first.id, 2)
+    versions = client.artifacts(memory, path="app/models.py")
+    assert [(a.version, a.previous_id, a.checksum) for a in versions] == [(1, None, "sha-1"), (2, first.id, "sha-2")]
+    with pytest.raises(BadRequest):
+        client.record_artifact(memory, "ghost", "code", "x.py", "sha", "a1")
+
+    mark = client.record_checkpoint(memory, "a1", "feat", "abc123", "/work/a1", task_id="models", trigger="milestone",
+                                    staged_changes=["app/models.py"])  # fmt: skip
+    (kept,) = client.checkpoints(memory, agent_id="a1")
+    assert (kept.id, kept.trigger, kept.staged_changes) == (mark, "milestone", ["app/models.py"])
+    with pytest.raises(NotFound):
+        client.record_checkpoint(uuid7(), "a1", "b", "c", "/w")
+    with pytest.raises(NotFound):
+        client.reverse_decision(uuid7(), "lead")
