@@ -19,13 +19,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.boardwork import BoardWork
 from agents.client import GrooveClient
-from agents.errors import GrooveError, NotFound
+from agents.errors import Conflict, GrooveError, NotFound
 from agents.workloads import DEFAULT_MIX, Report, Script, Synthetic, VectorSearch, Workload, parse_mix
 from protocol import constants as C
 from protocol.keys import CurveClient
 
-SYNTHETIC, VECTOR_SEARCH = "synthetic", "search"
+SYNTHETIC, VECTOR_SEARCH, BOARD = "synthetic", "search", "board"
 # `groove agent`'s status when it ran to the end but a reply or a read-back was not what it should be: not a
 # crash (its report is printed and kept, it is not restarted), but not a success either
 EXIT_MISMATCHES = 4
@@ -52,6 +53,9 @@ class WorkerSpec:
     rate: float | None = None  # requests per second to pace the synthetic workload at (default: flat out)
     heartbeat_s: float = C.HEARTBEAT_INTERVAL_S
     curve: CurveClient | None = None  # keys for a coordinator running with --curve
+    memory: str | None = None  # a working memory to work the plan of (the board workload) instead
+    lease_ms: int = 60_000
+    fail_share: float = 0.0  # of the board's tasks, the share the agent fails (to be retried)
 
     def identity(self) -> dict[str, object]:
         """The `hello` body."""
@@ -60,11 +64,12 @@ class WorkerSpec:
 
 class Heartbeat(threading.Thread):
     """Sends `heartbeat` every interval on its own connection, so a busy or idle worker stays alive in the
-    registry; says `hello` again when the coordinator has forgotten the agent (it restarted)."""
+    registry; says `hello` again when the coordinator has forgotten the agent (it restarted). Working a
+    board, it also says which task it holds and renews that task's lease."""
 
-    def __init__(self, spec: WorkerSpec, report: Report) -> None:
+    def __init__(self, spec: WorkerSpec, report: Report, holding: Callable[[], str | None]) -> None:
         super().__init__(name="groove-heartbeat", daemon=True)
-        self.spec, self.report = spec, report
+        self.spec, self.report, self.holding = spec, report, holding
         self.stopped = threading.Event()
 
     def run(self) -> None:
@@ -74,8 +79,16 @@ class Heartbeat(threading.Thread):
             self.spec.endpoint, timeout=interval, attempt_timeout=interval / 2, curve=self.spec.curve
         ) as client:
             while not self.stopped.wait(interval):
+                task = self.holding()
                 try:
-                    client.heartbeat(self.spec.agent_id)
+                    if self.spec.memory is None:
+                        client.heartbeat(self.spec.agent_id)
+                    else:
+                        client.heartbeat(self.spec.agent_id, "working" if task else "idle", task)
+                    if task is not None:
+                        client.renew_lease(task, self.spec.agent_id)
+                except Conflict:
+                    pass  # the task ended (or its lease lapsed) since the workload last said
                 except NotFound:
                     try:
                         client.call(C.OP_HELLO, self.spec.identity())
@@ -95,26 +108,31 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
     (requests in flight are finished), then read back what was acked unless `abort` is set."""
     stop = stop or threading.Event()
     abort = abort or threading.Event()
-    report = Report(spec.agent_id, spec.workload if spec.workload in (SYNTHETIC, VECTOR_SEARCH) else "script")
+    kind = BOARD if spec.memory is not None else spec.workload
+    report = Report(spec.agent_id, kind if kind in (SYNTHETIC, VECTOR_SEARCH, BOARD) else "script")
     with GrooveClient(spec.endpoint, timeout=spec.timeout, curve=spec.curve) as client:
         client.call(C.OP_HELLO, spec.identity())
-        heartbeat = Heartbeat(spec, report)
+        began = time.monotonic()
+        stop_at = float("inf")
+        limit = spec.count if spec.count is not None else 1 << 62
+
+        def more(done: int) -> bool:
+            return done < limit and time.monotonic() < stop_at and not stop.is_set()
+
+        workload = _workload(spec, client, report, more)
+        heartbeat = Heartbeat(spec, report, lambda: getattr(workload, "holding", None))
         heartbeat.start()
         try:
             if spec.start_at is not None:
                 time.sleep(max(0.0, spec.start_at - time.time()))
             began = time.monotonic()
             stop_at = began + spec.duration if spec.duration else float("inf")
-            limit = spec.count if spec.count is not None else 1 << 62
-
-            def more(done: int) -> bool:
-                return done < limit and time.monotonic() < stop_at and not stop.is_set()
-
-            workload = _workload(spec, client, report, more)
             workload.run()
             report.elapsed_s = time.monotonic() - began
             if isinstance(workload, Synthetic) and spec.verify:
                 workload.verify(abort.is_set)
+            if isinstance(workload, BoardWork) and spec.verify and not abort.is_set():
+                workload.verify()
         finally:
             heartbeat.stop()
     evidence = workload.evidence
@@ -122,7 +140,9 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
         latencies = {kind: [round(x * 1000, 4) for x in values] for kind, values in evidence.latencies.items()}
         spec.latencies_file.write_text(json.dumps(latencies))
     if spec.acked_file is not None:
-        spec.acked_file.write_text(json.dumps({"learned": list(evidence.written), "injected": evidence.injected}))
+        completed = workload.completed if isinstance(workload, BoardWork) else []
+        acked = {"learned": list(evidence.written), "injected": evidence.injected, "completed": completed}
+        spec.acked_file.write_text(json.dumps(acked))
     return report
 
 
@@ -134,6 +154,8 @@ def _workload(spec: WorkerSpec, client: GrooveClient, report: Report, more: Call
         "more": more,
         "agent_id": spec.agent_id,
     }
+    if spec.memory is not None:
+        return BoardWork(**common, memory_id=spec.memory, lease_ms=spec.lease_ms, fail_share=spec.fail_share)
     if spec.workload == SYNTHETIC:
         return Synthetic(**common, mix=parse_mix(spec.mix), in_flight=spec.in_flight, rate=spec.rate)
     if spec.workload == VECTOR_SEARCH:

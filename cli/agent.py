@@ -92,6 +92,21 @@ def agent_option(flag: str, **kwargs: Any) -> Callable[[F], F]:
     show_default=True,
     help="Requests in flight.",
 )
+@agent_option("--memory", help="Work this working memory's plan (claim, complete, fail) instead of --workload.")
+@agent_option(
+    "--lease-ms",
+    type=click.IntRange(1000, 3_600_000),
+    default=60_000,
+    show_default=True,
+    help="With --memory: each claim's lease, renewed by the heartbeat.",
+)
+@agent_option(
+    "--fail-share",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="With --memory: the share of tasks to fail (they are retried while attempts are left).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Makes the synthetic workload reproducible.")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Read back every acked learning.")
 @click.option("--latencies-file", type=click.Path(path_type=Path), help="Write acked latencies (ms, by kind) here.")
@@ -112,7 +127,8 @@ def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -
     also be set by the environment variable shown in its help (containers scaled by replicas share one
     configuration).
     """
-    if options["duration"] is None and options["count"] is None and options["workload"] in (SYNTHETIC, VECTOR_SEARCH):
+    unbounded = options["workload"] in (SYNTHETIC, VECTOR_SEARCH) and options["memory"] is None
+    if options["duration"] is None and options["count"] is None and unbounded:
         fail("give --duration or --count (how long the workload runs)", 2)
     spec = WorkerSpec(
         ctx.obj["endpoint"],

@@ -330,11 +330,16 @@ class Batcher:
         self.tiers.remember(dict.fromkeys(added, tier_name))
         self.tiers.forget(removed)
         landed.changes.append((tier_name, derived_changes(write)))
+        # A request refused now may have been applied before a crash (a resent task.complete finds its task
+        # completed): then its stored reply, not the refusal, is the answer.
+        refused = [item for item, result in results if isinstance(result, Rejected)]
+        if refused:
+            self._recall([tier], refused)
         for item, result in results:
-            if isinstance(result, Rejected):
-                item.error = result
-            else:
+            if not isinstance(result, Rejected):
                 item.replies[tier_name] = result
+            elif tier_name not in item.replies and item.error is None:
+                item.error = result
 
     def _housekeeping(self) -> None:
         """Lapsed task leases, periodic lifecycle maintenance and pruning of old request ids, between batches."""

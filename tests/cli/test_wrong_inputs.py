@@ -38,6 +38,7 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | keys | no role, curator without org, unwritable, bad key dir | `keys generate ...`, `keys list ...` | 2 |
 | serve | bad bind, bad settings, no config | `--bind bogus`, `--max-batch 0`, `--embed-device gpu`, `--config m` | 2 |
 | agent | no duration, missing script, bad mix | `agent`, `agent --workload missing`, `--mix fly=1` | 2 |
+| agent | unknown memory, share out of range | `agent --memory GONE`, `--memory M --fail-share 2` | 1, 2 |
 | swarm | no agents, bad mix | `swarm --agents 0`, `swarm --mix fly=1` | 2 |
 | memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
 | tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
@@ -154,6 +155,8 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "agent"), 2),
             ((*ep, "agent", "--count", "1", "--workload", str(tmp_path / "missing.jsonl")), 2),
             ((*ep, "agent", "--count", "1", "--mix", "fly=1"), 2),
+            ((*ep, "agent", "--memory", GONE), 1),
+            ((*ep, "agent", "--memory", memory, "--fail-share", "2"), 2),
             (("swarm", "--agents", "0"), 2),
             (("swarm", "--mix", "fly=1"), 2),
             ((*ep, "memory", "create", "--project", "/srv/x", "--name", "n"), 2),

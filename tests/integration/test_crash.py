@@ -1,5 +1,6 @@
 """kill -9 of the coordinator: acked writes survive, retried writes apply exactly once (the torture test: 20 kills
-under a 16-agent write, outcome and injection load, in both durability modes)."""
+under a 16-agent write, outcome and injection load and 4 agents working a board's plan, in both durability
+modes)."""
 
 from __future__ import annotations
 
@@ -95,6 +96,21 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
     durability: str,
 ) -> None:
     coordinator = coordinator_factory("--durability", durability)
+    setup = client_factory(coordinator.endpoint)
+    memory = setup.create_memory("/srv/torture", "torture", "survive the kills", max_attempts=100)
+    # 50 chains of 40: every completion makes the next task of its chain ready
+    chains = [[f"c{c}-{i}" for i in range(40)] for c in range(50)]
+    setup.add_tasks(memory, [{"id": t, "title": t, "depends_on": chain[i - 1 : i]} for chain in chains
+                             for i, t in enumerate(chain)])  # fmt: skip
+    workers = []
+    for i in range(4):
+        acked_path = tmp_path / f"board-{i}.json"
+        proc = spawn_agent(
+            coordinator.endpoint,
+            *("--agent-id", f"b{i}", "--memory", memory, "--fail-share", "0.1", "--acked-file", str(acked_path)),
+            timeout=60,
+        )
+        workers.append((proc, acked_path))
     agents = []
     for i in range(16):
         acked_path = tmp_path / f"acked-{i}.json"
@@ -117,7 +133,7 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
         time.sleep(rng.uniform(0.0, 0.3))
         coordinator.restart()
     time.sleep(1.0)
-    for proc, _ in agents:
+    for proc, _ in agents + workers:
         proc.send_signal(signal.SIGTERM)  # the agents finish what they have in flight and report
     learned: set[str] = set()
     injected: dict[str, int] = {}
@@ -129,7 +145,26 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
         learned.update(acked["learned"])
         for lid, n in acked["injected"].items():
             injected[lid] = injected.get(lid, 0) + n
+    completed: list[str] = []
+    for proc, path in workers:
+        report = agent_report(proc, timeout=120)
+        assert report["errors"] == 0, report["error_samples"]
+        assert report["mismatches"] == 0, report
+        acked = json.loads(path.read_text())
+        completed += acked["completed"]
+        learned.update(acked["learned"])  # a completion's learnings are learnings like any other
     client = client_factory(coordinator.endpoint)
+    tasks = client.tasks(memory)
+    assert len(completed) > 50
+    assert len(completed) == len(set(completed))  # no task completed twice
+    assert {t.id for t in tasks if t.status == "completed"} == set(completed)  # every acked one, none invented
+    done_at = {t.id: t.completed_at for t in tasks}
+    for task in tasks:  # and never handed out before the task it depends on completed
+        for dep in task.depends_on:
+            claimed, before = task.assigned_at, done_at[dep]
+            if claimed is not None:
+                assert before is not None
+                assert before <= claimed
     stored = {x.id: x for x in client.iter_learnings()}
     assert len(learned) > 100
     assert set(stored) == learned  # nothing acked is lost, and nothing unacked was invented
@@ -143,3 +178,27 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
     assert "opened tier user" in coordinator.log()
     assert coordinator.log().count("did not stop cleanly") == 20
     assert client.stats().last_stop == "crash"
+
+
+def test_a_board_write_resent_after_a_crash_gets_its_stored_reply_not_a_refusal(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+) -> None:
+    client = client_factory(coordinator.endpoint)
+    memory = client.create_memory("/srv/api", "m", "g")
+    client.add_tasks(memory, [{"id": "once", "title": "t"}, {"id": "then", "title": "t", "depends_on": ["once"]}])
+    client.claim_task(memory, "a1", 600_000)
+    lesson = {"scope": "global", "category": "solution", "description": "d", "insight": "i"}
+    result = {"summary": "done", "learnings": [lesson]}
+    body = {"task_id": "once", "agent_id": "a1", "result": result, "next": {"lease_ms": 600_000}}
+    complete = encode_request("complete-1", "task.complete", body)
+    first = raw_call(coordinator.endpoint, complete)
+    assert first["ok"] is True
+    coordinator.kill()
+    coordinator.restart()
+    # applied again, the task (completed now) would refuse it with `conflict`, and the learning in the user
+    # tier would be reinforced twice
+    assert raw_call(coordinator.endpoint, complete) == first
+    client = client_factory(coordinator.endpoint)
+    (learned,) = client.iter_learnings()
+    assert learned.confidence == 0.5
+    assert client.task("then").assigned_to == "a1"

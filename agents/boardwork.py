@@ -1,0 +1,112 @@
+"""The board workload (`groove agent --memory ID`): an agent working through a working memory's plan.
+
+It claims the best ready task under a lease, "works" it (the synthetic stand-in for real work: it learns
+one corpus learning on the way, reported with the result), then completes it — claiming the next task in
+the same call — or, for a configurable share of tasks, fails it (to be retried while attempts are left).
+The worker's heartbeat thread renews the lease on the task it holds and tells the registry which task that
+is (`holding`). It stops when the memory has nothing left to do (or at its duration or count). At the end
+it reads back every completion it was acked: each such task must be stored completed (or in review).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agents.corpus import load
+from agents.errors import Conflict, GrooveError
+from agents.workloads import Workload
+from protocol.board import Task
+
+COMPLETE, FAIL, CLAIM = "complete", "fail", "claim"
+_IDLE_S = 0.05  # nothing ready: poll again after this
+_DONE = {"completed", "failed", "cancelled", "blocked"}  # statuses of a task no one will work on again
+
+
+class BoardWork(Workload):
+    """Claim, work, complete (or fail) until the memory is done."""
+
+    def __init__(self, *args: Any, memory_id: str, lease_ms: int, fail_share: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.memory_id = memory_id
+        self.lease_ms = lease_ms
+        self.fail_share = fail_share
+        self.corpus = load()
+        self.holding: str | None = None  # the task held now, for the heartbeat's status
+        self.completed: list[str] = []  # tasks whose completion was acked
+
+    def run(self) -> None:
+        """Work the plan until it is done or `more` says stop; NotFound (a GrooveError) for an unknown memory."""
+        self.client.memory(self.memory_id)
+        task: Task | None = None
+        while self.more(self._done()):
+            if task is None:
+                task = self._claim()
+                if task is None:
+                    if self._plan_done():
+                        return
+                    time.sleep(_IDLE_S)
+                    continue
+            self.holding = task.id
+            task = self._finish(task)
+        self.holding = None
+
+    def _claim(self) -> Task | None:
+        started = time.monotonic()
+        try:
+            task = self.client.claim_task(self.memory_id, self.agent_id, self.lease_ms)
+        except GrooveError as exc:
+            self.report.error(CLAIM, exc)
+            return None
+        self.report.ok(CLAIM)
+        self.evidence.latency(CLAIM, time.monotonic() - started)
+        return task
+
+    def _plan_done(self) -> bool:
+        try:
+            return set(self.client.memory(self.memory_id).tasks) <= _DONE
+        except GrooveError as exc:
+            self.report.error(CLAIM, exc)
+            return False
+
+    def _finish(self, task: Task) -> Task | None:
+        """Work the task, then complete it (claiming the next) or fail it; returns the next task held."""
+        started = time.monotonic()
+        learning = self.corpus.learning(self.rng, noted_by=self.agent_id)
+        try:
+            if self.rng.random() < self.fail_share:
+                self.client.fail_task(task.id, self.agent_id, "the synthetic work failed")
+                self.report.ok(FAIL)
+                self.evidence.latency(FAIL, time.monotonic() - started)
+                return None
+            done = self.client.complete_task(
+                task.id, self.agent_id, f"{task.title}: done", learnings=[learning], next_lease_ms=self.lease_ms
+            )
+        except Conflict as exc:  # the lease lapsed (a stalled agent): the task went back to the plan
+            self.report.error(COMPLETE, exc)
+            return None
+        except GrooveError as exc:
+            self.report.error(COMPLETE, exc)
+            return None
+        self.report.ok(COMPLETE)
+        self.evidence.latency(COMPLETE, time.monotonic() - started)
+        self.completed.append(task.id)
+        for lid in done.learning_ids:
+            if lid is not None:
+                self.evidence.written[lid] = learning["description"]
+        return done.next
+
+    def verify(self) -> None:
+        """Every acked completion is stored: the task completed (or in review)."""
+        started = time.monotonic()
+        for task_id in self.completed:
+            try:
+                status = self.client.task(task_id).status
+            except GrooveError as exc:
+                self.report.error("verify", exc)
+                continue
+            if status in ("completed", "review"):
+                self.report.verified += 1
+            else:
+                self.report.mismatches += 1
+        self.report.verify_s = time.monotonic() - started
