@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.transport import Transport
 from protocol import constants as C
 from protocol.board import (
     IdReply,
@@ -28,6 +29,9 @@ from protocol.swarm import (
     CheckpointListReply,
     Decision,
     DecisionListReply,
+    Nudge,
+    NudgeAckReply,
+    NudgePollReply,
 )
 
 
@@ -37,6 +41,8 @@ def _clean(**fields: Any) -> dict[str, Any]:
 
 class BoardCalls:
     """One method per board operation; PROTOCOL.md, section 9, says what each does and refuses."""
+
+    transport: Transport
 
     def call(
         self,
@@ -195,3 +201,33 @@ class BoardCalls:
         """A memory's checkpoints, newest first."""
         body = _clean(memory_id=memory_id, agent_id=agent_id, task_id=task_id)
         return CheckpointListReply.model_validate(self.call(C.OP_CHECKPOINT_LIST, body)).checkpoints
+
+    def send_nudge(
+        self, target: str, memory_id: str, message: str, created_by: str, priority: str = "normal",
+        delivery: str = "next_turn",
+    ) -> str:  # fmt: skip
+        """Nudge an agent (its id), a role (`role:<role>`) or `all`; returns the nudge's id."""
+        body = {"target": target, "memory_id": memory_id, "message": message, "created_by": created_by,
+                "priority": priority, "delivery": delivery}  # fmt: skip
+        return IdReply.model_validate(self.call(C.OP_NUDGE_SEND, body)).id
+
+    def poll_nudges(
+        self, agent_id: str, role: str | None = None, idle: bool = False, again: bool = False
+    ) -> list[Nudge]:
+        """The nudges for this agent not yet delivered to it, highest priority first (`again`: also those
+        delivered but not acknowledged, as after a reconnect)."""
+        body = _clean(agent_id=agent_id, role=role) | {"idle": idle, "again": again}
+        return NudgePollReply.model_validate(self.call(C.OP_NUDGE_POLL, body)).nudges
+
+    def ack_nudges(self, agent_id: str, ids: list[str]) -> int:
+        """Acknowledge nudges read; they are never delivered to this agent again. Returns how many were new."""
+        return NudgeAckReply.model_validate(self.call(C.OP_NUDGE_ACK, {"agent_id": agent_id, "ids": ids})).acked
+
+    def pushed_nudges(self, wait: float = 0.0) -> list[Nudge]:
+        """Immediate nudges the coordinator pushed to this connection (it must have said `hello` on it), taken
+        in as replies arrive; `wait` seconds for one when none is here yet."""
+        if wait > 0 and not self.transport.pushed:
+            self.transport.wait_pushed(wait)
+        taken = [body for kind, body in self.transport.pushed if kind == C.PUSH_NUDGE]
+        self.transport.pushed.clear()
+        return [Nudge.model_validate(body) for body in taken]

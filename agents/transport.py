@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -77,9 +78,20 @@ class Transport:
         if curve is not None:
             curve.apply(self.sock)
         self.sock.connect(endpoint)
+        # Unsolicited messages (immediate nudges) as (kind, body), oldest first, taken by `take_pushed`.
+        self.pushed: deque[tuple[str, dict[str, Any]]] = deque(maxlen=10_000)
         # One poller for the socket's life: Socket.poll() builds a new one on every call.
         self._poller = zmq.Poller()
         self._poller.register(self.sock, zmq.POLLIN)
+
+    def wait_pushed(self, timeout: float) -> None:
+        """Take in unsolicited messages for up to `timeout` seconds, returning as soon as one came (between
+        calls nothing else reads the socket)."""
+        deadline = time.monotonic() + timeout
+        before = len(self.pushed)
+        while len(self.pushed) == before and (left := deadline - time.monotonic()) > 0:
+            if self._poller.poll(int(left * 1000) + 1):
+                self._receive({}, {})
 
     def close(self) -> None:
         """Close the socket; unanswered requests are abandoned."""
@@ -162,6 +174,9 @@ class Transport:
                 reply = decode_reply(frames[-1])
             except ProtocolError:
                 continue  # not a reply to us; the request will time out and be resent
+            if reply.push is not None:
+                self.pushed.append((reply.push, reply.body))
+                continue
             if reply.id is None and not reply.ok and len(flights) == 1:
                 # an error about a request whose id the coordinator could not read; with one in flight it is ours
                 flight: _Flight | None = next(iter(flights.values()))

@@ -158,6 +158,11 @@ def encode_ok(request_id: str, body: dict[str, Any]) -> bytes:
     return pack({"v": C.PROTOCOL_VERSION, "id": request_id, "ok": True, "body": body})
 
 
+def encode_push(kind: str, body: dict[str, Any]) -> bytes:
+    """The payload frame of an unsolicited message (an immediate nudge): no request id, `push` says what."""
+    return pack({"v": C.PROTOCOL_VERSION, "id": None, "ok": True, "push": kind, "body": body})
+
+
 def encode_error(request_id: str | None, code: ErrorCode, message: str, retry_after_ms: int | None = None) -> bytes:
     """The payload frame of an error reply; `retry_after_ms` is sent with `busy`."""
     error: dict[str, Any] = {"code": code.value, "message": message, "retryable": RETRYABLE[code]}
@@ -174,6 +179,7 @@ class ReplyEnvelope:
     ok: bool
     body: dict[str, Any]
     error: dict[str, Any] | None
+    push: str | None = None  # set on an unsolicited message: what it carries (`nudge`)
 
 
 def decode_reply(data: bytes) -> ReplyEnvelope:
@@ -186,7 +192,8 @@ def decode_reply(data: bytes) -> ReplyEnvelope:
         body = value.get("body")
         if not isinstance(body, dict):
             raise DecodeError("reply has ok=true but no 'body' map")
-        return ReplyEnvelope(rid, True, body, None)
+        push = value.get("push")
+        return ReplyEnvelope(rid, True, body, None, push if isinstance(push, str) else None)
     error = value.get("error")
     if not isinstance(error, dict) or not isinstance(error.get("code"), str):
         raise DecodeError("reply has ok=false but no 'error' map with a 'code'")

@@ -57,6 +57,9 @@ OP_ARTIFACT_RECORD: Final = "artifact.record"
 OP_ARTIFACT_LIST: Final = "artifact.list"
 OP_CHECKPOINT_RECORD: Final = "checkpoint.record"
 OP_CHECKPOINT_LIST: Final = "checkpoint.list"
+OP_NUDGE_SEND: Final = "nudge.send"
+OP_NUDGE_POLL: Final = "nudge.poll"
+OP_NUDGE_ACK: Final = "nudge.ack"
 
 # Roles a client key may have (with CURVE), least privileged first: each may do what the ones before it may.
 Role = Literal["agent", "curator", "admin"]
@@ -192,6 +195,15 @@ MIN_LEASE_MS: Final = 100
 MAX_LEASE_MS: Final = 24 * 3600 * 1000
 MAX_TASK_LIST: Final = 20_000
 MAX_BOARD_TEXT_CHARS: Final = 8000  # goals, descriptions, summaries, errors
+
+# Nudges (seed 004): a message to an agent, to every agent of a role (`role:<role>`) or to `all`.
+NudgePriority = Literal["low", "normal", "high", "critical"]
+NUDGE_PRIORITIES: Final = get_args(NudgePriority)  # lowest first
+NudgeDelivery = Literal["immediate", "next_turn", "when_idle"]
+NUDGE_TARGET_ROLE: Final = "role:"
+NUDGE_TARGET_ALL: Final = "all"
+PUSH_NUDGE: Final = "nudge"  # the `push` of an unsolicited message carrying an immediate nudge
+MAX_NUDGES_PER_POLL: Final = 100
 
 # Suggested client behaviour.
 DEFAULT_BUSY_RETRY_MS: Final = 50

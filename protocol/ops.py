@@ -105,6 +105,11 @@ from protocol.swarm import (
     DecisionListRequest,
     DecisionRecordRequest,
     DecisionReverseRequest,
+    NudgeAckReply,
+    NudgeAckRequest,
+    NudgePollReply,
+    NudgePollRequest,
+    NudgeSendRequest,
 )
 
 
@@ -184,5 +189,8 @@ OPS: dict[str, Op] = {
         Op(C.OP_ARTIFACT_LIST, ArtifactListRequest, ArtifactListReply, write=False, role=_AGENT),
         Op(C.OP_CHECKPOINT_RECORD, CheckpointRecordRequest, IdReply, write=True, role=_AGENT),
         Op(C.OP_CHECKPOINT_LIST, CheckpointListRequest, CheckpointListReply, write=False, role=_AGENT),
+        Op(C.OP_NUDGE_SEND, NudgeSendRequest, IdReply, write=True, role=_CURATOR),
+        Op(C.OP_NUDGE_POLL, NudgePollRequest, NudgePollReply, write=True, role=_AGENT),
+        Op(C.OP_NUDGE_ACK, NudgeAckRequest, NudgeAckReply, write=True, role=_AGENT),
     )
 }

@@ -10,6 +10,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
+from protocol import constants as C
 from protocol.board import BoardText, MemoryId, TaskId
 from protocol.models import Body, Reply, ShortText, UuidV7
 
@@ -174,3 +175,57 @@ class CheckpointListReply(Reply):
     """The checkpoints."""
 
     checkpoints: list[Checkpoint]
+
+
+class NudgeSendRequest(Body):
+    """`nudge.send`: a message to an agent (`target` its id), a role (`role:<role>`) or `all`."""
+
+    target: ShortText
+    memory_id: MemoryId
+    message: BoardText
+    priority: C.NudgePriority = "normal"
+    delivery: C.NudgeDelivery = "next_turn"
+    created_by: ShortText
+
+
+class Nudge(Reply):
+    """A nudge as delivered."""
+
+    id: str
+    memory_id: str
+    target: str
+    message: str
+    priority: str
+    delivery: str
+    created_by: str
+    created_at: int
+
+
+class NudgePollRequest(Body):
+    """`nudge.poll`: the nudges for this agent not yet delivered to it, highest priority first, now delivered.
+    `role` receives those sent to its role; `idle` also those waiting for it to be idle; `again` those
+    delivered before but not acknowledged (a client sets it on its first poll after connecting)."""
+
+    agent_id: ShortText
+    role: ShortText | None = None
+    idle: bool = False
+    again: bool = False
+
+
+class NudgePollReply(Reply):
+    """The nudges delivered by this poll."""
+
+    nudges: list[Nudge]
+
+
+class NudgeAckRequest(Body):
+    """`nudge.ack`: the agent has read these nudges; they are never delivered to it again."""
+
+    agent_id: ShortText
+    ids: Annotated[list[UuidV7], Field(min_length=1, max_length=C.MAX_NUDGES_PER_POLL)]
+
+
+class NudgeAckReply(Reply):
+    """How many were not acknowledged before."""
+
+    acked: int

@@ -42,6 +42,11 @@ class Boards:
             self.get(tier)
         self._all = True
 
+    def every(self) -> list[tuple[Tier, Board]]:
+        """Every tier's board (loading those of tiers not loaded yet)."""
+        self._load_all()
+        return [(self._tier(name), board) for name, board in self._boards.items()]
+
     def memory_tier(self, memory_id: str) -> Tier:
         """The tier holding working memory `memory_id`; Rejected `not_found` if none does."""
         self._load_all()

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from coordinator.board.nudges import NudgeBox
 from coordinator.board.records import Records
 from coordinator.errors import Rejected
 from coordinator.store.relations import MEMORIES, TASKS, Relation
@@ -31,7 +32,15 @@ from protocol.board import (
     TaskStartRequest,
 )
 from protocol.errors import ErrorCode
-from protocol.swarm import ArtifactRecordRequest, CheckpointRecordRequest, DecisionRecordRequest, DecisionReverseRequest
+from protocol.swarm import (
+    ArtifactRecordRequest,
+    CheckpointRecordRequest,
+    DecisionRecordRequest,
+    DecisionReverseRequest,
+    NudgeAckRequest,
+    NudgePollRequest,
+    NudgeSendRequest,
+)
 
 Wire = dict[str, Any]
 _HELD = ("assigned", "in_progress")
@@ -53,9 +62,12 @@ def _conflict(message: str) -> Rejected:
 class Board:
     """A tier's working memories and tasks."""
 
-    def __init__(self, memories: list[Wire], tasks: list[Wire], records: Records | None = None) -> None:
+    def __init__(
+        self, memories: list[Wire], tasks: list[Wire], records: Records | None = None, nudges: NudgeBox | None = None
+    ) -> None:
         self.memories: dict[str, Wire] = {m["id"]: m for m in memories}
         self.records = records if records is not None else Records([], [])
+        self.nudges = nudges if nudges is not None else NudgeBox([], [])
         self.tasks: dict[str, Wire] = {t["id"]: t for t in tasks}
         self.dependents: defaultdict[str, list[str]] = defaultdict(list)
         self.unmet: dict[str, int] = {}  # task -> dependencies not completed yet
@@ -80,7 +92,7 @@ class Board:
         """The board as stored in `tier`."""
         memories = [MEMORIES.wire(row) for row in tier.run(MEMORIES.scan())]
         tasks = [TASKS.wire(row) for row in tier.run(TASKS.scan())]
-        return cls(memories, tasks, Records.load(tier))
+        return cls(memories, tasks, Records.load(tier), NudgeBox.load(tier))
 
     def take_dirty(self) -> list[tuple[Relation, list[list[Any]]]]:
         """The rows changed since the last call, per relation, to commit."""
@@ -90,7 +102,7 @@ class Board:
         ]
         self._dirty_memories.clear()
         self._dirty_tasks.clear()
-        return rows + self.records.take_dirty()
+        return rows + self.records.take_dirty() + self.nudges.take_dirty()
 
     def apply(self, body: BaseModel, ids: list[str], now: int) -> Wire:
         """Apply one board request (with the ids planning chose for what it makes); returns the reply."""
@@ -132,6 +144,13 @@ class Board:
             case CheckpointRecordRequest():
                 self._in_memory(body.memory_id, [body.task_id] if body.task_id else [], "task_id")
                 return self.records.checkpoint(body, ids[0], now)
+            case NudgeSendRequest():
+                self.memory(body.memory_id)
+                return self.nudges.send(body, ids[0], now)
+            case NudgePollRequest():
+                return self.nudges.poll(body)
+            case NudgeAckRequest():
+                return self.nudges.ack(body, now)
             case LeaseExpiry():
                 return {"expired": self.expire(now), "released": self.release(set(body.gone), now)}
             case _:

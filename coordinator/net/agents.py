@@ -90,6 +90,19 @@ class AgentRegistry:
         elif task_id is not None:
             record.task_id = task_id
 
+    def peers_for(self, target: str, now: float | None = None) -> list[bytes]:
+        """The connections of the alive agents a nudge's target names: one agent, `role:<role>` or `all`."""
+        at = time.time() if now is None else now
+        with self._lock:
+            records = list(self._agents.values())
+        role = target.removeprefix(C.NUDGE_TARGET_ROLE) if target.startswith(C.NUDGE_TARGET_ROLE) else None
+        return [
+            r.peer
+            for r in records
+            if at - r.last_seen <= C.AGENT_ALIVE_WINDOW_S
+            and (target in (C.NUDGE_TARGET_ALL, r.agent_id) or r.role == role)
+        ]
+
     def ended(self, agent_id: str, completed: bool) -> None:
         """The agent completed (or failed) a board task (acker thread)."""
         record = self._agents.get(agent_id)

@@ -180,6 +180,9 @@ HANDLERS: dict[str, Handler] = {
     C.OP_ARTIFACT_LIST: Read[ArtifactListRequest](lambda s, b: list_artifacts(s.tiers, b)),
     C.OP_CHECKPOINT_RECORD: Write(writes.CHECKPOINT_RECORD),
     C.OP_CHECKPOINT_LIST: Read[CheckpointListRequest](lambda s, b: list_checkpoints(s.tiers, b)),
+    C.OP_NUDGE_SEND: Write(writes.NUDGE_SEND),
+    C.OP_NUDGE_POLL: Write(writes.NUDGE_POLL),
+    C.OP_NUDGE_ACK: Write(writes.NUDGE_ACK),
 }
 
 

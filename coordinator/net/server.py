@@ -50,6 +50,7 @@ from protocol.codec import (
     decode_request,
     encode_error,
     encode_ok,
+    encode_push,
     peek_op,
     validate_body,
 )
@@ -57,12 +58,13 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
 from protocol.models import RelationPutRequest
 from protocol.ops import OPS
+from protocol.swarm import NudgeSendRequest
 
 log = logging.getLogger(__name__)
 
 _OUTBOX = "inproc://groove-outbox"
 RUNNING_MARKER = "coordinator.running"  # in the data dir while a coordinator runs; left behind by a crash
-_READ, _WRITE, _CHOSEN = b"R", b"W", b"C"
+_READ, _WRITE, _CHOSEN, _PUSH = b"R", b"W", b"C", b"P"
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # replies taken from the writer and readers per loop turn, so neither direction starves the other
 _DRAIN_BATCHES = 1  # batches of requests (of up to 64, front._DRAIN) taken from the front per loop turn
@@ -276,8 +278,9 @@ class Coordinator:
 
     def _drain_inbox(self) -> None:
         for frames in _waiting(self.inbox, _DRAIN * 4):
-            if frames[0] == _READ:
-                self._reads_pending -= 1
+            if frames[0] in (_READ, _PUSH):  # a read's reply, or a nudge pushed to a connected agent
+                if frames[0] == _READ:
+                    self._reads_pending -= 1
                 self._send(frames[1], frames[2])
                 continue
             if frames[0] == _CHOSEN:
@@ -443,7 +446,7 @@ class Coordinator:
         return len(pairs)
 
     def _writes_done(self, outcomes: list[Outcome]) -> None:
-        frames = [_WRITE]
+        frames, pushes = [_WRITE], []
         for item, result in outcomes:
             if isinstance(result, Rejected):
                 if result.code == ErrorCode.UNAUTHORIZED:
@@ -453,7 +456,12 @@ class Coordinator:
                 frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]
                 if isinstance(item.body, TaskCompleteRequest | TaskFailRequest):
                     self.registry.ended(item.body.agent_id, isinstance(item.body, TaskCompleteRequest))
+                elif isinstance(item.body, NudgeSendRequest) and item.body.delivery == "immediate":
+                    push = encode_push(C.PUSH_NUDGE, item.body.model_dump() | result)  # to each connected one
+                    pushes += [[_PUSH, peer, push] for peer in self.registry.peers_for(item.body.target)]
         self._outbox().send_multipart(frames)
+        for message in pushes:  # after the acks: the sender hears first that its nudge was stored
+            self._outbox().send_multipart(message)
 
     def _read(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, received: float) -> None:
         handler = HANDLERS[request.op]

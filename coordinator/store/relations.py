@@ -230,6 +230,13 @@ CHECKPOINTS = Relation(
     "worktree_path: String, trigger: String, description: String, staged_changes_json: String, "
     "unstaged_changes_json: String, stash_ref: String?, created_at: Int",
 )
+NUDGES = Relation(
+    "nudges",
+    "id: String => memory_id: String, target: String, message: String, priority: String, delivery: String, "
+    "created_by: String, created_at: Int",
+)
+# One row per agent that acknowledged a nudge: a nudge to a role or to all reaches each agent once.
+NUDGE_ACKS = Relation("nudge_acks", "nudge_id: String, agent_id: String => acked_at: Int")
 SCHEMA_VERSION = Relation("schema_version", "version: Int => applied_at: Int, description: String")
 
 ALL = (
@@ -250,6 +257,8 @@ ALL = (
     DECISIONS,
     ARTIFACTS,
     CHECKPOINTS,
+    NUDGES,
+    NUDGE_ACKS,
     SCHEMA_VERSION,
 )
 

@@ -29,6 +29,8 @@ from coordinator.store.relations import (
     LEARNING,
     MAINTENANCE,
     MEMORIES,
+    NUDGE_ACKS,
+    NUDGES,
     PARAMS,
     REJECTIONS,
     RELATIONS,
@@ -144,6 +146,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the board's records: decisions, artifact versions and checkpoints",
         (Step.create(DECISIONS), Step.create(ARTIFACTS), Step.create(CHECKPOINTS)),
     ),
+    Migration(9, "nudges, and which agents acknowledged them", (Step.create(NUDGES), Step.create(NUDGE_ACKS))),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.board.nudges import order
 from coordinator.errors import Rejected
 from coordinator.write.parts import BoardPart, Part, PutPart
 from coordinator.write.planning import Planner
@@ -28,9 +29,17 @@ from protocol.board import (
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
 from protocol.models import LearningPutRequest
-from protocol.swarm import ArtifactRecordRequest, CheckpointRecordRequest, DecisionRecordRequest, DecisionReverseRequest
+from protocol.swarm import (
+    ArtifactRecordRequest,
+    CheckpointRecordRequest,
+    DecisionRecordRequest,
+    DecisionReverseRequest,
+    NudgeAckRequest,
+    NudgePollRequest,
+    NudgeSendRequest,
+)
 
-Recorded = DecisionRecordRequest | ArtifactRecordRequest | CheckpointRecordRequest
+Recorded = DecisionRecordRequest | ArtifactRecordRequest | CheckpointRecordRequest | NudgeSendRequest
 
 TaskRequest = TaskHeartbeatRequest | TaskStartRequest | TaskFailRequest | TaskReviewRequest | TaskCancelRequest
 
@@ -63,6 +72,33 @@ def add(planner: Planner, body: TaskAddRequest) -> dict[str, Part]:
 def record(planner: Planner, body: Recorded) -> dict[str, Part]:
     """A decision, artifact or checkpoint: a new id, in the memory's tier."""
     return {planner.boards.memory_tier(body.memory_id).name: BoardPart(body, [uuid7()])}
+
+
+def poll(planner: Planner, body: NudgePollRequest) -> dict[str, Part]:
+    """`nudge.poll`: every tier that has something due for the agent (none: an empty reply)."""
+    return {tier.name: BoardPart(body) for tier, board in planner.boards.every() if board.nudges.due(body)}
+
+
+def ack(planner: Planner, body: NudgeAckRequest) -> dict[str, Part]:
+    """`nudge.ack`: the tiers holding these nudges; Rejected `not_found` for an id no tier holds."""
+    parts: dict[str, Part] = {}
+    known: set[str] = set()
+    for tier, board in planner.boards.every():
+        here = {nid for nid in body.ids if nid in board.nudges.nudges}
+        if here:
+            parts[tier.name] = BoardPart(body)
+            known |= here
+    unknown = [nid for nid in body.ids if nid not in known]
+    if unknown:
+        raise Rejected(
+            ErrorCode.NOT_FOUND, f"no nudge {unknown[0]}" + (f" (and {len(unknown) - 1} more)" if unknown[1:] else "")
+        )
+    return parts
+
+
+def polled(_: NudgePollRequest, replies: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every tier's nudges, highest priority first."""
+    return {"nudges": order([n for reply in replies for n in reply["nudges"]])}
 
 
 def reverse(planner: Planner, body: DecisionReverseRequest) -> dict[str, Part]:

@@ -40,7 +40,15 @@ from protocol.models import (
     OutcomeRecordRequest,
     RelationPutRequest,
 )
-from protocol.swarm import ArtifactRecordRequest, CheckpointRecordRequest, DecisionRecordRequest, DecisionReverseRequest
+from protocol.swarm import (
+    ArtifactRecordRequest,
+    CheckpointRecordRequest,
+    DecisionRecordRequest,
+    DecisionReverseRequest,
+    NudgeAckRequest,
+    NudgePollRequest,
+    NudgeSendRequest,
+)
 
 B = TypeVar("B", bound=BaseModel)
 TierReplies = list[dict[str, Any]]
@@ -176,5 +184,9 @@ DECISION_RECORD = WriteOp[DecisionRecordRequest](C.OP_DECISION_RECORD, boarding.
 DECISION_REVERSE = WriteOp[DecisionReverseRequest](C.OP_DECISION_REVERSE, boarding.reverse, _the_one)
 ARTIFACT_RECORD = WriteOp[ArtifactRecordRequest](C.OP_ARTIFACT_RECORD, boarding.record, _the_one)
 CHECKPOINT_RECORD = WriteOp[CheckpointRecordRequest](C.OP_CHECKPOINT_RECORD, boarding.record, _the_one)
+NUDGE_SEND = WriteOp[NudgeSendRequest](C.OP_NUDGE_SEND, boarding.record, _the_one)
+# a write: a poll marks what it delivers, so a resent poll gets the same nudges, not the next ones
+NUDGE_POLL = WriteOp[NudgePollRequest](C.OP_NUDGE_POLL, boarding.poll, boarding.polled)
+NUDGE_ACK = WriteOp[NudgeAckRequest](C.OP_NUDGE_ACK, boarding.ack, _summed("acked"))
 # Lapsed leases of one tier, found between batches: internal only, never on the wire.
 LEASES = WriteOp[LeaseExpiry]("task.expire", lambda p, b: {b.tier: BoardPart(b)}, _empty)

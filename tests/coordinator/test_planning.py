@@ -63,6 +63,9 @@ from protocol.swarm import (
     CheckpointRecordRequest,
     DecisionRecordRequest,
     DecisionReverseRequest,
+    NudgeAckRequest,
+    NudgePollRequest,
+    NudgeSendRequest,
 )
 from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
@@ -205,6 +208,14 @@ def _review(w: World) -> tuple[BaseModel, dict[str, type]]:
     return TaskReviewRequest(task_id="t1", reviewer="lead", status="approved"), {PROJECT: BoardPart}
 
 
+def _nudged(make: Callable[[World, str], BaseModel]) -> Callable[[World], tuple[BaseModel, dict[str, type]]]:
+    def case(w: World) -> tuple[BaseModel, dict[str, type]]:
+        body = NudgeSendRequest(target="a1", memory_id=_memory(w), message="m", created_by="lead")
+        return make(w, w.write(ops.NUDGE_SEND, body)["id"]), {PROJECT: BoardPart}
+
+    return case
+
+
 def _reverse(w: World) -> tuple[BaseModel, dict[str, type]]:
     memory = _memory(w)
     body = DecisionRecordRequest(memory_id=memory, question="q", choice="c", rationale="r", made_by="a1")
@@ -228,6 +239,9 @@ CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
         lambda w, m: DecisionRecordRequest(memory_id=m, question="q", choice="c", rationale="r", made_by="a1")
     ),
     "DECISION_REVERSE": _reverse,
+    "NUDGE_SEND": _board(lambda w, m: NudgeSendRequest(target="a1", memory_id=m, message="m", created_by="lead")),
+    "NUDGE_POLL": _nudged(lambda w, n: NudgePollRequest(agent_id="a1")),
+    "NUDGE_ACK": _nudged(lambda w, n: NudgeAckRequest(agent_id="a1", ids=[n])),
     "ARTIFACT_RECORD": _board(
         lambda w, m: ArtifactRecordRequest(
             memory_id=m, task_id="t1", type="code", path="a.py", checksum="x", created_by="a1"

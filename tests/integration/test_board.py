@@ -333,3 +333,47 @@ def test_decisions_artifacts_and_checkpoints_are_kept_with_the_memory(client: Gr
         client.record_checkpoint(uuid7(), "a1", "b", "c", "/w")
     with pytest.raises(NotFound):
         client.reverse_decision(uuid7(), "lead")
+
+
+def test_nudges_reach_their_agents_once_acknowledged_and_again_until_then(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
+    memory = plan(client, [{"title": "t"}])
+    direct = client.send_nudge("a1", memory, "rebase on main", "lead", priority="low")
+    urgent = client.send_nudge("role:qa", memory, "stop: the build is red", "lead", priority="critical")
+    idle = client.send_nudge("all", memory, "when idle: update the docs", "lead", delivery="when_idle")
+    first = client.poll_nudges("a1", role="qa")
+    assert [n.id for n in first] == [urgent, direct]  # highest priority first; when_idle waits
+    assert client.poll_nudges("a1", role="qa") == []  # delivered: not again on the same connection
+    assert [n.id for n in client.poll_nudges("a1", role="qa", idle=True)] == [idle]
+    assert [n.id for n in client.poll_nudges("a2")] == []  # a2 is neither a1 nor qa, and not idle
+    assert client.ack_nudges("a1", [urgent, idle]) == 2
+    assert client.ack_nudges("a1", [urgent]) == 0
+    assert [n.id for n in client.poll_nudges("a1", role="qa", idle=True, again=True)] == [direct]  # unacked only
+    coordinator.kill()
+    coordinator.restart()  # deliveries are not kept: what was not acknowledged comes again, acknowledged never
+    assert [n.id for n in client.poll_nudges("a1", role="qa", idle=True)] == [direct]
+    with pytest.raises(NotFound):
+        client.ack_nudges("a1", [uuid7()])
+    with pytest.raises(NotFound):
+        client.send_nudge("a1", uuid7(), "m", "lead")
+    with pytest.raises(BadRequest):
+        client.send_nudge("a1", memory, "m", "lead", priority="urgent")
+
+
+def test_an_immediate_nudge_is_pushed_to_a_connected_agent(
+    coordinator: RunningCoordinator, client: GrooveClient, client_factory: Callable[..., GrooveClient]
+) -> None:
+    memory = plan(client, [{"title": "t"}])
+    agent = client_factory(coordinator.endpoint)
+    agent.hello("pushed-to", role="qa")
+    other = client_factory(coordinator.endpoint)
+    other.hello("not-me", role="dev")
+    sent = time.monotonic()
+    nudge = client.send_nudge("role:qa", memory, "look at the red build now", "lead", "high", "immediate")
+    (pushed,) = agent.pushed_nudges(wait=10)
+    assert time.monotonic() - sent < 5
+    assert (pushed.id, pushed.message, pushed.priority) == (nudge, "look at the red build now", "high")
+    assert other.pushed_nudges(wait=0.3) == []
+    assert [n.id for n in agent.poll_nudges("pushed-to", role="qa")] == [nudge]  # until acknowledged
+    agent.ack_nudges("pushed-to", [nudge])
