@@ -6,6 +6,10 @@ block a previous session left there in place, keeping everything else in the fil
 records the outcome: which learnings helped, which were ignored or wrong, and whether the session
 succeeded (`outcome.record` with the injection id). It also spawns agent workers with the coordinator's
 endpoint (`groove agent` processes; see agents.fleet).
+
+With the board, it plans (`plan`: a working memory and its tasks), runs workers on the plan (`run`), and
+`prepare` given the memory, task and agent adds to the block what the agent must know of the board: its
+task and the memory's goal and constraints, the decisions standing, and the nudges waiting for it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agents.client import GrooveClient
 from agents.errors import GrooveError
@@ -103,6 +108,25 @@ class Orchestrator:
         self.fleets.append(fleet)
         return fleet
 
+    def plan(self, project: str, name: str, goal: str, tasks: list[dict[str, Any]], **more: Any) -> str:
+        """A working memory for `goal` with these tasks (maps of the protocol's task fields; `constraints`,
+        `owner`, `max_attempts` in `more`); returns its id."""
+        memory = self.client.create_memory(project, name, goal, **more)
+        for start in range(0, len(tasks), C.MAX_TASKS_PER_ADD):
+            self.client.add_tasks(memory, tasks[start : start + C.MAX_TASKS_PER_ADD])
+        return memory
+
+    def run(self, memory_id: str, n: int, *, duration: float | None = None, fail_share: float = 0.0) -> Fleet:
+        """Start `n` workers on the memory's plan (`groove agent --memory`); each stops when nothing is left
+        to do (or at `duration`). `fleet.wait()` waits for them; `fleet.reports()` has what each did."""
+        workdir = self._workdir or Path(tempfile.mkdtemp(prefix="groove-workers-"))
+        fleet = Fleet(self.endpoint, workdir / f"fleet-{len(self.fleets)}")
+        for i in range(n):
+            options = ["--memory", memory_id, "--fail-share", str(fail_share), "--seed", str(i)]
+            fleet.spawn(f"board-{len(self.fleets)}-{i}", *options, duration=duration)
+        self.fleets.append(fleet)
+        return fleet
+
     def prepare(
         self,
         workdir: Path,
@@ -112,14 +136,43 @@ class Orchestrator:
         enterprise: str | None = None,
         budget: int | None = None,
         session_id: str | None = None,
+        memory_id: str | None = None,
+        task_id: str | None = None,
+        agent_id: str | None = None,
     ) -> Session:
-        """Choose the session's learnings and write their block into `workdir`/CLAUDE.md."""
+        """Choose the session's learnings and write their block into `workdir`/CLAUDE.md; with `memory_id`,
+        add the board's side (the task `task_id`, standing decisions, and the nudges for `agent_id`)."""
         session_id = session_id or f"session-{uuid7()}"
         reply = self.client.inject(session_id, task=task, project=project, enterprise=enterprise, budget=budget)
         path = workdir / CONTEXT_FILE
-        write_block(path, reply.markdown)
+        block = reply.markdown
+        if memory_id is not None:
+            board = self._board_context(memory_id, task_id, agent_id)
+            block = block.replace(C.INJECT_END, board + C.INJECT_END)
+        write_block(path, block)
         ids = tuple(item.learning.id for item in reply.learnings)
         return Session(session_id, reply.injection_id, ids, path)
+
+    def _board_context(self, memory_id: str, task_id: str | None, agent_id: str | None) -> str:
+        """The board's part of the block, as markdown."""
+        memory = self.client.memory(memory_id)
+        lines = [f"\n## The plan: {memory.name}\n", f"Goal: {memory.goal}"]
+        lines += [f"- Constraint: {constraint}" for constraint in memory.constraints]
+        if task_id is not None:
+            mine = self.client.task(task_id)
+            lines += ["", f"### Your task: {mine.title} (`{mine.id}`)"] + (
+                [mine.description] if mine.description else []
+            )
+        decisions = self.client.decisions(memory_id, standing=True)
+        if decisions:
+            lines += ["", "### Decisions standing"]
+            lines += [f"- {d.question} **{d.choice}**: {d.rationale}" for d in decisions]
+        if agent_id is not None:
+            nudges = self.client.poll_nudges(agent_id, again=True)
+            if nudges:
+                lines += ["", "### Nudges for you"]
+                lines += [f"- ({n.priority}) {n.message} — {n.created_by}" for n in nudges]
+        return "\n".join(lines) + "\n"
 
     def record(
         self,

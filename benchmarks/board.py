@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,14 @@ from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine
 from cli.output import table
 from cli.processes import start_coordinator
+from protocol import constants as C
 
 _LEASE_MS = 60_000
 _IDLE_S = 0.005  # an agent that found nothing ready polls again after this
 _SETTLE_S = 2.0
 _PER_AGENT_S = 0.25  # agent processes start together once all are up (one takes ~0.3 s of CPU to start)
 _ADD_CHUNK = 5000
+_PROBE = "nudge-probe"
 
 
 def graph(tasks: int, depth: int) -> list[dict[str, Any]]:
@@ -98,6 +101,58 @@ def summary(records: list[list[Any]], expected: list[dict[str, Any]], expiries: 
     }
 
 
+class NudgeProbe:
+    """While the agents work: an `immediate` nudge every 100 ms to a connected probe agent, timed from just
+    before `nudge.send` is sent to the push's arrival at the probe's own connection."""
+
+    def __init__(self, endpoint: str, memory: str) -> None:
+        self.endpoint, self.memory = endpoint, memory
+        self.sent: dict[str, float] = {}
+        self.arrived: dict[str, float] = {}
+        self.stopped = threading.Event()
+        self.ready = threading.Event()
+        self.threads = [threading.Thread(target=self._listen), threading.Thread(target=self._send)]
+
+    def start(self) -> None:
+        """Connect the probe, then nudge it until stopped."""
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """Stop nudging; wait a moment for the pushes under way."""
+        time.sleep(0.5)
+        self.stopped.set()
+        for thread in self.threads:
+            thread.join()
+
+    def _listen(self) -> None:
+        with GrooveClient(self.endpoint, timeout=60) as probe:
+            probe.hello(_PROBE)
+            self.ready.set()
+            beat = time.monotonic()
+            while not self.stopped.is_set():
+                for nudge in probe.pushed_nudges(wait=0.2):
+                    self.arrived.setdefault(nudge.message, time.monotonic())
+                if time.monotonic() - beat > C.HEARTBEAT_INTERVAL_S:  # stays alive in the registry
+                    probe.heartbeat(_PROBE)
+                    beat = time.monotonic()
+
+    def _send(self) -> None:
+        self.ready.wait()
+        with GrooveClient(self.endpoint, timeout=60) as lead:
+            n = 0
+            while not self.stopped.wait(0.1):
+                message = f"probe {n}"
+                self.sent[message] = time.monotonic()
+                lead.send_nudge(_PROBE, self.memory, message, "bench", "high", "immediate")
+                n += 1
+
+    def summary(self) -> dict[str, Any]:
+        """Push latencies (ms) and how many never arrived."""
+        took = [(self.arrived[m] - t) * 1000 for m, t in self.sent.items() if m in self.arrived]
+        return latency_summary(took) | {"sent": len(self.sent), "missed": len(self.sent) - len(took)}
+
+
 def run_groove(tasks: list[dict[str, Any]], agents: int, work: Path, chain: bool) -> dict[str, Any]:
     """The graph drained through a fresh coordinator."""
     data = work / "data"
@@ -110,11 +165,15 @@ def run_groove(tasks: list[dict[str, Any]], agents: int, work: Path, chain: bool
                 client.add_tasks(memory, tasks[i : i + _ADD_CHUNK])
             chained = ["--chain" if chain else "--no-chain"]
             procs = _spawn("groove-agent", ["--endpoint", endpoint, "--memory", memory, *chained], agents, work)
+            probe = NudgeProbe(endpoint, memory)
+            probe.start()
             records = _gather(procs, timeout=3600)
+            probe.stop()
             stored = {t.id: t for t in client.tasks(memory)}
     finally:
         stop_process(coordinator)
     result = summary(records, tasks, sum(1 for t in stored.values() if t.attempts > 0))
+    result["nudge_push_ms"] = probe.summary()
     # by the coordinator's own clock: no task assigned before each of its dependencies completed
     result["history"]["stored_before_dependencies"] = sum(
         1
@@ -180,6 +239,11 @@ def main(ctx: click.Context, agents: int, tasks: int, depth: int, peer: bool, ch
         )  # fmt: skip
     head = ("drained by", "tasks/s", "claim p50", "p99", "p99.9", "max", "over 1 s", "complete p99", "expiries", "bad")
     click.echo(table(head, rows))
+    push = results["groove"]["nudge_push_ms"]
+    click.echo(
+        f"immediate nudges pushed while the agents worked: {push['sent']} sent, {push['missed']} missed, "
+        f"p50 {push['p50_ms']} / p99 {push['p99_ms']} / max {push['max_ms']} ms"
+    )
     ratio = None
     if "sqlite" in results:
         ratio = round(results["groove"]["tasks_per_s"] / max(1e-9, results["sqlite"]["tasks_per_s"]), 3)

@@ -1,4 +1,5 @@
-"""The board's verbs: `groove memory create|list|show|status`, `groove tasks add|list|show`, `groove board`."""
+"""The board's verbs: `groove memory create|list|show|status`, `groove tasks add|list|show`, `groove nudge`,
+`groove decisions`, `groove board`."""
 
 from __future__ import annotations
 
@@ -178,6 +179,41 @@ def tasks_show(client: GrooveClient, task_id: str, as_json: bool) -> None:
         click.echo(f"result: {task.result.get('summary', '')}")
 
 
+@click.command(name="nudge")
+@click.argument("memory_id")
+@click.argument("target")
+@click.argument("message")
+@click.option("--priority", type=click.Choice(C.NUDGE_PRIORITIES), default="normal", show_default=True,
+              help="Polls deliver higher priorities first.")  # fmt: skip
+@click.option("--delivery", type=click.Choice(C.NUDGE_DELIVERIES), default="next_turn", show_default=True,
+              help="immediate: pushed to connected agents at once; next_turn: with their next poll; "
+              "when_idle: once they say they are idle.")  # fmt: skip
+@click.option("--from", "created_by", default="cli", show_default=True, help="Who sends it.")
+@with_client
+def nudge(client: GrooveClient, memory_id: str, target: str, message: str, **more: str) -> None:
+    """Nudge an agent (TARGET its id), a role (role:NAME) or all agents (all) working a memory."""
+    click.echo(client.send_nudge(target, memory_id, message, more["created_by"], more["priority"], more["delivery"]))
+
+
+@click.command(name="decisions")
+@click.argument("memory_id")
+@click.option("--task", "task_id", help="Only those recorded for this task.")
+@click.option("--standing", is_flag=True, help="Only those not reversed.")
+@json_option
+@with_client
+def decisions(client: GrooveClient, memory_id: str, task_id: str | None, standing: bool, as_json: bool) -> None:
+    """List a memory's decisions, newest first."""
+    found = client.decisions(memory_id, task_id, standing)
+    if as_json:
+        emit_json([d.model_dump() for d in found])
+        return
+    if not found:
+        click.echo("no decisions")
+        return
+    rows = [(d.id, d.question, d.choice, d.made_by, "reversed" if d.reversed_by else "standing") for d in found]
+    click.echo(table(("id", "question", "choice", "by", "state"), rows))
+
+
 @click.command(name="board")
 @click.argument("memory_id")
 @click.option("--once", is_flag=True, help="Print one view and stop.")
@@ -207,4 +243,4 @@ def _view(client: GrooveClient, memory_id: str) -> str:
     return "\n".join(lines)
 
 
-board_commands = [memory_group, tasks_group, board]
+board_commands = [memory_group, tasks_group, nudge, decisions, board]

@@ -200,6 +200,7 @@ MAX_BOARD_TEXT_CHARS: Final = 8000  # goals, descriptions, summaries, errors
 NudgePriority = Literal["low", "normal", "high", "critical"]
 NUDGE_PRIORITIES: Final = get_args(NudgePriority)  # lowest first
 NudgeDelivery = Literal["immediate", "next_turn", "when_idle"]
+NUDGE_DELIVERIES: Final = get_args(NudgeDelivery)
 NUDGE_TARGET_ROLE: Final = "role:"
 NUDGE_TARGET_ALL: Final = "all"
 PUSH_NUDGE: Final = "nudge"  # the `push` of an unsolicited message carrying an immediate nudge

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents import GrooveClient
-from agents.orchestrator import OrchestratorError, write_block
+from agents.orchestrator import Orchestrator, OrchestratorError, write_block
 from protocol import constants as C
 from tests.helpers import RunningCoordinator
 
@@ -87,3 +87,33 @@ def test_the_readme_orchestrator_example_runs_and_closes_the_loop(
     assert [h.learning.id for h in hits[:1]] == [flaky[0].id]
     assert "workers: 2 reports, 0 errors" in run.stdout
     assert {a.agent_id for a in client.agents()} >= {"worker-0-0", "worker-0-1"}
+
+
+@pytest.mark.slow
+def test_the_orchestrator_plans_runs_workers_on_the_plan_and_briefs_an_agent(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient], tmp_path: Path
+) -> None:
+    with Orchestrator(coordinator.endpoint, workdir=tmp_path / "w") as orchestrator:
+        tasks = [{"id": f"s{i}", "title": f"step {i}", "depends_on": [f"s{i - 1}"] if i else []} for i in range(12)]
+        tasks.append({"id": "brief", "title": "write the release notes", "description": "in NEWS.md"})
+        memory = orchestrator.plan("/srv/shop", "release", "ship 2.0", tasks, constraints=["no API breaks"])
+        lead = orchestrator.client
+        lead.record_decision(memory, "which changelog format?", "keep-a-changelog", "readers know it", "lead")
+        lead.send_nudge("writer-1", memory, "mention the migration", "lead", priority="high")
+        checkout = tmp_path / "checkout"
+        checkout.mkdir()
+        orchestrator.prepare(checkout, project="/srv/shop", memory_id=memory, task_id="brief", agent_id="writer-1")
+        context = (checkout / "CLAUDE.md").read_text()
+        assert context.index("Goal: ship 2.0") < context.index(C.INJECT_END)
+        for expected in (
+            "Constraint: no API breaks",
+            "Your task: write the release notes",
+            "in NEWS.md",
+            "which changelog format? **keep-a-changelog**",
+            "(high) mention the migration — lead",
+        ):
+            assert expected in context  # fmt: skip
+        workers = orchestrator.run(memory, 3, duration=60)
+        workers.wait(timeout=120)
+        assert sum(r["ops"].get("complete", 0) for r in workers.reports()) == 13
+    assert client_factory(coordinator.endpoint).memory(memory).tasks == {"completed": 13}

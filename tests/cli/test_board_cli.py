@@ -46,5 +46,11 @@ def test_a_plan_from_a_file_through_the_verbs(
     assert "agent-7" in view.stdout
     memories = run_groove(*ep, "memory", "list", "--project", "/srv/shop")
     assert memory in memories.stdout
+    sent = run_groove(*ep, "nudge", memory, "agent-7", "rebase first", "--priority", "high")
+    assert sent.returncode == 0, sent.stderr
+    assert [n.message for n in client.poll_nudges("agent-7")] == ["rebase first"]
+    client.record_decision(memory, "which queue?", "SQS", "managed", "agent-7")
+    listed_decisions = run_groove(*ep, "decisions", memory, "--standing")
+    assert "SQS" in listed_decisions.stdout
     assert run_groove(*ep, "memory", "status", memory, "paused").stdout.strip() == "paused"
     assert "refunds (paused)" in run_groove(*ep, "memory", "show", memory).stdout

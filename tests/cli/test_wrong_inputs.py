@@ -43,6 +43,8 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
 | tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
 | board | unknown memory | `board GONE --once` | 1 |
+| nudge | unknown memory, bad priority | `nudge GONE a m`, `nudge M a m --priority max` | 1, 2 |
+| decisions | unknown memory | `decisions GONE` | 1 |
 """
 
 from __future__ import annotations
@@ -168,6 +170,9 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "tasks", "add", memory, str(tmp_path / "dangling.yaml")), 1),
             ((*ep, "tasks", "show", "nope"), 1),
             ((*ep, "board", GONE, "--once"), 1),
+            ((*ep, "nudge", GONE, "a1", "hello"), 1),
+            ((*ep, "nudge", memory, "a1", "hello", "--priority", "max"), 2),
+            ((*ep, "decisions", GONE), 1),
         ]
         before = state(client)
         with ThreadPoolExecutor(4) as pool:
