@@ -18,7 +18,8 @@ from agents.errors import Conflict, GrooveError
 from agents.workloads import Workload
 from protocol.board import Task
 
-COMPLETE, FAIL, CLAIM = "complete", "fail", "claim"
+COMPLETE, FAIL, CLAIM, NUDGE = "complete", "fail", "claim", "nudge"
+_NUDGES_EVERY = 5  # tasks between two looks at the agent's nudges
 _IDLE_S = 0.05  # nothing ready: poll again after this
 _DONE = {"completed", "failed", "cancelled", "blocked"}  # statuses of a task no one will work on again
 
@@ -34,6 +35,7 @@ class BoardWork(Workload):
         self.corpus = load()
         self.holding: str | None = None  # the task held now, for the heartbeat's status
         self.completed: list[str] = []  # tasks whose completion was acked
+        self.polled = False  # the first poll after connecting asks for unacknowledged nudges again
 
     def run(self) -> None:
         """Work the plan until it is done or `more` says stop; NotFound (a GrooveError) for an unknown memory."""
@@ -49,7 +51,22 @@ class BoardWork(Workload):
                     continue
             self.holding = task.id
             task = self._finish(task)
+            if len(self.completed) % _NUDGES_EVERY == 0:
+                self._read_nudges()
         self.holding = None
+
+    def _read_nudges(self) -> None:
+        """Read the nudges waiting (a real agent would act on them) and acknowledge them."""
+        try:
+            nudges = self.client.poll_nudges(self.agent_id, again=not self.polled)
+            self.polled = True
+            if nudges:
+                self.client.ack_nudges(self.agent_id, [n.id for n in nudges])
+        except GrooveError as exc:
+            self.report.error(NUDGE, exc)
+            return
+        for _ in nudges:
+            self.report.ok(NUDGE)
 
     def _claim(self) -> Task | None:
         started = time.monotonic()

@@ -15,6 +15,7 @@ import click
 
 from agents import GrooveClient, GrooveError
 from agents.fleet import Fleet, stop_process
+from agents.plans import release_plan
 from agents.workloads import DEFAULT_MIX, KINDS, OPS
 from cli.agent import check_mix
 from cli.output import emit_json, fail, pairs, table
@@ -74,12 +75,28 @@ class LiveView:
     show_default=True,
     help="The coordinator's embedder (none: keyword search only, no model loaded).",
 )
+@click.option(
+    "--board-agents",
+    type=click.IntRange(0, 512),
+    default=3,
+    show_default=True,
+    help="Agents working the bundled release plan (300 tasks) on the board besides them; 0: none.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def swarm_command(
-    n_agents: int, duration: float, data_dir: Path | None, mix: str, in_flight: int, embedder: str, as_json: bool
+    n_agents: int,
+    duration: float,
+    data_dir: Path | None,
+    mix: str,
+    in_flight: int,
+    embedder: str,
+    board_agents: int,
+    as_json: bool,
 ) -> None:
-    """Start a coordinator and N agent workers running the synthetic mix; restart any that crash, show a
-    live view, stop everything cleanly at the end or on Ctrl-C, and report what was acked and read back."""
+    """Start a coordinator and N agent workers running the synthetic mix, and board agents working a plan
+    (the swarm approves the tasks that need a review and nudges everyone now and then); restart any that
+    crash, show a live view, stop everything cleanly at the end or on Ctrl-C, and report what was acked and
+    read back, and how far the plan got."""
     temporary = data_dir is None
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="groove-swarm-"))
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -95,6 +112,7 @@ def swarm_command(
             *("--mix", mix, "--in-flight", str(in_flight), "--seed", str(i)),
             duration=duration,
         )
+    lead = Lead(endpoint, fleet, board_agents, duration) if board_agents else None
     started = time.monotonic()
     view = LiveView(started)
     final: dict[str, Any] = {}
@@ -107,6 +125,8 @@ def swarm_command(
                 click.echo(f"  {event}", err=True)
             try:
                 click.echo(view.line(client.stats(), time.monotonic()), err=True)
+                if lead is not None:
+                    click.echo(lead.tick(client), err=True)
             except GrooveError as exc:
                 click.echo(f"  stats unavailable: {exc}", err=True)
         if stop.is_set():
@@ -114,12 +134,14 @@ def swarm_command(
         fleet.stop()  # interrupted or not, each agent still reads back its acked learnings and reports
         try:
             final = client.stats().model_dump()
+            board = lead.report(client, time.monotonic() - started) if lead is not None else None
         except GrooveError as exc:
             click.echo(f"  final stats unavailable: {exc}", err=True)
+            board = None
     interrupted = stop.is_set()
     elapsed = time.monotonic() - started
     status = stop_process(coordinator)
-    summary = _summary(fleet, n_agents, elapsed, final, view, status) | {"interrupted": interrupted}
+    summary = _summary(fleet, n_agents, elapsed, final, view, status) | {"interrupted": interrupted, "board": board}
     if as_json:
         emit_json(summary)
     else:
@@ -133,6 +155,51 @@ def swarm_command(
         sys.exit(1)
     if interrupted:
         sys.exit(130)  # the shell's status for a run ended by Ctrl-C
+
+
+class Lead:
+    """The swarm's side of the board: the plan made, reviews approved, a nudge to everyone now and then."""
+
+    NUDGE_EVERY_S = 5.0
+
+    def __init__(self, endpoint: str, fleet: Fleet, agents: int, duration: float) -> None:
+        with GrooveClient(endpoint, timeout=60) as client:
+            self.memory = client.create_memory(
+                "/srv/groove-demo/shop", "release 2.0", "ship the shop's release 2.0", ["keep the public API"]
+            )
+            client.add_tasks(self.memory, release_plan())
+        for i in range(agents):
+            options = ("--memory", self.memory, "--fail-share", "0.05", "--lease-ms", "30000", "--seed", str(i))
+            fleet.spawn(f"board-{i}", *options, duration=duration)
+        self.reviewed = self.nudges_sent = 0
+        self.last_nudge = time.monotonic()
+
+    def tick(self, client: GrooveClient) -> str:
+        """Approve what waits for a review, nudge everyone every few seconds; the board's line of the view."""
+        for task in client.tasks(self.memory, status="review"):
+            client.review_task(task.id, "swarm-lead", "approved")
+            self.reviewed += 1
+        if time.monotonic() - self.last_nudge >= self.NUDGE_EVERY_S:
+            client.send_nudge("all", self.memory, "checkpoint your work before the next task", "swarm-lead")
+            self.nudges_sent += 1
+            self.last_nudge = time.monotonic()
+        counts = client.memory(self.memory).tasks
+        return "        board: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+
+    def report(self, client: GrooveClient, elapsed: float) -> dict[str, Any]:
+        """How far the plan got."""
+        tasks = client.tasks(self.memory)
+        completed = sum(1 for t in tasks if t.status == "completed")
+        lapsed = sum(1 for t in tasks if t.last_error is not None and "lapsed" in t.last_error)
+        return {
+            "memory_id": self.memory,
+            "tasks": client.memory(self.memory).tasks,
+            "completed_per_s": round(completed / max(1e-9, elapsed), 1),
+            "retries": sum(t.attempts for t in tasks),
+            "lease_expiries": lapsed,
+            "reviews_approved": self.reviewed,
+            "nudges_sent": self.nudges_sent,
+        }
 
 
 def _summary(
@@ -154,6 +221,7 @@ def _summary(
     agents = [
         {"agent_id": m.agent_id, "runs": m.runs, "crashes": len(m.crashes)}
         | {kind: sum(r["ops"].get(kind, 0) for r in m.reports) for kind in KINDS}
+        | {"tasks": sum(r["ops"].get("complete", 0) for r in m.reports)}  # completed on the board
         | {k: sum(r[k] for r in m.reports) for k in ("errors", "verified", "mismatches")}
         for m in fleet.members.values()
     ]
@@ -176,12 +244,16 @@ def _summary(
         "coordinator_rss_mb": round(final.get("rss_mb", 0.0), 1),
         "coordinator_rss_mb_after_warmup": [round(min(warm), 1), round(max(warm), 1)],
         "coordinator_exit": status,
+        "nudges_delivered": sum(r["ops"].get("nudge", 0) for r in reports),
         "per_agent": agents,
     }
 
 
 def _print(summary: dict[str, Any]) -> None:
-    columns = ("agent_id", "runs", *KINDS, "errors", "verified", "mismatches")
+    columns = ("agent_id", "runs", *KINDS, "tasks", "errors", "verified", "mismatches")
+    if summary["board"] is not None:
+        click.echo(pairs([(k.replace("_", " "), v) for k, v in summary["board"].items()]))
+        click.echo()
     click.echo(table(columns, [tuple(a[c] for c in columns) for a in summary["per_agent"]]))
     click.echo()
     rows = [(kind, v["acked"], v["per_s"], v["p50_ms"], v["p99_ms"]) for kind, v in summary["ops"].items()]

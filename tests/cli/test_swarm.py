@@ -33,15 +33,27 @@ def test_a_swarm_runs_every_kind_of_request_and_reports_what_was_acked(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert (report["agents"], report["agents_without_report"], report["restarts"]) == (3, 0, 0)
+    board = report["board"]
+    assert board["tasks"].get("completed", 0) > 0  # the board agents worked the bundled plan
+    assert sum(board["tasks"].values()) == 300
+    assert board["lease_expiries"] == 0
     assert report["errors"] == report["mismatches"] == 0
     assert all(report["ops"][kind]["acked"] > 0 for kind in ("learn", "outcome", "search", "inject")), report["ops"]
     assert report["verified_after"] >= report["learnings_created"] > 0
-    assert [a["agent_id"] for a in report["per_agent"]] == ["agent-0", "agent-1", "agent-2"]
+    assert [a["agent_id"] for a in report["per_agent"]] == [
+        "agent-0",
+        "agent-1",
+        "agent-2",
+        "board-0",
+        "board-1",
+        "board-2",
+    ]
     assert report["coordinator_exit"] == 0
     live = [line for line in run.stderr.splitlines() if "queue" in line and "RSS" in line]
     assert live, run.stderr
     assert "learn" in live[-1]
-    assert "agents 3/3" in "".join(live)
+    assert "agents 6/6" in "".join(live)
+    assert any("board: " in line and "completed" in line for line in run.stderr.splitlines()), run.stderr
 
 
 @pytest.mark.slow
@@ -55,7 +67,7 @@ def test_ctrl_c_stops_the_agents_then_the_coordinator_and_still_reports(tmp_path
     assert endpoint is not None
     with GrooveClient(endpoint.read_text().strip(), timeout=10) as client:
         # both running (a worker stopped while starting up has no report)
-        wait_for(lambda: len(client.agents()) == 2, "both agents said hello", 60)
+        wait_for(lambda: len(client.agents()) == 5, "every agent said hello", 60)
         wait_for(lambda: client.stats().writes_committed > 0, "the agents wrote")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
