@@ -107,6 +107,11 @@ class Relation:
         """A query returning every row, in column order."""
         return f"?[{', '.join(self.cols)}] := {self.pattern()}"
 
+    def by_key(self, param: str) -> str:
+        """A query returning the row whose (single) key is the parameter `param`. The equality comes first:
+        after the pattern, CozoDB walks the whole relation and filters (50 ms against 0.24 ms at 20k rows)."""
+        return f"?[{', '.join(self.cols)}] := {self.keys[0]} = ${param}, {self.pattern()}"
+
     @cached_property
     def _on_wire(self) -> tuple[tuple[str | None, bool], ...]:
         """Per column, worked out once (rows are converted on every read and write): its wire name (None for a

@@ -7,7 +7,7 @@ from pathlib import Path
 from pycozo.client import Client
 
 from coordinator.store.records import UsageRow, learning_row, learning_wire
-from coordinator.store.relations import ALL, JOINED_COLS, LEARNING, RELATIONS, REVIEWS, USAGE
+from coordinator.store.relations import ALL, ARCHIVED, JOINED_COLS, LEARNING, RELATIONS, REVIEWS, USAGE
 from coordinator.store.schema import ensure_schema
 from protocol.models import LearningIn, Usage
 
@@ -39,6 +39,10 @@ def test_scripts_are_derived_from_the_columns() -> None:
     assert (
         USAGE.update("u", ("last_used",))
         == "{?[learning_id, last_used] <- $u :update usage_stats {learning_id => last_used}}"
+    )
+    # a key lookup binds the key before the pattern, so CozoDB seeks instead of walking the relation
+    assert ARCHIVED.by_key("id") == (
+        "?[learning_id, archived_at, reason] := learning_id = $id, *archived{learning_id, archived_at, reason}"
     )
 
 
