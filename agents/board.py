@@ -35,24 +35,15 @@ from protocol.swarm import (
 )
 
 
-def _clean(**fields: Any) -> dict[str, Any]:
+def clean(**fields: Any) -> dict[str, Any]:
+    """The fields given a value: a request body without the optional fields left out."""
     return {k: v for k, v in fields.items() if v is not None}
 
 
 class BoardCalls:
     """One method per board operation; PROTOCOL.md, section 9, says what each does and refuses."""
 
-    transport: Transport
-
-    def call(
-        self,
-        op: str,
-        body: dict[str, Any] | None = None,
-        timeout: float | None = None,
-        attempt_timeout: float | None = None,
-    ) -> dict[str, Any]:
-        """Any operation by name (GrooveClient's)."""
-        raise NotImplementedError
+    transport: Transport  # GrooveClient's connection
 
     def create_memory(
         self,
@@ -64,43 +55,43 @@ class BoardCalls:
         max_attempts: int | None = None,
     ) -> str:
         """Start a working memory for a project; returns its id."""
-        body = _clean(
+        body = clean(
             project=project, name=name, goal=goal, constraints=constraints, owner=owner, max_attempts=max_attempts
         )
-        return IdReply.model_validate(self.call(C.OP_MEMORY_CREATE, body)).id
+        return IdReply.model_validate(self.transport.call(C.OP_MEMORY_CREATE, body)).id
 
     def memory(self, memory_id: str) -> WorkingMemory:
         """A working memory, with its tasks counted by status."""
-        return MemoryGetReply.model_validate(self.call(C.OP_MEMORY_GET, {"id": memory_id})).memory
+        return MemoryGetReply.model_validate(self.transport.call(C.OP_MEMORY_GET, {"id": memory_id})).memory
 
     def memories(self, project: str | None = None, status: str | None = None) -> list[WorkingMemory]:
         """Working memories (of one project, in one status), newest first."""
-        reply = self.call(C.OP_MEMORY_LIST, _clean(project=project, status=status))
+        reply = self.transport.call(C.OP_MEMORY_LIST, clean(project=project, status=status))
         return MemoryListReply.model_validate(reply).memories
 
     def set_memory_status(self, memory_id: str, status: str) -> str:
         """Pause, resume, complete, cancel or archive a working memory."""
-        reply = self.call(C.OP_MEMORY_UPDATE, {"id": memory_id, "status": status})
+        reply = self.transport.call(C.OP_MEMORY_UPDATE, {"id": memory_id, "status": status})
         return StatusReply.model_validate(reply).status
 
     def add_tasks(self, memory_id: str, tasks: list[dict[str, Any]]) -> list[str]:
         """Add tasks (maps of the protocol's task fields), all or none; returns their ids in order."""
-        reply = self.call(C.OP_TASK_ADD, {"memory_id": memory_id, "tasks": tasks})
+        reply = self.transport.call(C.OP_TASK_ADD, {"memory_id": memory_id, "tasks": tasks})
         return TaskAddReply.model_validate(reply).ids
 
     def claim_task(self, memory_id: str, agent_id: str, lease_ms: int, role: str | None = None) -> Task | None:
         """The best ready task, now this agent's under a lease; None when none is ready."""
-        body = _clean(memory_id=memory_id, agent_id=agent_id, lease_ms=lease_ms, role=role)
-        return TaskClaimReply.model_validate(self.call(C.OP_TASK_CLAIM, body)).task
+        body = clean(memory_id=memory_id, agent_id=agent_id, lease_ms=lease_ms, role=role)
+        return TaskClaimReply.model_validate(self.transport.call(C.OP_TASK_CLAIM, body)).task
 
     def renew_lease(self, task_id: str, agent_id: str, lease_ms: int | None = None) -> int:
         """Extend the lease on a task this agent holds; returns when it lapses now (ms since the epoch)."""
-        body = _clean(task_id=task_id, agent_id=agent_id, lease_ms=lease_ms)
-        return LeaseReply.model_validate(self.call(C.OP_TASK_HEARTBEAT, body)).lease_until
+        body = clean(task_id=task_id, agent_id=agent_id, lease_ms=lease_ms)
+        return LeaseReply.model_validate(self.transport.call(C.OP_TASK_HEARTBEAT, body)).lease_until
 
     def start_task(self, task_id: str, agent_id: str) -> None:
         """Mark a held task `in_progress`."""
-        self.call(C.OP_TASK_START, {"task_id": task_id, "agent_id": agent_id})
+        self.transport.call(C.OP_TASK_START, {"task_id": task_id, "agent_id": agent_id})
 
     def complete_task(
         self,
@@ -115,36 +106,36 @@ class BoardCalls:
     ) -> TaskCompleteReply:
         """Finish a held task with its result; its learnings are stored with the task as their source. With
         `next_lease_ms`, the same call claims the memory's next ready task (`reply.next`, None if none)."""
-        result = _clean(summary=summary, learnings=learnings, artifacts=artifacts, next_steps=next_steps)
+        result = clean(summary=summary, learnings=learnings, artifacts=artifacts, next_steps=next_steps)
         body: dict[str, Any] = {"task_id": task_id, "agent_id": agent_id, "result": result}
         if next_lease_ms is not None:
-            body["next"] = _clean(lease_ms=next_lease_ms, role=next_role)
-        return TaskCompleteReply.model_validate(self.call(C.OP_TASK_COMPLETE, body))
+            body["next"] = clean(lease_ms=next_lease_ms, role=next_role)
+        return TaskCompleteReply.model_validate(self.transport.call(C.OP_TASK_COMPLETE, body))
 
     def fail_task(self, task_id: str, agent_id: str, error: str, retry: bool = True) -> TaskFailReply:
         """Give up a held task: back to pending while attempts are left (with `retry`), else failed."""
         body = {"task_id": task_id, "agent_id": agent_id, "error": error, "retry": retry}
-        return TaskFailReply.model_validate(self.call(C.OP_TASK_FAIL, body))
+        return TaskFailReply.model_validate(self.transport.call(C.OP_TASK_FAIL, body))
 
     def review_task(self, task_id: str, reviewer: str, status: str, comments: str | None = None) -> str:
         """Approve, send back or reject a task in review; returns its status now."""
-        body = _clean(task_id=task_id, reviewer=reviewer, status=status, comments=comments)
-        return StatusReply.model_validate(self.call(C.OP_TASK_REVIEW, body)).status
+        body = clean(task_id=task_id, reviewer=reviewer, status=status, comments=comments)
+        return StatusReply.model_validate(self.transport.call(C.OP_TASK_REVIEW, body)).status
 
     def cancel_task(self, task_id: str) -> None:
         """Cancel a task not yet finished (its dependents are blocked)."""
-        self.call(C.OP_TASK_CANCEL, {"task_id": task_id})
+        self.transport.call(C.OP_TASK_CANCEL, {"task_id": task_id})
 
     def task(self, task_id: str) -> Task:
         """One task."""
-        return TaskGetReply.model_validate(self.call(C.OP_TASK_GET, {"id": task_id})).task
+        return TaskGetReply.model_validate(self.transport.call(C.OP_TASK_GET, {"id": task_id})).task
 
     def tasks(
         self, memory_id: str, status: str | None = None, assigned_to: str | None = None, limit: int | None = None
     ) -> list[Task]:
         """A memory's tasks (in one status, held by one agent), highest priority first."""
-        body = _clean(memory_id=memory_id, status=status, assigned_to=assigned_to, limit=limit)
-        return TaskListReply.model_validate(self.call(C.OP_TASK_LIST, body)).tasks
+        body = clean(memory_id=memory_id, status=status, assigned_to=assigned_to, limit=limit)
+        return TaskListReply.model_validate(self.transport.call(C.OP_TASK_LIST, body)).tasks
 
     def record_decision(
         self,
@@ -160,47 +151,47 @@ class BoardCalls:
         confidence: str | None = None,
     ) -> str:
         """Record a decision with its rationale; returns its id."""
-        body = _clean(
+        body = clean(
             memory_id=memory_id, question=question, choice=choice, rationale=rationale, made_by=made_by,
             alternatives=alternatives, task_id=task_id, affects_tasks=affects_tasks, reversible=reversible,
             confidence=confidence,
         )  # fmt: skip
-        return IdReply.model_validate(self.call(C.OP_DECISION_RECORD, body)).id
+        return IdReply.model_validate(self.transport.call(C.OP_DECISION_RECORD, body)).id
 
     def reverse_decision(self, decision_id: str, reversed_by: str) -> None:
         """Mark a reversible decision as no longer holding."""
-        self.call(C.OP_DECISION_REVERSE, {"id": decision_id, "reversed_by": reversed_by})
+        self.transport.call(C.OP_DECISION_REVERSE, {"id": decision_id, "reversed_by": reversed_by})
 
     def decisions(self, memory_id: str, task_id: str | None = None, standing: bool = False) -> list[Decision]:
         """A memory's decisions, newest first (`standing`: only those not reversed)."""
-        body = _clean(memory_id=memory_id, task_id=task_id) | {"standing": standing}
-        return DecisionListReply.model_validate(self.call(C.OP_DECISION_LIST, body)).decisions
+        body = clean(memory_id=memory_id, task_id=task_id) | {"standing": standing}
+        return DecisionListReply.model_validate(self.transport.call(C.OP_DECISION_LIST, body)).decisions
 
     def record_artifact(self, memory_id: str, task_id: str, type: str, path: str, checksum: str, created_by: str,
                         **more: Any) -> ArtifactRecordReply:  # fmt: skip
         """Record a file a task produced (`description`, `git_commit`, `git_branch` in `more`); a new checksum
         for the path is a new version."""
         body = {"memory_id": memory_id, "task_id": task_id, "type": type, "path": path, "checksum": checksum,
-                "created_by": created_by} | _clean(**more)  # fmt: skip
-        return ArtifactRecordReply.model_validate(self.call(C.OP_ARTIFACT_RECORD, body))
+                "created_by": created_by} | clean(**more)  # fmt: skip
+        return ArtifactRecordReply.model_validate(self.transport.call(C.OP_ARTIFACT_RECORD, body))
 
     def artifacts(self, memory_id: str, task_id: str | None = None, path: str | None = None) -> list[Artifact]:
         """A memory's artifacts, by path and version."""
-        body = _clean(memory_id=memory_id, task_id=task_id, path=path)
-        return ArtifactListReply.model_validate(self.call(C.OP_ARTIFACT_LIST, body)).artifacts
+        body = clean(memory_id=memory_id, task_id=task_id, path=path)
+        return ArtifactListReply.model_validate(self.transport.call(C.OP_ARTIFACT_LIST, body)).artifacts
 
     def record_checkpoint(self, memory_id: str, agent_id: str, branch: str, commit: str, worktree_path: str,
                           **more: Any) -> str:  # fmt: skip
         """Record where an agent's work stood in git (`task_id`, `trigger`, `description`, `staged_changes`,
         `unstaged_changes`, `stash_ref` in `more`); returns its id."""
         body = {"memory_id": memory_id, "agent_id": agent_id, "branch": branch, "commit": commit,
-                "worktree_path": worktree_path} | _clean(**more)  # fmt: skip
-        return IdReply.model_validate(self.call(C.OP_CHECKPOINT_RECORD, body)).id
+                "worktree_path": worktree_path} | clean(**more)  # fmt: skip
+        return IdReply.model_validate(self.transport.call(C.OP_CHECKPOINT_RECORD, body)).id
 
     def checkpoints(self, memory_id: str, agent_id: str | None = None, task_id: str | None = None) -> list[Checkpoint]:
         """A memory's checkpoints, newest first."""
-        body = _clean(memory_id=memory_id, agent_id=agent_id, task_id=task_id)
-        return CheckpointListReply.model_validate(self.call(C.OP_CHECKPOINT_LIST, body)).checkpoints
+        body = clean(memory_id=memory_id, agent_id=agent_id, task_id=task_id)
+        return CheckpointListReply.model_validate(self.transport.call(C.OP_CHECKPOINT_LIST, body)).checkpoints
 
     def send_nudge(
         self, target: str, memory_id: str, message: str, created_by: str, priority: str = "normal",
@@ -209,19 +200,21 @@ class BoardCalls:
         """Nudge an agent (its id), a role (`role:<role>`) or `all`; returns the nudge's id."""
         body = {"target": target, "memory_id": memory_id, "message": message, "created_by": created_by,
                 "priority": priority, "delivery": delivery}  # fmt: skip
-        return IdReply.model_validate(self.call(C.OP_NUDGE_SEND, body)).id
+        return IdReply.model_validate(self.transport.call(C.OP_NUDGE_SEND, body)).id
 
     def poll_nudges(
         self, agent_id: str, role: str | None = None, idle: bool = False, again: bool = False
     ) -> list[Nudge]:
         """The nudges for this agent not yet delivered to it, highest priority first (`again`: also those
         delivered but not acknowledged, as after a reconnect)."""
-        body = _clean(agent_id=agent_id, role=role) | {"idle": idle, "again": again}
-        return NudgePollReply.model_validate(self.call(C.OP_NUDGE_POLL, body)).nudges
+        body = clean(agent_id=agent_id, role=role) | {"idle": idle, "again": again}
+        return NudgePollReply.model_validate(self.transport.call(C.OP_NUDGE_POLL, body)).nudges
 
     def ack_nudges(self, agent_id: str, ids: list[str]) -> int:
         """Acknowledge nudges read; they are never delivered to this agent again. Returns how many were new."""
-        return NudgeAckReply.model_validate(self.call(C.OP_NUDGE_ACK, {"agent_id": agent_id, "ids": ids})).acked
+        return NudgeAckReply.model_validate(
+            self.transport.call(C.OP_NUDGE_ACK, {"agent_id": agent_id, "ids": ids})
+        ).acked
 
     def pushed_nudges(self, wait: float = 0.0) -> list[Nudge]:
         """Immediate nudges the coordinator pushed to this connection (it must have said `hello` on it), taken

@@ -13,7 +13,7 @@ from typing import Any
 
 import zmq
 
-from agents.board import BoardCalls
+from agents.board import BoardCalls, clean
 from agents.transport import Result, Transport
 from protocol import constants as C
 from protocol.curation import (
@@ -40,10 +40,6 @@ from protocol.models import (
 )
 from protocol.portability import BackupReply, ExportReply, ImportReply
 from protocol.search import RebuildReply, SearchHit, SearchReply
-
-
-def _clean(**fields: Any) -> dict[str, Any]:
-    return {k: v for k, v in fields.items() if v is not None}
 
 
 class GrooveClient(BoardCalls):
@@ -112,12 +108,12 @@ class GrooveClient(BoardCalls):
             "pid": os.getpid() if pid is None else pid,
             "host": host or socket.gethostname(),
         }
-        self.call(C.OP_HELLO, body | _clean(status=status, task_id=task_id))
+        self.call(C.OP_HELLO, body | clean(status=status, task_id=task_id))
 
     def heartbeat(self, agent_id: str, status: str | None = None, task_id: str | None = None) -> None:
         """Tell the coordinator `agent_id` is alive (and what it is doing: a status without a task means none);
         raises NotFound if it has not said `hello` (say it again)."""
-        self.call(C.OP_HEARTBEAT, {"agent_id": agent_id} | _clean(status=status, task_id=task_id))
+        self.call(C.OP_HEARTBEAT, {"agent_id": agent_id} | clean(status=status, task_id=task_id))
 
     def stats(self) -> StatsReply:
         """The coordinator's counters and recent performance."""
@@ -125,13 +121,13 @@ class GrooveClient(BoardCalls):
 
     def agents(self, state: str | None = None) -> list[AgentOut]:
         """The agents that said `hello` (or those `alive` or `gone`), most recently seen first."""
-        return AgentsListReply.model_validate(self.call(C.OP_AGENTS_LIST, _clean(state=state))).agents
+        return AgentsListReply.model_validate(self.call(C.OP_AGENTS_LIST, clean(state=state))).agents
 
     # --- learnings -----------------------------------------------------------------------------------
 
     def put_learnings(self, learnings: list[dict[str, Any]], tier: str | None = None) -> LearningPutReply:
         """Store learnings (maps of the protocol's learning fields); returns their ids and which were new."""
-        return LearningPutReply.model_validate(self.call(C.OP_LEARNING_PUT, _clean(learnings=learnings, tier=tier)))
+        return LearningPutReply.model_validate(self.call(C.OP_LEARNING_PUT, clean(learnings=learnings, tier=tier)))
 
     def learn(
         self,
@@ -147,7 +143,7 @@ class GrooveClient(BoardCalls):
         tier: str | None = None,
     ) -> str:
         """Store one learning; returns its id."""
-        learning = _clean(
+        learning = clean(
             id=id,
             scope=scope,
             category=category,
@@ -172,7 +168,7 @@ class GrooveClient(BoardCalls):
         cursor: str | None = None,
     ) -> LearningListReply:
         """One page of learnings in id order; pass the reply's cursor back for the next page."""
-        body = _clean(scope_prefix=scope_prefix, category=category, tier=tier, limit=limit, cursor=cursor)
+        body = clean(scope_prefix=scope_prefix, category=category, tier=tier, limit=limit, cursor=cursor)
         return LearningListReply.model_validate(self.call(C.OP_LEARNING_LIST, body))
 
     def iter_learnings(
@@ -215,7 +211,7 @@ class GrooveClient(BoardCalls):
         succeeded (injected learnings left unattributed count as ignored; `success` updates the system's
         adaptive parameters)."""
         items = [a if isinstance(a, dict) else {"learning_id": a[0], "outcome": a[1]} for a in attributions]
-        body = _clean(attributions=items, session_id=session_id, injection_id=injection_id, success=success)
+        body = clean(attributions=items, session_id=session_id, injection_id=injection_id, success=success)
         return OutcomeRecordReply.model_validate(self.call(C.OP_OUTCOME_RECORD, body))
 
     # --- the learning loop -----------------------------------------------------------------------------
@@ -231,13 +227,13 @@ class GrooveClient(BoardCalls):
         seed: int | None = None,
     ) -> InjectPrepareReply:
         """`inject.prepare`: the learnings for a new session, recorded as given to it, and their block."""
-        context = _clean(project=project, enterprise=enterprise)
-        body = _clean(session_id=session_id, task=task, context=context or None, budget=budget, seed=seed)
+        context = clean(project=project, enterprise=enterprise)
+        body = clean(session_id=session_id, task=task, context=context or None, budget=budget, seed=seed)
         return InjectPrepareReply.model_validate(self.call(C.OP_INJECT_PREPARE, body))
 
     def maintain(self, now: int | None = None, tiers: list[str] | None = None) -> MaintainReply:
         """Run lifecycle maintenance (decay, archive, purge) now, or as if at `now` (milliseconds)."""
-        return MaintainReply.model_validate(self.call(C.OP_MAINTAIN, _clean(now=now, tiers=tiers), timeout=600))
+        return MaintainReply.model_validate(self.call(C.OP_MAINTAIN, clean(now=now, tiers=tiers), timeout=600))
 
     def restore(self, learning_id: str) -> None:
         """Bring an archived learning back into search and injection."""
@@ -251,19 +247,19 @@ class GrooveClient(BoardCalls):
 
     def propose(self, learning_id: str, org: str, note: str | None = None) -> ProposeReply:
         """Queue a learning for an organisation's curators; the reply lists what the pre-filter flagged."""
-        body = _clean(id=learning_id, org=org, note=note)
+        body = clean(id=learning_id, org=org, note=note)
         return ProposeReply.model_validate(self.call(C.OP_LEARNING_PROPOSE, body))
 
     def reviews(self, org: str, status: str | None = "pending", limit: int | None = None) -> list[ReviewOut]:
         """An organisation's proposals with this status (None: all), oldest first."""
-        body = {"org": org, "status": status} | _clean(limit=limit)
+        body = {"org": org, "status": status} | clean(limit=limit)
         return ReviewListReply.model_validate(self.call(C.OP_REVIEW_LIST, body)).reviews
 
     def decide(
         self, org: str, review_id: str, decision: str, curator: str, reason: str | None = None
     ) -> ReviewDecideReply:
         """Approve (an enterprise-tier learning is made) or reject (with a reason) a proposal."""
-        body = _clean(org=org, review_id=review_id, decision=decision, curator=curator, reason=reason)
+        body = clean(org=org, review_id=review_id, decision=decision, curator=curator, reason=reason)
         return ReviewDecideReply.model_validate(self.call(C.OP_REVIEW_DECIDE, body))
 
     def params(self) -> list[ParamOut]:
@@ -272,7 +268,7 @@ class GrooveClient(BoardCalls):
 
     def relate(self, from_id: str, relation_type: str, to_id: str, weight: float | None = None) -> None:
         """Store `from_id --relation_type--> to_id`."""
-        self.call(C.OP_RELATION_PUT, _clean(from_id=from_id, relation_type=relation_type, to_id=to_id, weight=weight))
+        self.call(C.OP_RELATION_PUT, clean(from_id=from_id, relation_type=relation_type, to_id=to_id, weight=weight))
 
     # --- backup and portability (admin; paths are on the coordinator's host) -----------------------------
 
@@ -284,7 +280,7 @@ class GrooveClient(BoardCalls):
 
     def export(self, path: str, tiers: list[str] | None = None, timeout: float = 3600.0) -> ExportReply:
         """Every learning and relation (of `tiers`, default all) as a JSON file at `path` on the coordinator's host."""
-        body = self.call(C.OP_EXPORT, _clean(path=path, tiers=tiers), timeout=timeout, attempt_timeout=timeout)
+        body = self.call(C.OP_EXPORT, clean(path=path, tiers=tiers), timeout=timeout, attempt_timeout=timeout)
         return ExportReply.model_validate(body)
 
     def import_file(self, path: str, timeout: float = 3600.0) -> ImportReply:
@@ -313,8 +309,8 @@ class GrooveClient(BoardCalls):
         include_archived: bool | None = None,
     ) -> list[SearchHit]:
         """Learnings by meaning and words, best first; see PROTOCOL.md `search` for each field."""
-        context = _clean(project=project, enterprise=enterprise)
-        body = _clean(
+        context = clean(project=project, enterprise=enterprise)
+        body = clean(
             text=text,
             vector=vector,
             limit=limit,
@@ -333,15 +329,15 @@ class GrooveClient(BoardCalls):
 
     def reindex(self, tiers: list[str] | None = None) -> RebuildReply:
         """Rebuild the keyword and vector indexes from stored data (default: every tier)."""
-        return RebuildReply.model_validate(self.call(C.OP_REINDEX, _clean(tiers=tiers), timeout=600))
+        return RebuildReply.model_validate(self.call(C.OP_REINDEX, clean(tiers=tiers), timeout=600))
 
     def reembed(self, tiers: list[str] | None = None) -> RebuildReply:
         """Queue every learning for a fresh embedding (default: every tier)."""
-        return RebuildReply.model_validate(self.call(C.OP_REEMBED, _clean(tiers=tiers), timeout=600))
+        return RebuildReply.model_validate(self.call(C.OP_REEMBED, clean(tiers=tiers), timeout=600))
 
     def relations(
         self, learning_id: str, relation_type: str | None = None, direction: str = "both"
     ) -> list[RelationOut]:
         """Relations from and/or to one learning."""
-        body = _clean(id=learning_id, relation_type=relation_type, direction=direction)
+        body = clean(id=learning_id, relation_type=relation_type, direction=direction)
         return RelationListReply.model_validate(self.call(C.OP_RELATION_LIST, body)).relations

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -112,3 +114,24 @@ def agent_report(proc: subprocess.Popen[bytes], timeout: float = 300, status: in
     assert proc.returncode == status, f"agent exited with status {proc.returncode}"
     report: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
     return report
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def run_readme_example(name: str, endpoint: str, workdir: Path) -> subprocess.CompletedProcess[str]:
+    """Run the README's `<!-- example: NAME -->` Python block as written, in `workdir`, against `endpoint`."""
+    found = re.search(rf"<!-- example: {name} -->\s*```python\n(.*?)```", README.read_text(), re.S)
+    assert found, f"the README lost its {name} example"
+    (workdir / "example.py").write_text(found.group(1))
+    run = subprocess.run(
+        [sys.executable, "example.py"],
+        cwd=workdir,
+        env={**os.environ, "GROOVE_ENDPOINT": endpoint},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    return run

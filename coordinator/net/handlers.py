@@ -42,7 +42,15 @@ from coordinator.write import ops as writes
 from coordinator.write.ops import WriteOp
 from coordinator.write.planning import ImportRecord
 from protocol import constants as C
-from protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
+from protocol.board import (
+    MemoryGetRequest,
+    MemoryListRequest,
+    TaskCompleteRequest,
+    TaskFailRequest,
+    TaskGetRequest,
+    TaskListRequest,
+)
+from protocol.codec import encode_push
 from protocol.curation import ReviewListRequest
 from protocol.errors import ErrorCode
 from protocol.loop import InjectPrepareRequest, ParamsListRequest
@@ -59,7 +67,7 @@ from protocol.models import (
 from protocol.ops import OPS
 from protocol.portability import BackupRequest, ExportRequest, ImportRequest
 from protocol.search import RebuildRequest, SearchRequest
-from protocol.swarm import ArtifactListRequest, CheckpointListRequest, DecisionListRequest
+from protocol.swarm import ArtifactListRequest, CheckpointListRequest, DecisionListRequest, NudgeSendRequest
 
 B = TypeVar("B", bound=BaseModel)
 W = TypeVar("W", bound=BaseModel)
@@ -97,11 +105,17 @@ class Read(Generic[B]):
     held: bool = False  # with group commits held: writes queue meanwhile and are acked after
 
 
+# Messages to send to other connections than the request's: (peer, payload).
+Pushes = list[tuple[bytes, bytes]]
+
+
 @dataclass(frozen=True)
 class Write(Generic[B]):
-    """Queued for the batcher as it is."""
+    """Queued for the batcher as it is. `acked`, when given, runs on the acker thread once the write is acked,
+    with its body and reply, and returns what to push to other connections."""
 
     op: WriteOp[B]
+    acked: Callable[[Services, B, ReplyBody], Pushes] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,18 @@ def _heartbeat(services: Services, _: bytes, body: HeartbeatRequest) -> ReplyBod
     if not services.registry.beat(body.agent_id, None, body.status, body.task_id):
         raise Rejected(ErrorCode.NOT_FOUND, f"no agent {body.agent_id!r}: say hello first")
     return {}
+
+
+def _task_ended(services: Services, body: TaskCompleteRequest | TaskFailRequest, _: ReplyBody) -> Pushes:
+    services.registry.ended(body.agent_id, isinstance(body, TaskCompleteRequest))
+    return []
+
+
+def _nudge_sent(services: Services, body: NudgeSendRequest, reply: ReplyBody) -> Pushes:
+    if body.delivery != "immediate":
+        return []
+    push = encode_push(C.PUSH_NUDGE, body.model_dump() | reply)  # the stored nudge, to each connected agent
+    return [(peer, push) for peer in services.registry.peers_for(body.target)]
 
 
 def _import(services: Services, body: ImportRequest, _: str) -> ImportRecord:
@@ -167,8 +193,8 @@ HANDLERS: dict[str, Handler] = {
     C.OP_TASK_CLAIM: Write(writes.TASK_CLAIM),
     C.OP_TASK_HEARTBEAT: Write(writes.TASK_HEARTBEAT),
     C.OP_TASK_START: Write(writes.TASK_START),
-    C.OP_TASK_COMPLETE: Write(writes.TASK_COMPLETE),
-    C.OP_TASK_FAIL: Write(writes.TASK_FAIL),
+    C.OP_TASK_COMPLETE: Write(writes.TASK_COMPLETE, _task_ended),
+    C.OP_TASK_FAIL: Write(writes.TASK_FAIL, _task_ended),
     C.OP_TASK_REVIEW: Write(writes.TASK_REVIEW),
     C.OP_TASK_CANCEL: Write(writes.TASK_CANCEL),
     C.OP_TASK_GET: Read[TaskGetRequest](lambda s, b: get_task(s.tiers, b)),
@@ -180,7 +206,7 @@ HANDLERS: dict[str, Handler] = {
     C.OP_ARTIFACT_LIST: Read[ArtifactListRequest](lambda s, b: list_artifacts(s.tiers, b)),
     C.OP_CHECKPOINT_RECORD: Write(writes.CHECKPOINT_RECORD),
     C.OP_CHECKPOINT_LIST: Read[CheckpointListRequest](lambda s, b: list_checkpoints(s.tiers, b)),
-    C.OP_NUDGE_SEND: Write(writes.NUDGE_SEND),
+    C.OP_NUDGE_SEND: Write(writes.NUDGE_SEND, _nudge_sent),
     C.OP_NUDGE_POLL: Write(writes.NUDGE_POLL),
     C.OP_NUDGE_ACK: Write(writes.NUDGE_ACK),
 }

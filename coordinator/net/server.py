@@ -43,14 +43,12 @@ from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
 from coordinator.write.planning import StoreVectors
 from protocol import constants as C
-from protocol.board import TaskCompleteRequest, TaskFailRequest
 from protocol.codec import (
     RequestEnvelope,
     body_digest,
     decode_request,
     encode_error,
     encode_ok,
-    encode_push,
     peek_op,
     validate_body,
 )
@@ -58,7 +56,6 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
 from protocol.models import RelationPutRequest
 from protocol.ops import OPS
-from protocol.swarm import NudgeSendRequest
 
 log = logging.getLogger(__name__)
 
@@ -454,11 +451,9 @@ class Coordinator:
                 frames += [item.request_id.encode(), encode_error(item.request_id, result.code, result.message), b"0"]
             else:
                 frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]
-                if isinstance(item.body, TaskCompleteRequest | TaskFailRequest):
-                    self.registry.ended(item.body.agent_id, isinstance(item.body, TaskCompleteRequest))
-                elif isinstance(item.body, NudgeSendRequest) and item.body.delivery == "immediate":
-                    push = encode_push(C.PUSH_NUDGE, item.body.model_dump() | result)  # to each connected one
-                    pushes += [[_PUSH, peer, push] for peer in self.registry.peers_for(item.body.target)]
+                handler = HANDLERS.get(item.op.name)  # internal writes have none
+                if isinstance(handler, Write) and handler.acked is not None:
+                    pushes += [[_PUSH, peer, push] for peer, push in handler.acked(self, item.body, result)]
         self._outbox().send_multipart(frames)
         for message in pushes:  # after the acks: the sender hears first that its nudge was stored
             self._outbox().send_multipart(message)

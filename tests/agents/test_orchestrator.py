@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,9 +10,7 @@ import pytest
 from agents import GrooveClient
 from agents.orchestrator import Orchestrator, OrchestratorError, write_block
 from protocol import constants as C
-from tests.helpers import RunningCoordinator
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.helpers import RunningCoordinator, run_readme_example
 
 
 def block(text: str) -> str:
@@ -46,28 +40,11 @@ def test_a_broken_block_is_reported_and_the_file_left_alone(tmp_path: Path, brok
     assert path.read_text() == broken
 
 
-def readme_example() -> str:
-    text = README.read_text()
-    found = re.search(r"<!-- example: orchestrator -->\s*```python\n(.*?)```", text, re.S)
-    assert found, "the README lost its orchestrator example"
-    return found.group(1)
-
-
 @pytest.mark.slow
 def test_the_readme_orchestrator_example_runs_and_closes_the_loop(
     coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient], tmp_path: Path
 ) -> None:
-    (tmp_path / "example.py").write_text(readme_example())
-    run = subprocess.run(
-        [sys.executable, "example.py"],
-        cwd=tmp_path,
-        env={**os.environ, "GROOVE_ENDPOINT": coordinator.endpoint},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
+    run = run_readme_example("orchestrator", coordinator.endpoint, tmp_path)
     context = (tmp_path / "checkout" / "CLAUDE.md").read_text()
     assert context.startswith("# Checkout notes\n\nRun the tests")  # the file's own text is kept
     assert context.count(C.INJECT_BEGIN) == context.count(C.INJECT_END) == 1  # the second session replaced it

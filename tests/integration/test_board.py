@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
 import sys
 import threading
@@ -17,11 +15,10 @@ import pytest
 from agents import BadRequest, Conflict, GrooveClient, NotFound
 from protocol.codec import encode_request
 from protocol.ids import uuid7
-from tests.helpers import RunningCoordinator, learning, wait_for
+from tests.helpers import RunningCoordinator, learning, run_readme_example, wait_for
 from tests.integration.test_crash import raw_call
 
 PROJECT = "/srv/shop"
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def plan(client: GrooveClient, tasks: list[dict[str, object]], max_attempts: int = 3) -> str:
@@ -225,20 +222,7 @@ def test_the_board_survives_a_kill_9(coordinator: RunningCoordinator, client: Gr
 
 
 def test_the_readme_board_example_runs(coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path) -> None:
-    found = re.search(r"<!-- example: board -->\s*```python\n(.*?)```", README.read_text(), re.S)
-    assert found, "the README lost its board example"
-    (tmp_path / "example.py").write_text(found.group(1))
-    run = subprocess.run(
-        [sys.executable, "example.py"],
-        cwd=tmp_path,
-        env={**os.environ, "GROOVE_ENDPOINT": coordinator.endpoint},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
+    lines = run_readme_example("board", coordinator.endpoint, tmp_path).stdout.splitlines()
     assert lines[:3] == ["refund-schema: completed", "refund-api: completed", "refund-docs: review"]
     assert lines[3:] == ["completed", "{'completed': 3}"]
     (learned,) = client.iter_learnings(tier=f"project:{PROJECT}")  # the same lesson three times: reinforced

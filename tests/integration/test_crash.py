@@ -137,22 +137,16 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
         proc.send_signal(signal.SIGTERM)  # the agents finish what they have in flight and report
     learned: set[str] = set()
     injected: dict[str, int] = {}
-    for proc, path in agents:
+    completed: list[str] = []
+    for proc, path in agents + workers:  # the board workers' completions carry learnings like any other
         report = agent_report(proc, timeout=120)
         assert report["errors"] == 0, report["error_samples"]
         assert report["mismatches"] == 0, report
         acked = json.loads(path.read_text())
         learned.update(acked["learned"])
+        completed += acked["completed"]
         for lid, n in acked["injected"].items():
             injected[lid] = injected.get(lid, 0) + n
-    completed: list[str] = []
-    for proc, path in workers:
-        report = agent_report(proc, timeout=120)
-        assert report["errors"] == 0, report["error_samples"]
-        assert report["mismatches"] == 0, report
-        acked = json.loads(path.read_text())
-        completed += acked["completed"]
-        learned.update(acked["learned"])  # a completion's learnings are learnings like any other
     client = client_factory(coordinator.endpoint)
     tasks = client.tasks(memory)
     assert len(completed) > 50
