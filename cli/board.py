@@ -179,6 +179,26 @@ def tasks_show(client: GrooveClient, task_id: str, as_json: bool) -> None:
         click.echo(f"result: {task.result.get('summary', '')}")
 
 
+@tasks_group.command(name="review")
+@click.argument("task_id")
+@click.argument("verdict", type=click.Choice(C.TASK_REVIEWS))
+@click.option("--reviewer", default="cli", show_default=True, help="Who reviews it.")
+@click.option("--comments", help="What the reviewer says.")
+@with_client
+def tasks_review(client: GrooveClient, task_id: str, verdict: str, reviewer: str, comments: str | None) -> None:
+    """Give a task in review its verdict; prints its status now."""
+    click.echo(client.review_task(task_id, reviewer, verdict, comments))
+
+
+@tasks_group.command(name="cancel")
+@click.argument("task_id")
+@with_client
+def tasks_cancel(client: GrooveClient, task_id: str) -> None:
+    """Cancel a task not yet finished (the tasks waiting on it are blocked)."""
+    client.cancel_task(task_id)
+    click.echo("cancelled")
+
+
 @click.command(name="nudge")
 @click.argument("memory_id")
 @click.argument("target")

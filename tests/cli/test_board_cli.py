@@ -52,5 +52,13 @@ def test_a_plan_from_a_file_through_the_verbs(
     client.record_decision(memory, "which queue?", "SQS", "managed", "agent-7")
     listed_decisions = run_groove(*ep, "decisions", memory, "--standing")
     assert "SQS" in listed_decisions.stdout
+    assert run_groove(*ep, "tasks", "cancel", "ops").stdout.strip() == "cancelled"
+    client.complete_task("schema", "agent-7", "tables made")
+    client.claim_task(memory, "agent-7", 60_000, role="backend")
+    client.complete_task("api", "agent-7", "done")
+    client.claim_task(memory, "agent-7", 60_000)
+    client.complete_task("docs", "agent-7", "written")  # needs a review
+    reviewed = run_groove(*ep, "tasks", "review", "docs", "approved", "--reviewer", "lead")
+    assert reviewed.stdout.strip() == "completed", reviewed.stderr
     assert run_groove(*ep, "memory", "status", memory, "paused").stdout.strip() == "paused"
     assert "refunds (paused)" in run_groove(*ep, "memory", "show", memory).stdout

@@ -42,6 +42,7 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | swarm | no agents, bad mix | `swarm --agents 0`, `swarm --mix fly=1` | 2 |
 | memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
 | tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
+| tasks | bad verdict, unknown task, not in review | `review t maybe`, `cancel nope`, `review T approved` | 2, 1, 1 |
 | board | unknown memory | `board GONE --once` | 1 |
 | nudge | unknown memory, bad priority | `nudge GONE a m`, `nudge M a m --priority max` | 1, 2 |
 | decisions | unknown memory | `decisions GONE` | 1 |
@@ -87,6 +88,7 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
     keys.mkdir()
     (keys / "broken.key").write_text("not a certificate")
     memory = client.create_memory("/srv/x", "plan", "a goal")
+    client.add_tasks(memory, [{"id": "pending-task", "title": "t"}])
     (tmp_path / "plan.yaml").write_text("tasks: [unclosed")
     (tmp_path / "dangling.yaml").write_text("- {title: t, depends_on: [ghost]}\n")
     ep = ("--endpoint", coordinator.endpoint)
@@ -169,6 +171,9 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "tasks", "add", memory, str(tmp_path / "plan.yaml")), 2),
             ((*ep, "tasks", "add", memory, str(tmp_path / "dangling.yaml")), 1),
             ((*ep, "tasks", "show", "nope"), 1),
+            ((*ep, "tasks", "review", "nope", "maybe"), 2),
+            ((*ep, "tasks", "cancel", "nope"), 1),
+            ((*ep, "tasks", "review", "pending-task", "approved"), 1),
             ((*ep, "board", GONE, "--once"), 1),
             ((*ep, "nudge", GONE, "a1", "hello"), 1),
             ((*ep, "nudge", memory, "a1", "hello", "--priority", "max"), 2),
