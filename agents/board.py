@@ -21,6 +21,7 @@ from protocol.board import (
     TaskListReply,
     WorkingMemory,
 )
+from protocol.search import NoteHit, SearchReply
 from protocol.swarm import (
     Artifact,
     ArtifactListReply,
@@ -29,8 +30,12 @@ from protocol.swarm import (
     CheckpointListReply,
     Decision,
     DecisionListReply,
+    ListedNudge,
+    Note,
+    NoteListReply,
     Nudge,
     NudgeAckReply,
+    NudgeListReply,
     NudgePollReply,
 )
 
@@ -216,9 +221,43 @@ class BoardCalls:
             self.transport.call(C.OP_NUDGE_ACK, {"agent_id": agent_id, "ids": ids})
         ).acked
 
+    def nudges(self, memory_id: str, target: str | None = None, limit: int | None = None) -> list[ListedNudge]:
+        """A memory's nudges, newest first, each with the agents that acknowledged it."""
+        body = clean(memory_id=memory_id, target=target, limit=limit)
+        return NudgeListReply.model_validate(self.transport.call(C.OP_NUDGE_LIST, body)).nudges
+
+    def note(
+        self, memory_id: str, content: str, kind: str, task_id: str | None = None, created_by: str | None = None,
+        expires_at: int | None = None,
+    ) -> str:  # fmt: skip
+        """Share a note with the agents working a memory (`context`, `discovery` or `artifact_ref`), searchable
+        by meaning until `expires_at` (ms since the epoch); returns its id."""
+        body = {"memory_id": memory_id, "content": content, "kind": kind} | clean(
+            task_id=task_id, created_by=created_by, expires_at=expires_at
+        )
+        return IdReply.model_validate(self.transport.call(C.OP_MEMORY_NOTE, body)).id
+
+    def notes(
+        self, memory_id: str, kind: str | None = None, task_id: str | None = None, include_expired: bool = False,
+        limit: int | None = None,
+    ) -> list[Note]:  # fmt: skip
+        """A memory's notes, newest first (live ones, unless `include_expired`)."""
+        body = clean(memory_id=memory_id, kind=kind, task_id=task_id, limit=limit) | {
+            "include_expired": include_expired
+        }
+        return NoteListReply.model_validate(self.transport.call(C.OP_NOTE_LIST, body)).notes
+
+    def search_notes(
+        self, memory_id: str, text: str, limit: int | None = None, mode: str | None = None
+    ) -> list[NoteHit]:
+        """A memory's live notes by meaning and words, best first."""
+        body = clean(memory_id=memory_id, text=text, limit=limit, mode=mode)
+        return SearchReply.model_validate(self.transport.call(C.OP_SEARCH, body)).notes
+
     def pushed_nudges(self, wait: float = 0.0) -> list[Nudge]:
-        """Immediate nudges the coordinator pushed to this connection (it must have said `hello` on it), taken
-        in as replies arrive; `wait` seconds for one when none is here yet."""
+        """Nudges the coordinator pushed to this connection: `immediate` ones once sent (it must have said
+        `hello` on it), `when_idle` ones when a heartbeat of it says `idle`. Taken in as replies arrive; `wait`
+        seconds for one when none is here yet."""
         if wait > 0 and not self.transport.pushed:
             self.transport.wait_pushed(wait)
         taken = [body for kind, body in self.transport.pushed if kind == C.PUSH_NUDGE]

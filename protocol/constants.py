@@ -60,6 +60,9 @@ OP_CHECKPOINT_LIST: Final = "checkpoint.list"
 OP_NUDGE_SEND: Final = "nudge.send"
 OP_NUDGE_POLL: Final = "nudge.poll"
 OP_NUDGE_ACK: Final = "nudge.ack"
+OP_NUDGE_LIST: Final = "nudge.list"
+OP_MEMORY_NOTE: Final = "memory.note"
+OP_NOTE_LIST: Final = "note.list"
 
 # Roles a client key may have (with CURVE), least privileged first: each may do what the ones before it may.
 Role = Literal["agent", "curator", "admin"]
@@ -205,6 +208,12 @@ NUDGE_TARGET_ROLE: Final = "role:"
 NUDGE_TARGET_ALL: Final = "all"
 PUSH_NUDGE: Final = "nudge"  # the `push` of an unsolicited message carrying an immediate nudge
 MAX_NUDGES_PER_POLL: Final = 100
+MAX_NUDGE_LIST: Final = 1000
+
+# Notes (seed 004): what agents working a memory share as they go, searchable by meaning within the memory.
+NoteKind = Literal["context", "discovery", "artifact_ref"]
+NOTE_KINDS: Final = get_args(NoteKind)
+MAX_NOTE_LIST: Final = 1000
 
 # Suggested client behaviour.
 DEFAULT_BUSY_RETRY_MS: Final = 50

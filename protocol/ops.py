@@ -105,8 +105,13 @@ from protocol.swarm import (
     DecisionListRequest,
     DecisionRecordRequest,
     DecisionReverseRequest,
+    MemoryNoteRequest,
+    NoteListReply,
+    NoteListRequest,
     NudgeAckReply,
     NudgeAckRequest,
+    NudgeListReply,
+    NudgeListRequest,
     NudgePollReply,
     NudgePollRequest,
     NudgeSendRequest,
@@ -192,5 +197,8 @@ OPS: dict[str, Op] = {
         Op(C.OP_NUDGE_SEND, NudgeSendRequest, IdReply, write=True, role=_CURATOR),
         Op(C.OP_NUDGE_POLL, NudgePollRequest, NudgePollReply, write=True, role=_AGENT),
         Op(C.OP_NUDGE_ACK, NudgeAckRequest, NudgeAckReply, write=True, role=_AGENT),
+        Op(C.OP_NUDGE_LIST, NudgeListRequest, NudgeListReply, write=False, role=_AGENT),
+        Op(C.OP_MEMORY_NOTE, MemoryNoteRequest, IdReply, write=True, role=_AGENT),
+        Op(C.OP_NOTE_LIST, NoteListRequest, NoteListReply, write=False, role=_AGENT),
     )
 }

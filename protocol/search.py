@@ -7,8 +7,20 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from protocol import constants as C
-from protocol.models import Body, Category, LearningOut, Millis, Probability, ProjectRoot, Reply, Tier, Vector
+from protocol.models import (
+    Body,
+    Category,
+    LearningOut,
+    Millis,
+    Probability,
+    ProjectRoot,
+    Reply,
+    Tier,
+    UuidV7,
+    Vector,
+)
 from protocol.scopes import validate_tier
+from protocol.swarm import Note
 
 
 class SearchContext(Body):
@@ -49,16 +61,34 @@ class SearchRequest(Body):
     include_superseded: bool = False
     include_archived: bool = False
     mode: C.SearchMode = "hybrid"
+    # a working memory: search its notes (memory.note) instead of learnings
+    memory_id: UuidV7 | None = None
 
     @model_validator(mode="after")
     def _coherent(self) -> SearchRequest:
         if self.text is None and self.vector is None:
             raise ValueError("give 'text', 'vector' or both")
+        if self.memory_id is not None:
+            for name in _LEARNINGS_ONLY:
+                if name in self.model_fields_set:
+                    raise ValueError(f"'{name}' applies to learnings, not to a working memory's notes")
         if self.mode == "keyword" and self.text is None:
             raise ValueError("mode 'keyword' needs 'text'")
         if self.since is not None and self.until is not None and self.since > self.until:
             raise ValueError("'since' is after 'until'")
         return self
+
+
+# Fields that filter or expand learnings: meaningless for a search of a working memory's notes.
+_LEARNINGS_ONLY = (
+    "context",
+    "scope_prefix",
+    "category",
+    "min_confidence",
+    "depth",
+    "include_superseded",
+    "include_archived",
+)
 
 
 class SearchHit(Reply):
@@ -70,10 +100,19 @@ class SearchHit(Reply):
     reasoning: str
 
 
+class NoteHit(Reply):
+    """One note found in a working memory: the note, its score and why it is there."""
+
+    note: Note
+    score: float
+    reasoning: str
+
+
 class SearchReply(Reply):
-    """Results, best first."""
+    """Results, best first: learnings, or with `memory_id` the memory's notes (then `results` is empty)."""
 
     results: list[SearchHit]
+    notes: list[NoteHit] = Field(default_factory=list)
     took_ms: float = 0.0
 
 

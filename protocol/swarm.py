@@ -1,4 +1,5 @@
-"""What a swarm records beside its tasks (protocol version 1): decisions, artifacts and checkpoints.
+"""What a swarm records beside its tasks (protocol version 1): decisions, artifacts, checkpoints, notes and
+nudges.
 
 Each belongs to a working memory (protocol/board.py) and is stored in its tier. PROTOCOL.md, section 5,
 has each operation's fields and errors.
@@ -12,7 +13,7 @@ from pydantic import Field
 
 from protocol import constants as C
 from protocol.board import BoardText, MemoryId, TaskId
-from protocol.models import Body, Reply, ShortText, UuidV7
+from protocol.models import Body, Millis, Reply, ShortText, UuidV7
 
 DecisionConfidence = Literal["high", "medium", "low"]
 ArtifactType = Literal["code", "test", "config", "document", "migration", "schema"]
@@ -229,3 +230,64 @@ class NudgeAckReply(Reply):
     """How many were not acknowledged before."""
 
     acked: int
+
+
+class NudgeListRequest(Body):
+    """`nudge.list`: a memory's nudges, newest first, with who acknowledged each (what `groove board` shows)."""
+
+    memory_id: MemoryId
+    target: ShortText | None = None
+    limit: Annotated[int, Field(ge=1, le=C.MAX_NUDGE_LIST)] = 50
+
+
+class ListedNudge(Nudge):
+    """A nudge with the agents that acknowledged it."""
+
+    acked_by: list[str]
+
+
+class NudgeListReply(Reply):
+    """The nudges."""
+
+    nudges: list[ListedNudge]
+
+
+class MemoryNoteRequest(Body):
+    """`memory.note`: something an agent wants the others working the memory to know, searchable by meaning
+    (`search` with `memory_id`) until `expires_at`."""
+
+    memory_id: MemoryId
+    content: BoardText
+    kind: C.NoteKind
+    task_id: TaskId | None = None
+    created_by: ShortText | None = None
+    expires_at: Millis | None = None
+
+
+class Note(Reply):
+    """A stored note."""
+
+    id: str
+    memory_id: str
+    content: str
+    kind: str
+    task_id: str | None
+    created_by: str | None
+    created_at: int
+    expires_at: int | None
+
+
+class NoteListRequest(Body):
+    """`note.list`: a memory's notes, newest first (of one kind or task); expired ones only if asked."""
+
+    memory_id: MemoryId
+    kind: C.NoteKind | None = None
+    task_id: TaskId | None = None
+    include_expired: bool = False
+    limit: Annotated[int, Field(ge=1, le=C.MAX_NOTE_LIST)] = 100
+
+
+class NoteListReply(Reply):
+    """The notes."""
+
+    notes: list[Note]

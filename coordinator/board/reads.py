@@ -9,12 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.errors import Rejected
-from coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, MEMORIES, TASKS, Relation
+from coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, MEMORIES, NOTES, NUDGES, TASKS, Relation
 from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
 from protocol.errors import ErrorCode
-from protocol.swarm import ArtifactListRequest, CheckpointListRequest, DecisionListRequest
+from protocol.swarm import (
+    ArtifactListRequest,
+    CheckpointListRequest,
+    DecisionListRequest,
+    NoteListRequest,
+    NudgeListRequest,
+)
 
 Wire = dict[str, Any]
 
@@ -25,7 +31,8 @@ def _counts(tier: Tier, memory_id: str) -> dict[str, int]:
     return {status: int(n) for status, n in rows}
 
 
-def _memory(tiers: TierSet, memory_id: str) -> tuple[Tier, dict[str, Any]]:
+def find_memory(tiers: TierSet, memory_id: str) -> tuple[Tier, dict[str, Any]]:
+    """The tier holding working memory `memory_id`, and the memory; Rejected `not_found` if none does."""
     for tier in tiers.open_all():
         rows = tier.run(MEMORIES.by_key("id"), {"id": memory_id})
         if rows:
@@ -35,7 +42,7 @@ def _memory(tiers: TierSet, memory_id: str) -> tuple[Tier, dict[str, Any]]:
 
 def get_memory(tiers: TierSet, body: MemoryGetRequest) -> dict[str, Any]:
     """`memory.get`: the memory with its tasks counted by status."""
-    tier, memory = _memory(tiers, body.id)
+    tier, memory = find_memory(tiers, body.id)
     return {"memory": memory | {"tasks": _counts(tier, body.id)}}
 
 
@@ -67,7 +74,7 @@ def get_task(tiers: TierSet, body: TaskGetRequest) -> dict[str, Any]:
 
 def list_tasks(tiers: TierSet, body: TaskListRequest) -> dict[str, Any]:
     """`task.list`: a memory's tasks, by priority (highest first), then in the order they were added."""
-    tier, _ = _memory(tiers, body.memory_id)
+    tier, _ = find_memory(tiers, body.memory_id)
     filters = ", memory_id = $m"
     if body.status is not None:
         filters += ", status = $status"
@@ -82,7 +89,7 @@ def list_tasks(tiers: TierSet, body: TaskListRequest) -> dict[str, Any]:
 
 def _of_memory(tiers: TierSet, relation: Relation, memory_id: str, filters: dict[str, str | None]) -> list[Wire]:
     """A memory's rows of `relation`, with these columns equal to these values (None: any)."""
-    tier, _ = _memory(tiers, memory_id)
+    tier, _ = find_memory(tiers, memory_id)
     chosen = {column: value for column, value in filters.items() if value is not None}
     where = "".join(f", {column} = ${column}" for column in chosen)
     rows = tier.run(f"{relation.scan()}, memory_id = $memory_id{where}", {"memory_id": memory_id, **chosen})
@@ -107,3 +114,35 @@ def list_checkpoints(tiers: TierSet, body: CheckpointListRequest) -> dict[str, A
     """`checkpoint.list`: newest first."""
     found = _of_memory(tiers, CHECKPOINTS, body.memory_id, {"agent_id": body.agent_id, "task_id": body.task_id})
     return {"checkpoints": sorted(found, key=lambda c: (-c["created_at"], c["id"]))}
+
+
+def list_notes(tiers: TierSet, body: NoteListRequest, now: int) -> dict[str, Any]:
+    """`note.list`: newest first, live ones only unless `include_expired`."""
+    tier, _ = find_memory(tiers, body.memory_id)
+    chosen = {column: value for column, value in (("kind", body.kind), ("task_id", body.task_id)) if value is not None}
+    where = "".join(f", {column} = ${column}" for column in chosen)
+    if not body.include_expired:
+        where += ", is_null(expires_at) or expires_at > $now"
+    # the memory's equality first, on the index: CozoDB then reads its prefix instead of every note of the tier
+    rows = tier.run(
+        f"?[{', '.join(NOTES.cols)}] := memory_id = $memory_id, *memory_notes:by_memory{{memory_id, id}}, "
+        f"{NOTES.pattern()}{where} :order -created_at, -id :limit {body.limit}",
+        {"memory_id": body.memory_id, "now": now, **chosen},
+    )
+    return {"notes": [NOTES.wire(row) for row in rows]}
+
+
+def list_nudges(tiers: TierSet, body: NudgeListRequest) -> dict[str, Any]:
+    """`nudge.list`: newest first, each with the agents that acknowledged it."""
+    found = _of_memory(tiers, NUDGES, body.memory_id, {"target": body.target})
+    found = sorted(found, key=lambda n: (n["created_at"], n["id"]), reverse=True)[: body.limit]
+    tier, _ = find_memory(tiers, body.memory_id)
+    acks: dict[str, list[str]] = {}
+    if found:
+        rows = tier.run(
+            "?[nudge_id, agent_id] := nudge_id in $ids, *nudge_acks{nudge_id, agent_id}",
+            {"ids": [n["id"] for n in found]},
+        )
+        for nudge_id, agent_id in rows:
+            acks.setdefault(nudge_id, []).append(agent_id)
+    return {"nudges": [n | {"acked_by": sorted(acks.get(n["id"], []))} for n in found]}

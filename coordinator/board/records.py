@@ -1,8 +1,10 @@
 """What a swarm records beside its tasks, as one tier's board applies it: decisions (which may be reversed),
-artifact versions (a new checksum for a path is a new version linked to the one before) and checkpoints.
+artifact versions (a new checksum for a path is a new version linked to the one before), checkpoints and
+notes.
 
 Only what applying new records needs is kept in memory: each decision's reversal state and each path's
-latest version. Listing them is a read of the stored rows (board/reads.py).
+latest version. Listing them is a read of the stored rows (board/reads.py). Notes are searched through the
+derived indexes (coordinator/search/notes.py), which learn of new ones from `take_noted` after each commit.
 """
 
 from __future__ import annotations
@@ -10,24 +12,31 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.errors import Rejected
-from coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, Relation
+from coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, NOTES, Relation
 from coordinator.store.tiers import Tier
 from protocol.errors import ErrorCode
-from protocol.swarm import ArtifactRecordRequest, CheckpointRecordRequest, DecisionRecordRequest, DecisionReverseRequest
+from protocol.swarm import (
+    ArtifactRecordRequest,
+    CheckpointRecordRequest,
+    DecisionRecordRequest,
+    DecisionReverseRequest,
+    MemoryNoteRequest,
+)
 
 Wire = dict[str, Any]
-_KEPT = (DECISIONS, ARTIFACTS, CHECKPOINTS)
+_KEPT = (DECISIONS, ARTIFACTS, CHECKPOINTS, NOTES)
 
 
 class Records:
-    """A tier's decisions and artifact versions."""
+    """A tier's decisions and artifact versions, and the records made since the last commit."""
 
     def __init__(self, decisions: list[Wire], artifacts: list[Wire]) -> None:
         self.decisions: dict[str, Wire] = {d["id"]: d for d in decisions}
         self.latest: dict[tuple[str, str], Wire] = {}  # (memory, path) -> its latest version
         for artifact in sorted(artifacts, key=lambda a: a["version"]):
             self.latest[(artifact["memory_id"], artifact["path"])] = artifact
-        self.dirty: dict[str, list[Wire]] = {DECISIONS.name: [], ARTIFACTS.name: [], CHECKPOINTS.name: []}
+        self.dirty: dict[str, list[Wire]] = {relation.name: [] for relation in _KEPT}
+        self.noted: list[Wire] = []  # notes committed with the current batch, for the derived indexes
 
     @classmethod
     def load(cls, tier: Tier) -> Records:
@@ -91,3 +100,17 @@ class Records:
         """Record where an agent's work stood."""
         self.dirty[CHECKPOINTS.name].append({"id": checkpoint_id, **body.model_dump(), "created_at": now})
         return {"id": checkpoint_id}
+
+    def note(self, body: MemoryNoteRequest, note_id: str, now: int) -> Wire:
+        """Record a note (its memory and task checked by the caller); Rejected `bad_request` if it expired already."""
+        if body.expires_at is not None and body.expires_at <= now:
+            raise Rejected(ErrorCode.BAD_REQUEST, f"expires_at: {body.expires_at} is not in the future (now {now})")
+        note = {"id": note_id, **body.model_dump(), "created_at": now}
+        self.dirty[NOTES.name].append(note)
+        self.noted.append(note)
+        return {"id": note_id}
+
+    def take_noted(self) -> list[Wire]:
+        """The notes recorded since the last call (once their batch committed)."""
+        noted, self.noted = self.noted, []
+        return noted

@@ -37,6 +37,7 @@ from protocol.swarm import (
     CheckpointRecordRequest,
     DecisionRecordRequest,
     DecisionReverseRequest,
+    MemoryNoteRequest,
     NudgeAckRequest,
     NudgePollRequest,
     NudgeSendRequest,
@@ -144,6 +145,9 @@ class Board:
             case CheckpointRecordRequest():
                 self._in_memory(body.memory_id, [body.task_id] if body.task_id else [], "task_id")
                 return self.records.checkpoint(body, ids[0], now)
+            case MemoryNoteRequest():
+                self._in_memory(body.memory_id, [body.task_id] if body.task_id else [], "task_id")
+                return self.records.note(body, ids[0], now)
             case NudgeSendRequest():
                 self.memory(body.memory_id)
                 return self.nudges.send(body, ids[0], now)

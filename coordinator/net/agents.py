@@ -103,6 +103,11 @@ class AgentRegistry:
             and (target in (C.NUDGE_TARGET_ALL, r.agent_id) or r.role == role)
         ]
 
+    def role_of(self, agent_id: str) -> str | None:
+        """The role the agent said `hello` with (None: unknown agent)."""
+        record = self._agents.get(agent_id)
+        return None if record is None else record.role
+
     def ended(self, agent_id: str, completed: bool) -> None:
         """The agent completed (or failed) a board task (acker thread)."""
         record = self._agents.get(agent_id)

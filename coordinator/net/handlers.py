@@ -21,19 +21,23 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 
 from coordinator.board.reads import (
+    find_memory,
     get_memory,
     get_task,
     list_artifacts,
     list_checkpoints,
     list_decisions,
     list_memories,
+    list_notes,
+    list_nudges,
     list_tasks,
 )
 from coordinator.errors import Rejected
 from coordinator.loop.injection import params_list, prepare
 from coordinator.net.agents import AgentRegistry
+from coordinator.net.idle import IdleNudges
 from coordinator.search.derived import Derived, rebuild_index, reembed
-from coordinator.search.ranking import search
+from coordinator.search.ranking import search, search_notes
 from coordinator.store.backup import backup_tiers
 from coordinator.store.portability import check_import, export_tiers
 from coordinator.store.reads import get_learning, list_learnings, list_relations, list_reviews
@@ -53,6 +57,7 @@ from protocol.board import (
 from protocol.codec import encode_push
 from protocol.curation import ReviewListRequest
 from protocol.errors import ErrorCode
+from protocol.ids import now_ms
 from protocol.loop import InjectPrepareRequest, ParamsListRequest
 from protocol.models import (
     AgentsListRequest,
@@ -67,7 +72,15 @@ from protocol.models import (
 from protocol.ops import OPS
 from protocol.portability import BackupRequest, ExportRequest, ImportRequest
 from protocol.search import RebuildRequest, SearchRequest
-from protocol.swarm import ArtifactListRequest, CheckpointListRequest, DecisionListRequest, NudgeSendRequest
+from protocol.swarm import (
+    ArtifactListRequest,
+    CheckpointListRequest,
+    DecisionListRequest,
+    NoteListRequest,
+    NudgeAckRequest,
+    NudgeListRequest,
+    NudgeSendRequest,
+)
 
 B = TypeVar("B", bound=BaseModel)
 W = TypeVar("W", bound=BaseModel)
@@ -80,6 +93,7 @@ class Services(Protocol):
     tiers: TierSet
     derived: Derived
     registry: AgentRegistry
+    idle: IdleNudges
 
     def ping(self) -> ReplyBody:
         """The `ping` reply body."""
@@ -90,11 +104,17 @@ class Services(Protocol):
         ...
 
 
+# Messages to send to other connections than the request's, or unsolicited to its own: (peer, payload).
+Pushes = list[tuple[bytes, bytes]]
+
+
 @dataclass(frozen=True)
 class Control(Generic[B]):
-    """Answered on the socket thread; `run` gets the sender's peer id."""
+    """Answered on the socket thread; `run` gets the sender's peer id. `then`, when given, runs after the reply
+    is sent and returns what to push."""
 
     run: Callable[[Services, bytes, B], ReplyBody]
+    then: Callable[[Services, bytes, B], Pushes] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,10 +123,6 @@ class Read(Generic[B]):
 
     run: Callable[[Services, B], ReplyBody]
     held: bool = False  # with group commits held: writes queue meanwhile and are acked after
-
-
-# Messages to send to other connections than the request's: (peer, payload).
-Pushes = list[tuple[bytes, bytes]]
 
 
 @dataclass(frozen=True)
@@ -140,16 +156,39 @@ def _heartbeat(services: Services, _: bytes, body: HeartbeatRequest) -> ReplyBod
     return {}
 
 
+def _idle_push(services: Services, peer: bytes, body: HelloRequest | HeartbeatRequest) -> Pushes:
+    """An agent that says it is idle gets its `when_idle` nudges pushed (coordinator/net/idle.py)."""
+    if body.status != "idle":
+        return []
+    nudges = services.idle.take(body.agent_id, services.registry.role_of(body.agent_id))
+    return [(peer, encode_push(C.PUSH_NUDGE, nudge)) for nudge in nudges]
+
+
 def _task_ended(services: Services, body: TaskCompleteRequest | TaskFailRequest, _: ReplyBody) -> Pushes:
     services.registry.ended(body.agent_id, isinstance(body, TaskCompleteRequest))
     return []
 
 
 def _nudge_sent(services: Services, body: NudgeSendRequest, reply: ReplyBody) -> Pushes:
+    nudge = body.model_dump() | reply  # the stored nudge
+    if body.delivery == "when_idle":
+        services.idle.sent(nudge)
     if body.delivery != "immediate":
         return []
-    push = encode_push(C.PUSH_NUDGE, body.model_dump() | reply)  # the stored nudge, to each connected agent
+    push = encode_push(C.PUSH_NUDGE, nudge)
     return [(peer, push) for peer in services.registry.peers_for(body.target)]
+
+
+def _nudge_acked(services: Services, body: NudgeAckRequest, _: ReplyBody) -> Pushes:
+    services.idle.acked(body.agent_id, body.ids)
+    return []
+
+
+def _search(services: Services, body: SearchRequest) -> ReplyBody:
+    if body.memory_id is None:
+        return search(services.tiers, services.derived, body)
+    tier, _ = find_memory(services.tiers, body.memory_id)
+    return search_notes(tier, services.derived, body, now_ms())
 
 
 def _import(services: Services, body: ImportRequest, _: str) -> ImportRecord:
@@ -158,8 +197,8 @@ def _import(services: Services, body: ImportRequest, _: str) -> ImportRecord:
 
 HANDLERS: dict[str, Handler] = {
     C.OP_PING: Control[PingRequest](lambda s, _, __: s.ping()),
-    C.OP_HELLO: Control[HelloRequest](_hello),
-    C.OP_HEARTBEAT: Control[HeartbeatRequest](_heartbeat),
+    C.OP_HELLO: Control[HelloRequest](_hello, _idle_push),
+    C.OP_HEARTBEAT: Control[HeartbeatRequest](_heartbeat, _idle_push),
     C.OP_LEARNING_PUT: Write(writes.PUT),
     C.OP_LEARNING_GET: Read[LearningGetRequest](lambda s, b: get_learning(s.tiers, s.derived.archive.archived, b)),
     C.OP_LEARNING_LIST: Read[LearningListRequest](lambda s, b: list_learnings(s.tiers, s.derived.archive.archived, b)),
@@ -169,7 +208,7 @@ HANDLERS: dict[str, Handler] = {
     C.OP_RELATION_LIST: Read[RelationListRequest](lambda s, b: list_relations(s.tiers, b)),
     C.OP_STATS: Read[StatsRequest](lambda s, _: s.stats()),
     C.OP_AGENTS_LIST: Read[AgentsListRequest](lambda s, b: {"agents": s.registry.listed(b.state)}),
-    C.OP_SEARCH: Read[SearchRequest](lambda s, b: search(s.tiers, s.derived, b)),
+    C.OP_SEARCH: Read[SearchRequest](_search),
     C.OP_REINDEX: Read[RebuildRequest](lambda s, b: rebuild_index(s.tiers, s.derived, b)),
     C.OP_REEMBED: Read[RebuildRequest](lambda s, b: reembed(s.tiers, s.derived, b)),
     C.OP_PARAMS_LIST: Read[ParamsListRequest](lambda s, _: params_list(s.tiers)),
@@ -208,7 +247,10 @@ HANDLERS: dict[str, Handler] = {
     C.OP_CHECKPOINT_LIST: Read[CheckpointListRequest](lambda s, b: list_checkpoints(s.tiers, b)),
     C.OP_NUDGE_SEND: Write(writes.NUDGE_SEND, _nudge_sent),
     C.OP_NUDGE_POLL: Write(writes.NUDGE_POLL),
-    C.OP_NUDGE_ACK: Write(writes.NUDGE_ACK),
+    C.OP_NUDGE_ACK: Write(writes.NUDGE_ACK, _nudge_acked),
+    C.OP_NUDGE_LIST: Read[NudgeListRequest](lambda s, b: list_nudges(s.tiers, b)),
+    C.OP_MEMORY_NOTE: Write(writes.MEMORY_NOTE),
+    C.OP_NOTE_LIST: Read[NoteListRequest](lambda s, b: list_notes(s.tiers, b, now_ms())),
 }
 
 

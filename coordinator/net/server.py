@@ -34,6 +34,7 @@ from coordinator.net.agents import AgentRegistry
 from coordinator.net.auth import ADMIN, Principal, body_refusal, load_authorized, op_refusal, server_keys
 from coordinator.net.config import Settings
 from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
+from coordinator.net.idle import IdleNudges
 from coordinator.net.link import FrontLink
 from coordinator.net.resends import Resends
 from coordinator.search.derived import Derived
@@ -87,6 +88,7 @@ class Coordinator:
         self.settings = settings
         self.metrics = Metrics()
         self.registry = AgentRegistry()
+        self.idle = IdleNudges()
         self.derived = Derived(
             settings.exact_limit, embeddings=settings.embedder != "none", row_cache=settings.row_cache
         )
@@ -342,6 +344,9 @@ class Coordinator:
                 self._send(peer, encode_ok(request.id, handler.run(self, peer, body)))
             except Rejected as exc:
                 self._error(peer, request.id, exc.code, exc.message)
+                return
+            for to, push in handler.then(self, peer, body) if handler.then is not None else ():
+                self._send(to, push)
         else:
             if self._reads_pending >= _MAX_PENDING_READS:
                 self._error(
@@ -429,8 +434,8 @@ class Coordinator:
         query = MiniLM("cpu")
         return query, query if device == "cpu" else MiniLM(device)
 
-    def _store_vectors(self, tier: str, rows: list[tuple[str, list[float]]]) -> bool:
-        item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows), internal=True)
+    def _store_vectors(self, tier: str, rows: list[tuple[str, list[float]]], notes: bool) -> bool:
+        item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows, notes=notes), internal=True)
         return self.batcher.submit(item)
 
     def _relate(self, pairs: list[tuple[str, str, float]]) -> int:

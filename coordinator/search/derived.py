@@ -1,4 +1,5 @@
-"""Derived data: the keyword index, one vector index per tier, and the embedding worker that feeds them.
+"""Derived data: the keyword index, one vector index per tier, the notes' indexes, and the embedding worker that
+feeds them.
 
 CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are rebuilt from
 `learning` and `learning_embeddings`, and learnings without an embedding are queued for the worker. After
@@ -26,6 +27,7 @@ from coordinator.metrics import summarize
 from coordinator.search.embedder import Embedder, embedding_text
 from coordinator.search.keywords import KeywordIndex
 from coordinator.search.neighbours import NearDuplicates
+from coordinator.search.notes import NoteIndex
 from coordinator.search.rowcache import Archive, RowCache, Supersessions
 from coordinator.search.vectors import VectorIndex
 from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
@@ -63,19 +65,23 @@ class DerivedChanges:
     unarchived: list[str]  # learnings restored (or purged) by it
     supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
     supersedes_gone: list[tuple[str, str]]  # ... and removed
+    notes: list[dict[str, Any]]  # working-memory notes recorded (memory.note), as stored
+    note_vectors: list[tuple[str, list[float]]]  # vectors of notes stored
 
 
 @dataclass(slots=True)
 class Pending:
-    """A learning waiting for its embedding."""
+    """A learning (or a working memory's note) waiting for its embedding."""
 
     tier: str
     learning_id: str
     text: str
+    note: bool = False
 
 
-# Receives (tier, [(learning id, vector)]) and commits it through the batcher; False if the queue is full.
-StoreVectors = Callable[[str, list[tuple[str, list[float]]]], bool]
+# Receives (tier, [(id, vector)], whether the ids are notes) and commits it through the batcher; False if the
+# write queue is full.
+StoreVectors = Callable[[str, list[tuple[str, list[float]]], bool], bool]
 
 
 class Derived:
@@ -88,6 +94,7 @@ class Derived:
         self.near = NearDuplicates(self.vectors)
         self.supersessions = Supersessions()
         self.archive = Archive()
+        self.notes = NoteIndex()
         self.embeddings = embeddings  # whether a worker will embed what is queued
         self.exact_limit = exact_limit
         self.embedder: Embedder | None = None
@@ -135,13 +142,16 @@ class Derived:
                 log.info("tier %s: %d of %d vectors loaded", tier.name, len(index), len(texts))
         missing = [lid for lid in texts if lid not in index]
         self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
+        notes = self.notes.load_tier(tier)
+        self.enqueue(tier.name, notes, since=None, note=True)
         log.info(
-            "derived data for tier %s: %d keyword entries, %d vectors (%s), %d to embed, %.0f ms",
+            "derived data for tier %s: %d keyword entries, %d vectors (%s), %d to embed (and %d notes), %.0f ms",
             tier.name,
             len(texts),
             len(index),
             "hnsw" if index.uses_hnsw else "exact",
             len(missing),
+            len(notes),
             (time.monotonic() - started) * 1000,
         )
 
@@ -167,9 +177,11 @@ class Derived:
         given = {lid for lid, _ in changes.vectors}
         waiting = [(lid, text) for lid, text in changes.texts if lid not in given]
         self.enqueue(tier, waiting, since=time.monotonic())
+        self.enqueue(tier, self.notes.add(tier, changes.notes), since=time.monotonic(), note=True)
+        self.notes.store(changes.note_vectors)
 
-    def enqueue(self, tier: str, entries: list[tuple[str, str]], since: float | None) -> None:
-        """Queue learnings for embedding (a no-op without an embedder configured).
+    def enqueue(self, tier: str, entries: list[tuple[str, str]], since: float | None, note: bool = False) -> None:
+        """Queue learnings (or notes) for embedding (a no-op without an embedder configured).
 
         `since` is when their write committed; their visibility lag is measured from it (None: not measured).
         """
@@ -180,7 +192,7 @@ class Derived:
             if room < len(entries):
                 self._behind.add(tier)
             for lid, text in entries[: max(0, room)]:
-                self._queue.append(Pending(tier, lid, text))
+                self._queue.append(Pending(tier, lid, text, note))
                 if since is not None:
                     self._since[lid] = since
             self._ready.notify()
@@ -229,11 +241,11 @@ class Derived:
             except Exception:
                 log.exception("embedding %d learnings failed; they stay findable by keywords", len(batch))
                 continue
-            by_tier: dict[str, list[tuple[str, list[float]]]] = {}
+            by_tier: dict[tuple[str, bool], list[tuple[str, list[float]]]] = {}
             for pending, vector in zip(batch, vectors, strict=True):
-                by_tier.setdefault(pending.tier, []).append((pending.learning_id, vector.tolist()))
-            for tier, rows in by_tier.items():
-                while not store(tier, rows) and not stopping.is_set():
+                by_tier.setdefault((pending.tier, pending.note), []).append((pending.learning_id, vector.tolist()))
+            for (tier, notes), rows in by_tier.items():
+                while not store(tier, rows, notes) and not stopping.is_set():
                     time.sleep(0.05)  # the write queue is full: the source writes go first
             with self._ready:
                 self.embedded += len(batch)
@@ -248,14 +260,20 @@ class Derived:
         )
         log.info("tier %s: %d learnings without a vector queued for embedding", tier.name, len(rows))
         self.enqueue(tier.name, [(lid, embedding_text(d, i)) for lid, d, i in rows], since=None)
+        notes = tier.run(
+            f"?[id, content] := *memory_notes{{id, content}}, not *note_embeddings{{note_id: id}} :limit {_QUEUE_LIMIT}"
+        )
+        self.enqueue(tier.name, [(nid, text) for nid, text in notes], since=None, note=True)
 
     def requeue(self, tier: Tier) -> int:
-        """Queue every learning of a tier for embedding again (after a model change); returns how many."""
+        """Queue every learning and note of a tier for embedding again (after a model change); returns how many."""
         count = 0
         for entries in _texts(tier):
             self.enqueue(tier.name, entries, since=None)
             count += len(entries)
-        return count
+        notes = [(nid, text) for nid, text in tier.run("?[id, content] := *memory_notes{id, content}")]
+        self.enqueue(tier.name, notes, since=None, note=True)
+        return count + len(notes)
 
     def status(self) -> str:
         """The embedder's state for `stats`: its model name, "loading", or "none"."""

@@ -1,11 +1,8 @@
 """The `search` operation: semantic and keyword candidates fused, weighed by confidence, filtered,
 optionally expanded over relations, each result with a line saying why it is there.
 
-Ranking. Candidates come from the vector index (cosine similarity; matches below 0.15 say nothing and are
-dropped) and the keyword index (BM25), each cut to a pool of `max(50, 5 * limit)`. A candidate's relevance
-is its cosine plus 0.1 times the share of the query's words it contains, so the meaning decides and
-exact words break near-ties; a learning with no vector yet (not embedded so far, or no model) counts its
-word share times 0.6 instead, so a keyword match still ranks beside good semantic ones. The score is the
+Ranking. Candidates come from the vector index (cosine similarity) and the keyword index (BM25), each cut to
+a pool of `max(50, 5 * limit)`, and get one relevance (fusion.py). The score is the
 relevance times `0.8 + 0.4 * confidence`: proven learnings rise, never past a clearly more relevant one.
 On the labelled paraphrase set plain reciprocal rank fusion ranked worse than the model alone (top-1 15
 vs 26 of 32); this fusion is measured in benchmarks/search.py. Only the tiers the context allows are read.
@@ -18,19 +15,14 @@ from typing import Any
 
 from coordinator.search.derived import Derived
 from coordinator.search.embedder import Vectors, normalise
+from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
 from coordinator.search.keywords import query_terms
 from coordinator.store.records import learning_wire
-from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
+from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD, NOTES
 from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.search import SearchRequest
 
-_KEYWORD_BONUS = 0.1
-_KEYWORD_ONLY = 0.6
-# Below this cosine similarity a vector match says nothing (unrelated MiniLM texts score around 0-0.1), so it
-# is not a semantic candidate: tiny tiers would otherwise return everything, and noise would crowd expansion.
-_SEMANTIC_FLOOR = 0.15
-_MIN_POOL = 50
 _HOP_DECAY = 0.5
 
 
@@ -54,10 +46,7 @@ class Candidate:
 
     def relevance(self) -> float:
         """Cosine plus a keyword bonus; keyword share alone for a learning without a vector."""
-        share = self.keyword[1] if self.keyword is not None else 0.0
-        if self.semantic is None:
-            return _KEYWORD_ONLY * share
-        return self.semantic + _KEYWORD_BONUS * share
+        return relevance(self.semantic, self.keyword[1] if self.keyword is not None else 0.0)
 
     def reasoning(self) -> str:
         """One short line: which signals found it, and how."""
@@ -83,11 +72,26 @@ def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, A
     }
 
 
+def search_notes(tier: Tier, derived: Derived, body: SearchRequest, now: int) -> dict[str, Any]:
+    """The `search` reply body for a search of a working memory's notes (`body.memory_id`, held by `tier`)."""
+    hits = derived.notes.find(body, _query_vector(derived, body), now)
+    rows = {}
+    if hits:
+        read = tier.run(NOTES.by_keys("ids"), {"ids": [h.note_id for h in hits]})
+        rows = {row[0]: NOTES.wire(row) for row in read}
+    return {
+        "results": [],
+        "notes": [
+            {"note": rows[h.note_id], "score": h.score(), "reasoning": h.reasoning()} for h in hits if h.note_id in rows
+        ],
+    }
+
+
 def find(tiers: TierSet, derived: Derived, body: SearchRequest) -> list[Candidate]:
     """The best candidates for a search, scored, with their stored rows, best first."""
     read = [t for name in body.context.tiers() if (t := tiers.get(name, create=False)) is not None]
     by_name = {t.name: t for t in read}
-    pool = max(_MIN_POOL, 5 * body.limit)
+    wanted = pool(body.limit)
     found: dict[str, Candidate] = {}
     query = _query_vector(derived, body)
     semantic = query is not None and body.mode != "keyword"
@@ -97,16 +101,16 @@ def find(tiers: TierSet, derived: Derived, body: SearchRequest) -> list[Candidat
             (lid, score, t.name)
             for t in read
             if t.name in derived.vectors
-            for lid, score in derived.vectors[t.name].search(query, pool)
-            if score >= _SEMANTIC_FLOOR
+            for lid, score in derived.vectors[t.name].search(query, wanted)
+            if score >= SEMANTIC_FLOOR
         ]
         hits.sort(key=lambda h: -h[1])
-        for lid, score, tier in hits[:pool]:
+        for lid, score, tier in hits[:wanted]:
             found[lid] = Candidate(lid, tier, semantic=score)
     # Keywords run in hybrid and keyword mode, and stand in for semantic search when no vector is to be had.
     if body.text is not None and (body.mode != "semantic" or query is None):
         terms = len(query_terms(body.text)) or 1
-        for lid, tier, _, words in derived.keywords.search(body.text, list(by_name), pool):
+        for lid, tier, _, words in derived.keywords.search(body.text, list(by_name), wanted):
             candidate = found.get(lid)
             if candidate is None:
                 candidate = found[lid] = Candidate(lid, tier)

@@ -112,6 +112,11 @@ class Relation:
         after the pattern, CozoDB walks the whole relation and filters (50 ms against 0.24 ms at 20k rows)."""
         return f"?[{', '.join(self.cols)}] := {self.keys[0]} = ${param}, {self.pattern()}"
 
+    def by_keys(self, param: str) -> str:
+        """A query returning the rows whose (single) key is in the list parameter `param` (the test first, as in
+        `by_key`)."""
+        return f"?[{', '.join(self.cols)}] := {self.keys[0]} in ${param}, {self.pattern()}"
+
     @cached_property
     def _on_wire(self) -> tuple[tuple[str | None, bool], ...]:
         """Per column, worked out once (rows are converted on every read and write): its wire name (None for a
@@ -242,6 +247,15 @@ NUDGES = Relation(
 )
 # One row per agent that acknowledged a nudge: a nudge to a role or to all reaches each agent once.
 NUDGE_ACKS = Relation("nudge_acks", "nudge_id: String, agent_id: String => acked_at: Int")
+# Notes a memory's agents share (`memory.note`), and their vectors (written by the embedding worker, like
+# learning_embeddings): a memory's notes are searched by meaning.
+NOTES = Relation(
+    "memory_notes",
+    "id: String => memory_id: String, content: String, kind: String, task_id: String?, created_by: String?, "
+    "created_at: Int, expires_at: Int?",
+    indexes={"by_memory": ("memory_id",)},
+)
+NOTE_EMBEDDINGS = Relation("note_embeddings", "note_id: String => embedding: <F32; 384>")
 SCHEMA_VERSION = Relation("schema_version", "version: Int => applied_at: Int, description: String")
 
 ALL = (
@@ -264,6 +278,8 @@ ALL = (
     CHECKPOINTS,
     NUDGES,
     NUDGE_ACKS,
+    NOTES,
+    NOTE_EMBEDDINGS,
     SCHEMA_VERSION,
 )
 

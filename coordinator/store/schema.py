@@ -29,6 +29,8 @@ from coordinator.store.relations import (
     LEARNING,
     MAINTENANCE,
     MEMORIES,
+    NOTE_EMBEDDINGS,
+    NOTES,
     NUDGE_ACKS,
     NUDGES,
     PARAMS,
@@ -147,6 +149,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         (Step.create(DECISIONS), Step.create(ARTIFACTS), Step.create(CHECKPOINTS)),
     ),
     Migration(9, "nudges, and which agents acknowledged them", (Step.create(NUDGES), Step.create(NUDGE_ACKS))),
+    Migration(
+        10,
+        "notes of working memories, and their vectors",
+        (Step.create(NOTES), Step.index(NOTES, "by_memory"), Step.create(NOTE_EMBEDDINGS)),
+    ),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -34,12 +34,15 @@ from protocol.swarm import (
     CheckpointRecordRequest,
     DecisionRecordRequest,
     DecisionReverseRequest,
+    MemoryNoteRequest,
     NudgeAckRequest,
     NudgePollRequest,
     NudgeSendRequest,
 )
 
-Recorded = DecisionRecordRequest | ArtifactRecordRequest | CheckpointRecordRequest | NudgeSendRequest
+Recorded = (
+    DecisionRecordRequest | ArtifactRecordRequest | CheckpointRecordRequest | NudgeSendRequest | MemoryNoteRequest
+)
 
 TaskRequest = TaskHeartbeatRequest | TaskStartRequest | TaskFailRequest | TaskReviewRequest | TaskCancelRequest
 
@@ -70,7 +73,7 @@ def add(planner: Planner, body: TaskAddRequest) -> dict[str, Part]:
 
 
 def record(planner: Planner, body: Recorded) -> dict[str, Part]:
-    """A decision, artifact or checkpoint: a new id, in the memory's tier."""
+    """A decision, artifact, checkpoint, nudge or note: a new id, in the memory's tier."""
     return {planner.boards.memory_tier(body.memory_id).name: BoardPart(body, [uuid7()])}
 
 

@@ -45,6 +45,7 @@ from protocol.swarm import (
     CheckpointRecordRequest,
     DecisionRecordRequest,
     DecisionReverseRequest,
+    MemoryNoteRequest,
     NudgeAckRequest,
     NudgePollRequest,
     NudgeSendRequest,
@@ -184,6 +185,7 @@ DECISION_RECORD = WriteOp[DecisionRecordRequest](C.OP_DECISION_RECORD, boarding.
 DECISION_REVERSE = WriteOp[DecisionReverseRequest](C.OP_DECISION_REVERSE, boarding.reverse, _the_one)
 ARTIFACT_RECORD = WriteOp[ArtifactRecordRequest](C.OP_ARTIFACT_RECORD, boarding.record, _the_one)
 CHECKPOINT_RECORD = WriteOp[CheckpointRecordRequest](C.OP_CHECKPOINT_RECORD, boarding.record, _the_one)
+MEMORY_NOTE = WriteOp[MemoryNoteRequest](C.OP_MEMORY_NOTE, boarding.record, _the_one)
 NUDGE_SEND = WriteOp[NudgeSendRequest](C.OP_NUDGE_SEND, boarding.record, _the_one)
 # a write: a poll marks what it delivers, so a resent poll gets the same nudges, not the next ones
 NUDGE_POLL = WriteOp[NudgePollRequest](C.OP_NUDGE_POLL, boarding.poll, boarding.polled)

@@ -75,9 +75,11 @@ class DeletePart:
 
 @dataclass(slots=True)
 class EmbedPart:
-    """Vectors the embedding worker computed: stored only for learnings that still exist, unedited."""
+    """Vectors the embedding worker computed: stored only for learnings that still exist, unedited (notes are
+    never edited or deleted: theirs are stored as they come)."""
 
     rows: list[tuple[str, list[float]]]
+    notes: bool = False
 
 
 @dataclass(slots=True)

@@ -56,10 +56,11 @@ Parts = dict[str, Part]
 
 
 class StoreVectors(BaseModel):
-    """Vectors computed by the embedding worker for learnings of one tier (an internal write)."""
+    """Vectors computed by the embedding worker for learnings (or notes) of one tier (an internal write)."""
 
     tier: str
     rows: list[tuple[str, list[float]]]
+    notes: bool = False
 
 
 class ImportRecord(BaseModel):
@@ -348,7 +349,7 @@ class Planner:
 
     def store_vectors(self, body: StoreVectors) -> Parts:
         """The embedding worker's vectors, if their tier is still there."""
-        return {body.tier: EmbedPart(body.rows)} if self.tiers.get(body.tier, create=False) else {}
+        return {body.tier: EmbedPart(body.rows, body.notes)} if self.tiers.get(body.tier, create=False) else {}
 
     def import_(self, body: ImportRecord) -> Parts:
         """`import`: each tier of the file gets the learnings no tier holds yet, and its relations."""

@@ -20,6 +20,7 @@ from coordinator.store.relations import (
     INJECTIONS,
     LEARNING,
     MAINTENANCE,
+    NOTE_EMBEDDINGS,
     PARAMS,
     REJECTIONS,
     RELATIONS,
@@ -61,6 +62,7 @@ def script(w: TierWrite) -> tuple[str, dict[str, Any]]:
     )
     add(USAGE.put("usage"), "usage", [w.usage[lid].row(lid) for lid in sorted(w.usage_dirty)])
     add(EMBEDDINGS.put("vec"), "vec", [[lid, vector] for lid, vector in w.vectors.items() if vector is not None])
+    add(NOTE_EMBEDDINGS.put("note_vec"), "note_vec", [[nid, vector] for nid, vector in w.note_vectors.items()])
     add(EMBEDDINGS.rm("vec_gone"), "vec_gone", [[lid] for lid, vector in w.vectors.items() if vector is None])
     add(INJECTIONS.put("inj"), "inj", w.injections)
     add(INJECTIONS.update("closed", ("outcome_at",)), "closed", [[iid, at] for iid, at in w.closed.items()])
@@ -98,4 +100,6 @@ def derived_changes(w: TierWrite) -> DerivedChanges:
             (k[0], k[2]) for k, row in w.relations.items() if row is not None and k[1] == RELATION_SUPERSEDES
         ],
         supersedes_gone=[(k[0], k[2]) for k, row in w.relations.items() if row is None and k[1] == RELATION_SUPERSEDES],
+        notes=w.board.records.take_noted() if w.board is not None else [],
+        note_vectors=list(w.note_vectors.items()),
     )

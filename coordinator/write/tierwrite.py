@@ -154,6 +154,7 @@ class TierWrite:
         self.closed: dict[str, int] = {}  # injection id -> when its outcome was recorded
         self.texts: dict[str, str] = {}  # learnings put in this batch
         self.vectors: dict[str, list[float] | None] = {}  # a vector to store, or None to drop a stale one
+        self.note_vectors: dict[str, list[float]] = {}  # note id -> its vector
         self.applied: list[list[Any]] = []
 
     def _load_params(self) -> dict[str, AdaptiveParam]:
@@ -359,6 +360,9 @@ class TierWrite:
         return {}
 
     def _embed(self, part: EmbedPart) -> dict[str, Any]:
+        if part.notes:
+            self.note_vectors.update(part.rows)
+            return {}
         for lid, vector in part.rows:
             # a learning deleted or edited since it was queued gets no (stale) vector
             if self.exists(lid) and lid not in self.texts:
