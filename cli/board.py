@@ -1,5 +1,5 @@
-"""The board's verbs: `groove memory create|list|show|status`, `groove tasks add|list|show`, `groove nudge`,
-`groove decisions`, `groove board`."""
+"""The board's verbs: `groove memory create|list|show|status`, `groove tasks add|list|show|review|cancel`,
+`groove nudge`, `groove decisions`, `groove board` (cli/records.py adds what agents leave beside the tasks)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from protocol import constants as C
 from protocol.board import Task, WorkingMemory
 
 _REFRESH_S = 1.0
+_RECENT_NUDGES = 5
 
 
 @click.group(name="memory")
@@ -239,7 +240,8 @@ def decisions(client: GrooveClient, memory_id: str, task_id: str | None, standin
 @click.option("--once", is_flag=True, help="Print one view and stop.")
 @with_client
 def board(client: GrooveClient, memory_id: str, once: bool) -> None:
-    """A live view of a working memory: tasks by status and who holds what, once a second (Ctrl-C stops)."""
+    """A live view of a working memory: tasks by status, who holds what and recent nudges, once a second (Ctrl-C
+    stops)."""
     try:
         while True:
             view = _view(client, memory_id)
@@ -260,6 +262,10 @@ def _view(client: GrooveClient, memory_id: str) -> str:
     if held:
         rows = [(t.assigned_to, t.id, t.status, when(t.lease_until), t.title) for t in held]
         lines.append(table(("agent", "task", "status", "lease until", "title"), rows))
+    nudges = client.nudges(memory_id, limit=_RECENT_NUDGES)
+    if nudges:
+        sent = [(when(n.created_at), n.target, n.priority, n.message, ", ".join(n.acked_by) or "-") for n in nudges]
+        lines += ["recent nudges:", table(("at", "to", "priority", "message", "acknowledged by"), sent)]
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from cli.loop import loop_commands
 from cli.memory import memory_commands
 from cli.options import group_connection_options
 from cli.output import fail
+from cli.records import record_commands
 from cli.swarm import swarm_command
 from coordinator.net.config import DURABILITIES, EMBED_DEVICES, EMBEDDERS, ENV_PREFIX, LOG_LEVELS, Settings, build
 
@@ -133,6 +134,7 @@ for command in [
     *curation_commands,
     *backup_commands,
     *board_commands,
+    *record_commands,
 ]:
     cli.add_command(command)
 cli.add_command(agent_command)

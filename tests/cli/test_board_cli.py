@@ -60,5 +60,21 @@ def test_a_plan_from_a_file_through_the_verbs(
     client.complete_task("docs", "agent-7", "written")  # needs a review
     reviewed = run_groove(*ep, "tasks", "review", "docs", "approved", "--reviewer", "lead")
     assert reviewed.stdout.strip() == "completed", reviewed.stderr
+    noted = run_groove(*ep, "memory", "note", memory, "refunds land in the ledger table", "--kind", "discovery",
+                       "--task", "api", "--by", "agent-7")  # fmt: skip
+    assert noted.returncode == 0, noted.stderr
+    notes = json.loads(run_groove(*ep, "memory", "notes", memory, "--json").stdout)
+    assert [(n["id"], n["kind"], n["task_id"]) for n in notes] == [(noted.stdout.strip(), "discovery", "api")]
+    assert "ledger" in run_groove(*ep, "memory", "notes", memory, "--search", "ledger").stdout
+    client.record_artifact(memory, "api", "code", "refunds.py", "abc", "agent-7")
+    assert "refunds.py" in run_groove(*ep, "memory", "artifacts", memory).stdout
+    client.record_checkpoint(memory, "agent-7", "feature/refunds", "deadbeef", "/w")
+    assert "deadbeef" in run_groove(*ep, "memory", "checkpoints", memory, "--agent", "agent-7").stdout
+    nudges = run_groove(*ep, "memory", "nudges", memory)
+    assert "rebase first" in nudges.stdout
+    assert "rebase first" in run_groove(*ep, "board", memory, "--once").stdout  # recent nudges in the view
+    decision = client.decisions(memory)[0].id
+    assert run_groove(*ep, "reverse-decision", decision, "--by", "lead").stdout.strip() == "reversed"
+    assert client.decisions(memory, standing=True) == []
     assert run_groove(*ep, "memory", "status", memory, "paused").stdout.strip() == "paused"
     assert "refunds (paused)" in run_groove(*ep, "memory", "show", memory).stdout

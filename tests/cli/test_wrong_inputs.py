@@ -46,6 +46,10 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | board | unknown memory | `board GONE --once` | 1 |
 | nudge | unknown memory, bad priority | `nudge GONE a m`, `nudge M a m --priority max` | 1, 2 |
 | decisions | unknown memory | `decisions GONE` | 1 |
+| memory note | unknown memory, bad kind, blank, past expiry | `note GONE x`, `--kind gossip`, `note M " "`, `--expires-in 0` | 1, 2, 1, 2 |
+| memory notes | unknown memory, search with filters | `notes GONE`, `notes M --search x --kind context` | 1, 2 |
+| memory artifacts, checkpoints, nudges | unknown memory | `artifacts GONE`, `checkpoints GONE`, `nudges GONE` | 1 |
+| reverse-decision | not an id, unknown decision | `reverse-decision nope`, `reverse-decision GONE` | 1 |
 """
 
 from __future__ import annotations
@@ -178,6 +182,17 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "nudge", GONE, "a1", "hello"), 1),
             ((*ep, "nudge", memory, "a1", "hello", "--priority", "max"), 2),
             ((*ep, "decisions", GONE), 1),
+            ((*ep, "memory", "note", GONE, "x"), 1),
+            ((*ep, "memory", "note", memory, "x", "--kind", "gossip"), 2),
+            ((*ep, "memory", "note", memory, " "), 1),
+            ((*ep, "memory", "note", memory, "x", "--expires-in", "0"), 2),
+            ((*ep, "memory", "notes", GONE), 1),
+            ((*ep, "memory", "notes", memory, "--search", "x", "--kind", "context"), 2),
+            ((*ep, "memory", "artifacts", GONE), 1),
+            ((*ep, "memory", "checkpoints", GONE), 1),
+            ((*ep, "memory", "nudges", GONE), 1),
+            ((*ep, "reverse-decision", "nope"), 1),
+            ((*ep, "reverse-decision", GONE), 1),
         ]
         before = state(client)
         with ThreadPoolExecutor(4) as pool:

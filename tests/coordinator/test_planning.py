@@ -63,6 +63,7 @@ from protocol.swarm import (
     CheckpointRecordRequest,
     DecisionRecordRequest,
     DecisionReverseRequest,
+    MemoryNoteRequest,
     NudgeAckRequest,
     NudgePollRequest,
     NudgeSendRequest,
@@ -250,6 +251,7 @@ CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
     "CHECKPOINT_RECORD": _board(
         lambda w, m: CheckpointRecordRequest(memory_id=m, agent_id="a1", branch="b", commit="c", worktree_path="/w")
     ),
+    "MEMORY_NOTE": _board(lambda w, m: MemoryNoteRequest(memory_id=m, content="the sandbox is slow", kind="discovery")),
     "PUT": _put,
     "OUTCOME": _outcome,
     "RELATION": _relation,
