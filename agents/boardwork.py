@@ -3,9 +3,11 @@
 It claims the best ready task under a lease, "works" it (the synthetic stand-in for real work: it learns
 one corpus learning on the way, reported with the result), then completes it — claiming the next task in
 the same call — or, for a configurable share of tasks, fails it (to be retried while attempts are left).
-The worker's heartbeat thread renews the lease on the task it holds and tells the registry which task that
-is (`holding`). It stops when the memory has nothing left to do (or at its duration or count). At the end
-it reads back every completion it was acked: each such task must be stored completed (or in review).
+Every few completions it shares a note with the others (what it found) and reads its nudges, those pushed
+to it included. The worker's heartbeat thread renews the lease on the task it holds and tells the registry
+which task that is (`holding`), or that it is idle. It stops when the memory has nothing left to do (or at
+its duration or count). At the end it reads back every completion and note it was acked: each such task
+must be stored completed (or in review), each note stored.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from typing import Any
 from agents.corpus import load
 from agents.errors import Conflict, GrooveError
 from agents.workloads import Workload
+from protocol import constants as C
 from protocol.board import Task
 
-COMPLETE, FAIL, CLAIM, NUDGE = "complete", "fail", "claim", "nudge"
+COMPLETE, FAIL, CLAIM, NUDGE, NOTE = "complete", "fail", "claim", "nudge", "note"
 _NUDGES_EVERY = 5  # tasks between two looks at the agent's nudges
+_NOTE_EVERY = 4  # completions between two notes
 _IDLE_S = 0.05  # nothing ready: poll again after this
 _DONE = {"completed", "failed", "cancelled", "blocked"}  # statuses of a task no one will work on again
 
@@ -35,6 +39,7 @@ class BoardWork(Workload):
         self.corpus = load()
         self.holding: str | None = None  # the task held now, for the heartbeat's status
         self.completed: list[str] = []  # tasks whose completion was acked
+        self.noted: dict[str, str] = {}  # note id -> its task, for the notes acked
         self.polled = False  # the first poll after connecting asks for unacknowledged nudges again
 
     def run(self) -> None:
@@ -58,10 +63,14 @@ class BoardWork(Workload):
     def _read_nudges(self) -> None:
         """Read the nudges waiting (a real agent would act on them) and acknowledge them."""
         try:
-            nudges = self.client.poll_nudges(self.agent_id, again=not self.polled)
+            # pushed ones (when_idle, immediate) come with the poll too until acknowledged: one ack covers both
+            pushed = {n.id: n for n in self.client.pushed_nudges()}
+            nudges = list(
+                ({n.id: n for n in self.client.poll_nudges(self.agent_id, again=not self.polled)} | pushed).values()
+            )
             self.polled = True
-            if nudges:
-                self.client.ack_nudges(self.agent_id, [n.id for n in nudges])
+            for start in range(0, len(nudges), C.MAX_NUDGES_PER_POLL):
+                self.client.ack_nudges(self.agent_id, [n.id for n in nudges[start : start + C.MAX_NUDGES_PER_POLL]])
         except GrooveError as exc:
             self.report.error(NUDGE, exc)
             return
@@ -111,11 +120,34 @@ class BoardWork(Workload):
         for lid in done.learning_ids:
             if lid is not None:
                 self.evidence.written[lid] = learning["description"]
+        if len(self.completed) % _NOTE_EVERY == 0:
+            self._note(task, learning["insight"])
         return done.next
 
+    def _note(self, task: Task, found: str) -> None:
+        """Tell the others working the memory what this task taught."""
+        try:
+            note_id = self.client.note(self.memory_id, f"{task.title}: {found}", "discovery", task.id, self.agent_id)
+        except GrooveError as exc:
+            self.report.error(NOTE, exc)
+            return
+        self.report.ok(NOTE)
+        self.noted[note_id] = task.id
+
     def verify(self) -> None:
-        """Every acked completion is stored: the task completed (or in review)."""
+        """Every acked completion is stored (the task completed or in review), and every acked note."""
         started = time.monotonic()
+        for task_id in sorted(set(self.noted.values())):
+            try:
+                stored = {n.id for n in self.client.notes(self.memory_id, task_id=task_id, include_expired=True)}
+            except GrooveError as exc:
+                self.report.error("verify", exc)
+                continue
+            for note_id in (nid for nid, tid in self.noted.items() if tid == task_id):
+                if note_id in stored:
+                    self.report.verified += 1
+                else:
+                    self.report.mismatches += 1
         for task_id in self.completed:
             try:
                 status = self.client.task(task_id).status

@@ -3,7 +3,8 @@
 The report is one JSON object (see `Report`). Evidence for the harnesses goes to files when asked:
 `latencies_file` gets every acked request's latency in milliseconds by kind, `acked_file` the ids of the
 learnings acked and, per learning, how many injections and attributions of it were acked (its expected
-`times_injected` contribution), so a harness can check that nothing acked was lost or counted twice.
+`times_injected` contribution), and for a board agent the tasks it completed and the notes it shared, so a
+harness can check that nothing acked was lost or counted twice.
 The worker never loads an embedding model: the coordinator embeds.
 """
 
@@ -140,8 +141,13 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
         latencies = {kind: [round(x * 1000, 4) for x in values] for kind, values in evidence.latencies.items()}
         spec.latencies_file.write_text(json.dumps(latencies))
     if spec.acked_file is not None:
-        completed = workload.completed if isinstance(workload, BoardWork) else []
-        acked = {"learned": list(evidence.written), "injected": evidence.injected, "completed": completed}
+        board = workload if isinstance(workload, BoardWork) else None
+        acked = {
+            "learned": list(evidence.written),
+            "injected": evidence.injected,
+            "completed": board.completed if board is not None else [],
+            "noted": list(board.noted) if board is not None else [],
+        }
         spec.acked_file.write_text(json.dumps(acked))
     return report
 

@@ -103,10 +103,10 @@ class AgentRegistry:
             and (target in (C.NUDGE_TARGET_ALL, r.agent_id) or r.role == role)
         ]
 
-    def role_of(self, agent_id: str) -> str | None:
-        """The role the agent said `hello` with (None: unknown agent)."""
+    def connection(self, agent_id: str) -> tuple[bytes, str] | None:
+        """The peer the agent said `hello` on, and the role it said (None: an unknown agent)."""
         record = self._agents.get(agent_id)
-        return None if record is None else record.role
+        return None if record is None else (record.peer, record.role)
 
     def ended(self, agent_id: str, completed: bool) -> None:
         """The agent completed (or failed) a board task (acker thread)."""

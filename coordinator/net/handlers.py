@@ -156,12 +156,16 @@ def _heartbeat(services: Services, _: bytes, body: HeartbeatRequest) -> ReplyBod
     return {}
 
 
-def _idle_push(services: Services, peer: bytes, body: HelloRequest | HeartbeatRequest) -> Pushes:
-    """An agent that says it is idle gets its `when_idle` nudges pushed (coordinator/net/idle.py)."""
+def _idle_push(services: Services, _: bytes, body: HelloRequest | HeartbeatRequest) -> Pushes:
+    """An agent that says it is idle gets its `when_idle` nudges pushed (coordinator/net/idle.py), on the
+    connection it said `hello` on (a heartbeat may come from a side connection)."""
     if body.status != "idle":
         return []
-    nudges = services.idle.take(body.agent_id, services.registry.role_of(body.agent_id))
-    return [(peer, encode_push(C.PUSH_NUDGE, nudge)) for nudge in nudges]
+    found = services.registry.connection(body.agent_id)
+    if found is None:
+        return []
+    peer, role = found
+    return [(peer, encode_push(C.PUSH_NUDGE, nudge)) for nudge in services.idle.take(body.agent_id, role)]
 
 
 def _task_ended(services: Services, body: TaskCompleteRequest | TaskFailRequest, _: ReplyBody) -> Pushes:

@@ -46,7 +46,8 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | board | unknown memory | `board GONE --once` | 1 |
 | nudge | unknown memory, bad priority | `nudge GONE a m`, `nudge M a m --priority max` | 1, 2 |
 | decisions | unknown memory | `decisions GONE` | 1 |
-| memory note | unknown memory, bad kind, blank, past expiry | `note GONE x`, `--kind gossip`, `note M " "`, `--expires-in 0` | 1, 2, 1, 2 |
+| memory note | unknown memory, bad kind | `note GONE x`, `note M x --kind bad` | 1, 2 |
+| memory note | blank, expiry 0 | `note M " "`, `note M x --expires-in 0` | 1, 2 |
 | memory notes | unknown memory, search with filters | `notes GONE`, `notes M --search x --kind context` | 1, 2 |
 | memory artifacts, checkpoints, nudges | unknown memory | `artifacts GONE`, `checkpoints GONE`, `nudges GONE` | 1 |
 | reverse-decision | not an id, unknown decision | `reverse-decision nope`, `reverse-decision GONE` | 1 |

@@ -138,6 +138,7 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
     learned: set[str] = set()
     injected: dict[str, int] = {}
     completed: list[str] = []
+    noted: list[str] = []
     for proc, path in agents + workers:  # the board workers' completions carry learnings like any other
         report = agent_report(proc, timeout=120)
         assert report["errors"] == 0, report["error_samples"]
@@ -145,6 +146,7 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
         acked = json.loads(path.read_text())
         learned.update(acked["learned"])
         completed += acked["completed"]
+        noted += acked["noted"]
         for lid, n in acked["injected"].items():
             injected[lid] = injected.get(lid, 0) + n
     client = client_factory(coordinator.endpoint)
@@ -159,6 +161,9 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
             if claimed is not None:
                 assert before is not None
                 assert before <= claimed
+    assert len(noted) > 10
+    shared = client.notes(memory, include_expired=True, limit=1000)
+    assert sorted(n.id for n in shared) == sorted(noted)  # every acked note once, none invented
     stored = {x.id: x for x in client.iter_learnings()}
     assert len(learned) > 100
     assert set(stored) == learned  # nothing acked is lost, and nothing unacked was invented

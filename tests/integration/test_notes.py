@@ -106,10 +106,12 @@ def test_a_when_idle_nudge_is_pushed_once_when_the_agent_says_it_is_idle(
                               delivery="when_idle")  # fmt: skip
     agent.heartbeat("idler", status="working", task_id="pay")
     assert agent.pushed_nudges(wait=0.5) == []  # busy: it waits
+    side = client_factory(coordinator.endpoint)  # a heartbeat thread's own connection, as the worker's
     sent = time.monotonic()
-    agent.heartbeat("idler", status="idle")
-    (pushed,) = agent.pushed_nudges(wait=10)
+    side.heartbeat("idler", status="idle")
+    (pushed,) = agent.pushed_nudges(wait=10)  # on the connection the agent said hello on
     assert time.monotonic() - sent < 5
+    assert side.pushed_nudges() == []
     assert (pushed.id, pushed.delivery) == (nudge, "when_idle")
     agent.heartbeat("idler", status="idle")
     assert agent.pushed_nudges(wait=0.5) == []  # pushed once
