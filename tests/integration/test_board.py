@@ -224,7 +224,7 @@ def test_the_board_survives_a_kill_9(coordinator: RunningCoordinator, client: Gr
 def test_the_readme_board_example_runs(coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path) -> None:
     lines = run_readme_example("board", coordinator.endpoint, tmp_path).stdout.splitlines()
     assert lines[:3] == ["refund-schema: completed", "refund-api: completed", "refund-docs: review"]
-    assert lines[3:] == ["completed", "{'completed': 3}"]
+    assert lines[3:] == ["completed", "{'completed': 3}", "['add the refunds table: amounts are integer cents']"]
     (learned,) = client.iter_learnings(tier=f"project:{PROJECT}")  # the same lesson three times: reinforced
     assert learned.source["type"] == "task"
     assert learned.confidence > 0.5
