@@ -18,6 +18,7 @@ from cli.commands import client_commands
 from cli.curation import curation_commands
 from cli.keys import keys_group
 from cli.loop import loop_commands
+from cli.mcp import mcp_command
 from cli.memory import memory_commands
 from cli.options import group_connection_options
 from cli.output import fail
@@ -140,6 +141,7 @@ for command in [
 cli.add_command(agent_command)
 cli.add_command(keys_group)
 cli.add_command(swarm_command)
+cli.add_command(mcp_command)
 
 
 def main() -> None:

@@ -1,0 +1,49 @@
+"""`groove mcp`: serve groove's tools to a coding agent over the Model Context Protocol (integrations/)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import click
+
+from cli.options import connection_options, curve_of
+from cli.output import fail
+
+
+def _host_port(_: click.Context, __: click.Parameter, value: str | None) -> tuple[str, int] | None:
+    if value is None:
+        return None
+    host, _sep, port = value.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:8765)")
+    return host, int(port)
+
+
+@click.command(name="mcp")
+@click.option("--http", "http", callback=_host_port, metavar="HOST:PORT",
+              help="Serve streamable HTTP here instead of stdio.")  # fmt: skip
+@connection_options
+@click.pass_context
+def mcp_command(ctx: click.Context, http: tuple[str, int] | None) -> None:
+    """Serve groove to an MCP client (Claude Code, Codex, Cursor...): over stdio, as the client launches it,
+    or over streamable HTTP with --http. Tools: search_learnings, record_learning, record_outcome,
+    start_session, end_session and the board's; resource groove://learning/{id}."""
+    from integrations.mcp_server import Bridge, build  # the SDK loads only for this verb
+
+    # stdout is the protocol's channel on stdio: everything else goes to stderr
+    logging.basicConfig(level=logging.WARNING, format="groove mcp: %(levelname)s %(message)s")
+    settings: dict[str, Any] = ctx.obj
+    bridge = Bridge(settings["endpoint"], curve_of(settings), timeout=settings["timeout"])
+    server = build(bridge)
+    try:
+        if http is None:
+            server.run()
+        else:
+            server.run("streamable-http", host=http[0], port=http[1])
+    except KeyboardInterrupt:
+        return
+    except OSError as exc:
+        fail(f"cannot serve MCP: {exc.strerror or exc}", 2)
+    finally:
+        bridge.close()

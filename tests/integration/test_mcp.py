@@ -1,0 +1,141 @@
+"""`groove mcp` against a real coordinator, driven by the official MCP SDK's own clients: in memory
+(`mcp.Client(server)`) for each tool's effect on the coordinator, and over real stdio (`ClientSession` over
+`stdio_client`, the server as a child process launched as an agent launches it) for the whole session, a bad
+argument, and a coordinator that goes down and comes back."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, TextContent
+
+from agents import GrooveClient
+from integrations.mcp_server import Bridge, build
+from tests.helpers import RunningCoordinator
+
+PROJECT = "/srv/shop"
+BOARD_TOOLS = {"claim_task", "complete_task", "fail_task", "read_nudges", "ack_nudges", "record_decision", "add_note"}
+TOOLS = {"search_learnings", "record_learning", "record_outcome", "start_session", "end_session"} | BOARD_TOOLS
+
+
+def text(result: CallToolResult) -> str:
+    """The result's text content, joined."""
+    return "".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def value(result: CallToolResult) -> Any:
+    """What the tool returned: its structured content (a non-object return is wrapped in `result`)."""
+    assert not result.is_error, text(result)
+    content = result.structured_content
+    assert content is not None
+    return content.get("result", content) if set(content) == {"result"} else content
+
+
+def test_every_tool_acts_on_the_coordinator(coordinator: RunningCoordinator, client: GrooveClient) -> None:
+    bridge = Bridge(coordinator.endpoint)
+    server = build(bridge)
+
+    async def session() -> None:
+        async with Client(server) as mcp:
+            assert {t.name for t in (await mcp.list_tools()).tools} == TOOLS
+            made = value(await mcp.call_tool("record_learning", {
+                "description": "The orders tests hang when Redis is not running",
+                "insight": "Start redis-server before running the orders tests",
+                "category": "tool_usage", "project": PROJECT,
+            }))  # fmt: skip
+            assert made["created"] is True
+            stored = client.get(made["id"])
+            assert (stored.scope, stored.tier) == (f"project:{PROJECT}", f"project:{PROJECT}")
+            hits = value(await mcp.call_tool("search_learnings", {"query": "redis orders tests", "project": PROJECT}))
+            assert hits[0]["id"] == made["id"]
+            assert hits[0]["insight"] == "Start redis-server before running the orders tests"
+            rated = value(await mcp.call_tool("record_outcome", {"learning_id": made["id"], "outcome": "helpful"}))
+            assert rated == {"applied": 1}
+            assert client.get(made["id"]).usage.times_helpful == 1
+            started = value(await mcp.call_tool("start_session", {"project": PROJECT, "task": "fix the orders tests"}))
+            assert [i["id"] for i in started["learnings"]] == [made["id"]]
+            assert "redis-server" in started["block"]
+            ended = value(await mcp.call_tool("end_session", {"injection_id": started["injection_id"],
+                                                              "success": True, "helpful": [made["id"]]}))  # fmt: skip
+            assert ended == {"applied": 1, "ignored": 0}
+            assert client.get(made["id"]).usage.times_helpful == 2
+            resource = await mcp.read_resource(f"groove://learning/{made['id']}")
+            assert json.loads(resource.contents[0].text)["id"] == made["id"]  # type: ignore[union-attr]
+
+            memory = client.create_memory(PROJECT, "orders", "green orders tests")
+            client.add_tasks(memory, [{"id": "redis", "title": "start redis in CI"}, {"id": "flaky", "title": "x"}])
+            task = value(await mcp.call_tool("claim_task", {"memory_id": memory, "agent_id": "claude-1"}))
+            assert task["id"] in {"redis", "flaky"}
+            note = value(await mcp.call_tool("add_note", {"memory_id": memory, "content": "no redis in CI",
+                                                          "task_id": task["id"], "created_by": "c1"}))  # fmt: skip
+            assert [n.id for n in client.notes(memory)] == [note["id"]]
+            decided = value(await mcp.call_tool("record_decision", {
+                "memory_id": memory, "question": "how to run redis", "choice": "a service container",
+                "rationale": "no install step", "made_by": "claude-1",
+            }))  # fmt: skip
+            assert [d.id for d in client.decisions(memory)] == [decided["id"]]
+            done = value(await mcp.call_tool("complete_task", {"task_id": task["id"], "agent_id": "claude-1",
+                                                               "summary": "added the service"}))  # fmt: skip
+            assert done == {"status": "completed"}
+            other = value(await mcp.call_tool("claim_task", {"memory_id": memory, "agent_id": "claude-1"}))
+            failed = value(await mcp.call_tool("fail_task", {"task_id": other["id"], "agent_id": "claude-1",
+                                                             "error": "cannot reproduce"}))  # fmt: skip
+            assert failed["status"] == "pending"
+            sent = client.send_nudge("claude-1", memory, "rebase on main", "lead")
+            nudges = value(await mcp.call_tool("read_nudges", {"agent_id": "claude-1"}))
+            assert [n["id"] for n in nudges] == [sent]
+            assert value(await mcp.call_tool("ack_nudges", {"agent_id": "claude-1", "ids": [sent]})) == {"acked": 1}
+
+            wrong = await mcp.call_tool("record_outcome", {"learning_id": made["id"], "outcome": "great"})
+            assert wrong.is_error
+            missing = await mcp.call_tool("complete_task", {"task_id": "nope", "agent_id": "a", "summary": "s"})
+            assert missing.is_error
+            assert text(missing).endswith("not_found: no task 'nope'")
+
+    anyio.run(session)
+    bridge.close()
+
+
+@asynccontextmanager
+async def stdio_session(endpoint: str) -> AsyncIterator[ClientSession]:
+    """`groove mcp` as a child process over stdio, the endpoint given by argument (a stdio child gets only an
+    allow-list of the environment), with the SDK's ClientSession."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "cli", "mcp", "--endpoint", endpoint,
+                                                                 "--timeout", "2"])  # fmt: skip
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@pytest.mark.slow
+def test_over_stdio_a_session_survives_a_bad_argument_and_a_coordinator_that_goes_away(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+) -> None:
+    made: dict[str, Any] = {}
+
+    async def session() -> None:
+        async with stdio_session(coordinator.endpoint) as mcp:
+            assert {t.name for t in (await mcp.list_tools()).tools} == TOOLS
+            made.update(value(await mcp.call_tool("record_learning", {
+                "description": "Migrations must be reversible", "insight": "Write a down migration with every up",
+                "category": "code_pattern",
+            })))  # fmt: skip
+            bad = await mcp.call_tool("search_learnings", {"query": "", "limit": 500})
+            assert bad.is_error
+            coordinator.kill()
+            down = await mcp.call_tool("search_learnings", {"query": "migrations"})
+            assert down.is_error
+            assert "unavailable: the groove coordinator" in text(down)
+            coordinator.restart()
+            back = value(await mcp.call_tool("search_learnings", {"query": "reversible migrations"}))
+            assert [h["id"] for h in back] == [made["id"]]
+
+    anyio.run(session)
+    assert client_factory(coordinator.endpoint).get(made["id"]).insight == "Write a down migration with every up"
