@@ -39,7 +39,8 @@ def memory_note(
 @click.option("--kind", type=click.Choice(C.NOTE_KINDS), help="Only notes of this kind.")
 @click.option("--task", "task_id", help="Only notes about this task.")
 @click.option("--expired", is_flag=True, help="Include notes past their expiry.")
-@click.option("--limit", type=click.IntRange(1, C.MAX_NOTE_LIST), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, C.MAX_NOTE_LIST), default=50, show_default=True,
+              help="At most this many notes.")  # fmt: skip
 @json_option
 @with_client
 def memory_notes(
@@ -105,7 +106,8 @@ def memory_checkpoints(
 @memory_group.command(name="nudges")
 @click.argument("memory_id")
 @click.option("--target", help="Only those sent to this target (an agent id, role:NAME or all).")
-@click.option("--limit", type=click.IntRange(1, C.MAX_NUDGE_LIST), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, C.MAX_NUDGE_LIST), default=50, show_default=True,
+              help="At most this many nudges.")  # fmt: skip
 @json_option
 @with_client
 def memory_nudges(client: GrooveClient, memory_id: str, target: str | None, limit: int, as_json: bool) -> None:

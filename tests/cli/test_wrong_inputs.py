@@ -51,6 +51,7 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | memory notes | unknown memory, search with filters | `notes GONE`, `notes M --search x --kind context` | 1, 2 |
 | memory artifacts, checkpoints, nudges | unknown memory | `artifacts GONE`, `checkpoints GONE`, `nudges GONE` | 1 |
 | reverse-decision | not an id, unknown decision | `reverse-decision nope`, `reverse-decision GONE` | 1 |
+| mcp | not HOST:PORT | `mcp --http nohost`, `mcp --http h:99999` | 2 |
 """
 
 from __future__ import annotations
@@ -194,6 +195,8 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "memory", "nudges", GONE), 1),
             ((*ep, "reverse-decision", "nope"), 1),
             ((*ep, "reverse-decision", GONE), 1),
+            ((*ep, "mcp", "--http", "nohost"), 2),
+            ((*ep, "mcp", "--http", "h:99999"), 2),
         ]
         before = state(client)
         with ThreadPoolExecutor(4) as pool:
