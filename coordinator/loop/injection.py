@@ -8,10 +8,7 @@ adaptive parameters for this one session:
    confident learnings of those tiers;
 2. a learning is dropped if its confidence is below the sampled `confidence_threshold`, if (with a task)
    its relevance is below the sampled `semantic_similarity_threshold`, or if it was contradicted more
-   often than it helped. The task's best match above the similarity threshold is never dropped for its
-   confidence: exploration picks among the rest. With the priors of a fresh install the sampled confidence
-   threshold exceeds a new learning's 0.5 in about 6-7 % of sessions, which withheld an exact match from
-   them; a learning that proved harmful is still dropped;
+   often than it helped;
 3. of two candidates joined by `contradicts`, only one stays: in a project context the project tier's,
    otherwise the better scored;
 4. the best `budget` remain, `budget` being the sampled `injection_budget`, capped by the request's.
@@ -91,16 +88,12 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
         C.PARAM_SIMILARITY_THRESHOLD: min_relevance,
     }
     read = {t.name: t for name in body.context.tiers() if (t := tiers.get(name, create=False)) is not None}
-    best: Candidate | None = None
     if body.task is not None:
         search = SearchRequest(text=body.task, limit=_POOL, context=body.context)
         candidates = [c for c in find(tiers, derived, search) if c.relevance() >= min_relevance]
-        best = max(candidates, key=lambda c: c.relevance(), default=None)
     else:
         candidates = _most_confident(derived, read)
-    candidates = [
-        c for c in candidates if (c.confidence >= min_confidence or c is best) and not _more_harm_than_good(c)
-    ]
+    candidates = [c for c in candidates if c.confidence >= min_confidence and not _more_harm_than_good(c)]
     candidates = _settle_contradictions(read, body, candidates)
     chosen = sorted(candidates, key=lambda c: -c.score)[:budget]
     injection_id = uuid7()
