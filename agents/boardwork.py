@@ -63,18 +63,16 @@ class BoardWork(Workload):
     def _read_nudges(self) -> None:
         """Read the nudges waiting (a real agent would act on them) and acknowledge them."""
         try:
-            # pushed ones (when_idle, immediate) come with the poll too until acknowledged: one ack covers both
-            pushed = {n.id: n for n in self.client.pushed_nudges()}
-            nudges = list(
-                ({n.id: n for n in self.client.poll_nudges(self.agent_id, again=not self.polled)} | pushed).values()
-            )
+            polled = self.client.poll_nudges(self.agent_id, again=not self.polled)
             self.polled = True
-            for start in range(0, len(nudges), C.MAX_NUDGES_PER_POLL):
-                self.client.ack_nudges(self.agent_id, [n.id for n in nudges[start : start + C.MAX_NUDGES_PER_POLL]])
+            # a pushed nudge (when_idle, immediate) also comes with polls until acknowledged: each id once
+            ids = list(dict.fromkeys(n.id for n in [*polled, *self.client.pushed_nudges()]))
+            for start in range(0, len(ids), C.MAX_NUDGES_PER_POLL):
+                self.client.ack_nudges(self.agent_id, ids[start : start + C.MAX_NUDGES_PER_POLL])
         except GrooveError as exc:
             self.report.error(NUDGE, exc)
             return
-        for _ in nudges:
+        for _ in ids:
             self.report.ok(NUDGE)
 
     def _claim(self) -> Task | None:

@@ -17,6 +17,7 @@ from cli.options import json_option, project_root
 from cli.output import emit_json, table
 from protocol import constants as C
 from protocol.board import Task, WorkingMemory
+from protocol.swarm import ListedNudge
 
 _REFRESH_S = 1.0
 _RECENT_NUDGES = 5
@@ -264,9 +265,16 @@ def _view(client: GrooveClient, memory_id: str) -> str:
         lines.append(table(("agent", "task", "status", "lease until", "title"), rows))
     nudges = client.nudges(memory_id, limit=_RECENT_NUDGES)
     if nudges:
-        sent = [(when(n.created_at), n.target, n.priority, n.message, ", ".join(n.acked_by) or "-") for n in nudges]
-        lines += ["recent nudges:", table(("at", "to", "priority", "message", "acknowledged by"), sent)]
+        lines += ["recent nudges:", nudge_table(nudges)]
     return "\n".join(lines)
+
+
+def nudge_table(nudges: list[ListedNudge]) -> str:
+    """Nudges as a table, with who acknowledged each (`groove board`, `groove memory nudges`)."""
+    rows = [
+        (when(n.created_at), n.target, n.priority, n.delivery, n.message, ", ".join(n.acked_by) or "-") for n in nudges
+    ]
+    return table(("at", "to", "priority", "delivery", "message", "acknowledged by"), rows)
 
 
 board_commands = [memory_group, tasks_group, nudge, decisions, board]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from agents import GrooveClient
-from cli.board import memory_group
+from cli.board import memory_group, nudge_table
 from cli.commands import when, with_client
 from cli.options import json_option
 from cli.output import emit_json, table
@@ -116,10 +116,7 @@ def memory_nudges(client: GrooveClient, memory_id: str, target: str | None, limi
     if as_json:
         emit_json([n.model_dump() for n in found])
         return
-    rows = [
-        (when(n.created_at), n.target, n.priority, n.delivery, n.message, ", ".join(n.acked_by) or "-") for n in found
-    ]
-    click.echo(table(("at", "to", "priority", "delivery", "message", "acknowledged by"), rows) if rows else "no nudges")
+    click.echo(nudge_table(found) if found else "no nudges")
 
 
 @click.command(name="reverse-decision")

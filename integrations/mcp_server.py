@@ -14,7 +14,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -27,9 +27,6 @@ from protocol.keys import CurveClient
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-Outcome = Literal["helpful", "ignored", "contradicted"]
-Category = Literal["code_pattern", "preference", "solution", "error_recovery", "tool_usage", "harness_knowledge"]
-NoteKind = Literal["context", "discovery", "artifact_ref"]
 _INSTRUCTIONS = (
     "groove is the shared memory of the coding agents working on these projects. At the start of a task call "
     "start_session (or search_learnings) to get what other agents learned; when something works or fails in a "
@@ -89,7 +86,7 @@ def build(bridge: Bridge) -> MCPServer:
         project: Annotated[
             str | None, Field(description="The repository root (absolute), to include its learnings.")
         ] = None,
-        category: Category | None = None,
+        category: C.Category | None = None,
         limit: Annotated[int, Field(ge=1, le=C.MAX_SEARCH_LIMIT)] = 5,
     ) -> list[dict[str, Any]]:
         """Find what other agents learned that bears on a task, best first: each result has the learning's id
@@ -115,7 +112,7 @@ def build(bridge: Bridge) -> MCPServer:
             str, Field(min_length=1, description="What happened: the situation and what you found.")
         ],
         insight: Annotated[str, Field(min_length=1, description="The advice for the next agent, as an instruction.")],
-        category: Category,
+        category: C.Category,
         scope: Annotated[
             str | None,
             Field(description="`global`, `project:<root>` or `user:<id>`; default: the project's, else global."),
@@ -135,7 +132,7 @@ def build(bridge: Bridge) -> MCPServer:
     @server.tool()
     def record_outcome(
         learning_id: str,
-        outcome: Outcome,
+        outcome: C.OutcomeKind,
         note: Annotated[str | None, Field(description="Why, in a few words (kept in the server's log).")] = None,
     ) -> dict[str, Any]:
         """Say how a learning you were given turned out: helpful, ignored or contradicted (it was wrong here).
@@ -252,7 +249,7 @@ def _board_tools(server: MCPServer, bridge: Bridge) -> None:
     def add_note(
         memory_id: str,
         content: str,
-        kind: NoteKind = "discovery",
+        kind: C.NoteKind = "discovery",
         task_id: str | None = None,
         created_by: str | None = None,
     ) -> dict[str, Any]:

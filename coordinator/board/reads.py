@@ -87,18 +87,20 @@ def list_tasks(tiers: TierSet, body: TaskListRequest) -> dict[str, Any]:
     return {"tasks": [TASKS.wire(row) for row in rows]}
 
 
-def _of_memory(tiers: TierSet, relation: Relation, memory_id: str, filters: dict[str, str | None]) -> list[Wire]:
-    """A memory's rows of `relation`, with these columns equal to these values (None: any)."""
+def _of_memory(
+    tiers: TierSet, relation: Relation, memory_id: str, filters: dict[str, str | None]
+) -> tuple[Tier, list[Wire]]:
+    """The memory's tier, and its rows of `relation` with these columns equal to these values (None: any)."""
     tier, _ = find_memory(tiers, memory_id)
     chosen = {column: value for column, value in filters.items() if value is not None}
     where = "".join(f", {column} = ${column}" for column in chosen)
     rows = tier.run(f"{relation.scan()}, memory_id = $memory_id{where}", {"memory_id": memory_id, **chosen})
-    return [relation.wire(row) for row in rows]
+    return tier, [relation.wire(row) for row in rows]
 
 
 def list_decisions(tiers: TierSet, body: DecisionListRequest) -> dict[str, Any]:
     """`decision.list`: newest first; `standing`: only those not reversed."""
-    found = _of_memory(tiers, DECISIONS, body.memory_id, {"task_id": body.task_id})
+    _, found = _of_memory(tiers, DECISIONS, body.memory_id, {"task_id": body.task_id})
     if body.standing:
         found = [d for d in found if d["reversed_by"] is None]
     return {"decisions": sorted(found, key=lambda d: (-d["made_at"], d["id"]))}
@@ -106,13 +108,13 @@ def list_decisions(tiers: TierSet, body: DecisionListRequest) -> dict[str, Any]:
 
 def list_artifacts(tiers: TierSet, body: ArtifactListRequest) -> dict[str, Any]:
     """`artifact.list`: by path, then version."""
-    found = _of_memory(tiers, ARTIFACTS, body.memory_id, {"task_id": body.task_id, "path": body.path})
+    _, found = _of_memory(tiers, ARTIFACTS, body.memory_id, {"task_id": body.task_id, "path": body.path})
     return {"artifacts": sorted(found, key=lambda a: (a["path"], a["version"]))}
 
 
 def list_checkpoints(tiers: TierSet, body: CheckpointListRequest) -> dict[str, Any]:
     """`checkpoint.list`: newest first."""
-    found = _of_memory(tiers, CHECKPOINTS, body.memory_id, {"agent_id": body.agent_id, "task_id": body.task_id})
+    _, found = _of_memory(tiers, CHECKPOINTS, body.memory_id, {"agent_id": body.agent_id, "task_id": body.task_id})
     return {"checkpoints": sorted(found, key=lambda c: (-c["created_at"], c["id"]))}
 
 
@@ -134,9 +136,8 @@ def list_notes(tiers: TierSet, body: NoteListRequest, now: int) -> dict[str, Any
 
 def list_nudges(tiers: TierSet, body: NudgeListRequest) -> dict[str, Any]:
     """`nudge.list`: newest first, each with the agents that acknowledged it."""
-    found = _of_memory(tiers, NUDGES, body.memory_id, {"target": body.target})
+    tier, found = _of_memory(tiers, NUDGES, body.memory_id, {"target": body.target})
     found = sorted(found, key=lambda n: (n["created_at"], n["id"]), reverse=True)[: body.limit]
-    tier, _ = find_memory(tiers, body.memory_id)
     acks: dict[str, list[str]] = {}
     if found:
         rows = tier.run(

@@ -25,7 +25,7 @@ class IdleNudges:
     def __init__(self, limit: int = MAX_HELD) -> None:
         self.limit = limit
         self._nudges: dict[str, Wire] = {}  # by id, oldest first
-        self._done: set[tuple[str, str]] = set()  # (nudge id, agent id): pushed or acknowledged
+        self._done: dict[str, set[str]] = {}  # nudge id -> agents it was pushed to or acknowledged by
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -35,21 +35,24 @@ class IdleNudges:
         """A `when_idle` nudge was stored."""
         with self._lock:
             self._nudges[nudge["id"]] = nudge
+            self._done[nudge["id"]] = set()
             if len(self._nudges) > self.limit:
                 oldest = next(iter(self._nudges))
-                del self._nudges[oldest]
-                self._done = {key for key in self._done if key[0] != oldest}
+                del self._nudges[oldest], self._done[oldest]
 
     def acked(self, agent_id: str, ids: list[str]) -> None:
         """The agent acknowledged these nudges: never push them to it."""
         with self._lock:
-            self._done.update((nid, agent_id) for nid in ids if nid in self._nudges)
+            for nid in ids:
+                if nid in self._done:
+                    self._done[nid].add(agent_id)
 
     def take(self, agent_id: str, role: str | None) -> list[Wire]:
         """The nudges to push to an agent that is idle now, highest priority first; each is pushed once."""
         with self._lock:
             due = [
-                n for n in self._nudges.values() if (n["id"], agent_id) not in self._done and reaches(n, agent_id, role)
+                n for n in self._nudges.values() if agent_id not in self._done[n["id"]] and reaches(n, agent_id, role)
             ]
-            self._done.update((n["id"], agent_id) for n in due)
+            for nudge in due:
+                self._done[nudge["id"]].add(agent_id)
         return order(due)

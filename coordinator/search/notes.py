@@ -41,7 +41,7 @@ class NoteMeta:
 
 
 @dataclass(slots=True)
-class NoteHit:
+class NoteMatch:
     """A note found by a search, before its row is read."""
 
     note_id: str
@@ -113,25 +113,25 @@ class NoteIndex:
         meta = self._meta.get(note_id)
         return meta is not None and note_id in self._vectors.get(meta.memory_id, ())
 
-    def find(self, body: SearchRequest, query: Vectors | None, now: int) -> list[NoteHit]:
+    def find(self, body: SearchRequest, query: Vectors | None, now: int) -> list[NoteMatch]:
         """The best live notes of `body.memory_id` for a search (by meaning with a query vector, by words with
         text), best first, at most `body.limit`. Notes found expired are dropped from the indexes."""
         assert body.memory_id is not None
         wanted = pool(body.limit)
-        hits: dict[str, NoteHit] = {}
+        hits: dict[str, NoteMatch] = {}
         with self._lock:
             index = self._vectors.get(body.memory_id)
         if query is not None and index is not None:
             for nid, score in index.search(query, wanted):
                 if score >= SEMANTIC_FLOOR:
-                    hits[nid] = NoteHit(nid, semantic=score)
+                    hits[nid] = NoteMatch(nid, semantic=score)
         if body.text is not None and (body.mode != "semantic" or query is None):
             terms = len(query_terms(body.text)) or 1
             for nid, _, _, words in self.keywords.search(body.text, [body.memory_id], wanted):
                 hit = hits.get(nid)
                 if hit is None:
                     cosine = index.similarity(nid, query) if index is not None and query is not None else None
-                    hit = hits[nid] = NoteHit(nid, semantic=cosine)
+                    hit = hits[nid] = NoteMatch(nid, semantic=cosine)
                 hit.words, hit.share = words, len(words) / terms
         with self._lock:
             metas = {nid: self._meta.get(nid) for nid in hits}
