@@ -67,7 +67,7 @@ def main(learnings: int, calls: int) -> None:
     rng = random.Random(7)
     queries = [f"{rng.choice(TOPICS)} {rng.choice(TOPICS)} advice {i}" for i in range(calls + _WARM)]
     with tempfile.TemporaryDirectory(prefix="groove-mcp-") as tmp:
-        proc, endpoint = start_coordinator(Path(tmp) / "data", [])
+        proc, endpoint = start_coordinator(Path(tmp), ["--bind", "tcp://127.0.0.1:0"])
         try:
             with GrooveClient(endpoint, timeout=60) as client:
                 preload(client, rng, learnings)

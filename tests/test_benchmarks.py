@@ -68,3 +68,18 @@ def test_the_board_benchmark_drains_a_small_graph_both_ways() -> None:
         drained = result["results"][name]
         assert drained["completed"] == 60
         assert set(drained["history"].values()) == {0}
+
+
+@pytest.mark.slow
+def test_the_mcp_benchmark_times_both_ways() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.mcp", "--learnings", "20", "--calls", "10"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert set(result["results"]) == {"mcp_stdio", "bare_client"}
+    for timed in result["results"].values():
+        assert 0 < timed["p50_ms"] <= timed["max_ms"]
