@@ -60,12 +60,14 @@ def test_every_tool_acts_on_the_coordinator(coordinator: RunningCoordinator, cli
             assert rated == {"applied": 1}
             assert client.get(made["id"]).usage.times_helpful == 1
             started = value(await mcp.call_tool("start_session", {"project": PROJECT, "task": "fix the orders tests"}))
-            assert [i["id"] for i in started["learnings"]] == [made["id"]]
-            assert "redis-server" in started["block"]
+            # the thresholds are sampled, so the one learning may sit this session out (as in the README's example)
+            given = [i["id"] for i in started["learnings"]]
+            assert given in ([], [made["id"]])
+            assert ("redis-server" in started["block"]) == bool(given)
             ended = value(await mcp.call_tool("end_session", {"injection_id": started["injection_id"],
-                                                              "success": True, "helpful": [made["id"]]}))  # fmt: skip
-            assert ended == {"applied": 1, "ignored": 0}
-            assert client.get(made["id"]).usage.times_helpful == 2
+                                                              "success": True, "helpful": given}))  # fmt: skip
+            assert ended == {"applied": len(given), "ignored": 0}
+            assert client.get(made["id"]).usage.times_helpful == 1 + len(given)
             resource = await mcp.read_resource(f"groove://learning/{made['id']}")
             assert json.loads(resource.contents[0].text)["id"] == made["id"]  # type: ignore[union-attr]
 
