@@ -24,7 +24,7 @@ from protocol.curation import (
     ReviewOut,
 )
 from protocol.keys import CurveClient
-from protocol.loop import InjectPrepareReply, MaintainReply, ParamOut, ParamsListReply
+from protocol.loop import InjectionGetReply, InjectPrepareReply, MaintainReply, ParamOut, ParamsListReply
 from protocol.models import (
     AgentOut,
     AgentsListReply,
@@ -230,6 +230,10 @@ class GrooveClient(BoardCalls):
         context = clean(project=project, enterprise=enterprise)
         body = clean(session_id=session_id, task=task, context=context or None, budget=budget, seed=seed)
         return InjectPrepareReply.model_validate(self.call(C.OP_INJECT_PREPARE, body))
+
+    def get_injection(self, injection_id: str) -> InjectionGetReply:
+        """What a session was given (each learning as it is now) and whether its outcome was recorded."""
+        return InjectionGetReply.model_validate(self.call(C.OP_INJECTION_GET, {"injection_id": injection_id}))
 
     def maintain(self, now: int | None = None, tiers: list[str] | None = None) -> MaintainReply:
         """Run lifecycle maintenance (decay, archive, purge) now, or as if at `now` (milliseconds)."""

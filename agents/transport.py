@@ -20,8 +20,8 @@ import zmq
 
 from agents.errors import BadEndpoint, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
 from protocol import constants as C
-from protocol.codec import decode_reply, encode_request
 from protocol.endpoints import EndpointError, check_endpoint
+from protocol.envelope import decode_reply, encode_request
 from protocol.errors import ProtocolError
 from protocol.ids import uuid7
 from protocol.keys import CurveClient

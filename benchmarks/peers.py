@@ -29,7 +29,7 @@ import zmq
 
 from agents.corpus import load
 from protocol import constants as C
-from protocol.codec import encode_request
+from protocol.envelope import encode_request
 from protocol.ids import uuid7
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS learnings (

@@ -181,6 +181,14 @@ def build(bridge: Bridge) -> MCPServer:
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
 
+    @server.resource("groove://session/{injection_id}", mime_type="application/json")
+    def session(injection_id: str) -> dict[str, Any]:
+        """What a session was given (its injection): each learning as it is now, and whether it was closed."""
+        try:
+            return bridge.call(lambda c: c.get_injection(injection_id)).model_dump()
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from None
+
     return server
 
 

@@ -1,8 +1,5 @@
-"""The envelope and its msgpack encoding (`use_bin_type=True`, `raw=False`).
-
-Request payload: `{"v": 1, "id": str, "op": str, "body": map}`.
-Reply payload:   `{"v": 1, "id": str, "ok": true, "body": map}` or
-                 `{"v": 1, "id": str | null, "ok": false, "error": {"code", "message", "retryable", ...}}`.
+"""The coordinator's side of the envelope: decoding and checking requests against the registry, encoding
+replies and pushes. The client's side, which needs neither pydantic nor the registry, is `protocol.envelope`.
 """
 
 from __future__ import annotations
@@ -16,24 +13,11 @@ import msgpack
 from pydantic import BaseModel, ValidationError
 
 from protocol import constants as C
+from protocol.envelope import pack, unpack
 from protocol.errors import RETRYABLE, DecodeError, ErrorCode, ProtocolError, ValidationFailed
 from protocol.ops import OPS
 
 _ENVELOPE_KEYS = frozenset({"v", "id", "op", "body"})
-
-
-def pack(value: Any) -> bytes:
-    """msgpack-encode `value` with str as str and bytes as bin."""
-    packed: bytes = msgpack.packb(value, use_bin_type=True)
-    return packed
-
-
-def unpack(data: bytes) -> Any:
-    """msgpack-decode one value; raises DecodeError on anything that is not exactly one value."""
-    try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=False)
-    except Exception as exc:  # msgpack raises several unrelated types on hostile input
-        raise DecodeError(f"payload is not valid msgpack: {exc}") from None
 
 
 @dataclass(slots=True)
@@ -43,11 +27,6 @@ class RequestEnvelope:
     id: str
     op: str
     body: dict[str, Any] = field(default_factory=dict)
-
-
-def encode_request(request_id: str, op: str, body: dict[str, Any]) -> bytes:
-    """The payload frame of a request."""
-    return pack({"v": C.PROTOCOL_VERSION, "id": request_id, "op": op, "body": body})
 
 
 def decode_request(data: bytes) -> RequestEnvelope:
@@ -100,7 +79,6 @@ def _peek(data: bytes, key: str) -> Any:
             unpacker.skip()
     except Exception:  # msgpack raises several unrelated types on hostile input
         return None
-    return None
 
 
 def _peek_id(data: bytes) -> str | None:
@@ -169,32 +147,3 @@ def encode_error(request_id: str | None, code: ErrorCode, message: str, retry_af
     if retry_after_ms is not None:
         error["retry_after_ms"] = retry_after_ms
     return pack({"v": C.PROTOCOL_VERSION, "id": request_id, "ok": False, "error": error})
-
-
-@dataclass(slots=True)
-class ReplyEnvelope:
-    """A decoded reply envelope."""
-
-    id: str | None
-    ok: bool
-    body: dict[str, Any]
-    error: dict[str, Any] | None
-    push: str | None = None  # set on an unsolicited message: what it carries (`nudge`)
-
-
-def decode_reply(data: bytes) -> ReplyEnvelope:
-    """Decode a reply envelope; raises DecodeError if it is not one."""
-    value = unpack(data)
-    if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
-        raise DecodeError("reply is not a map with a boolean 'ok'")
-    rid = value.get("id")
-    if value["ok"]:
-        body = value.get("body")
-        if not isinstance(body, dict):
-            raise DecodeError("reply has ok=true but no 'body' map")
-        push = value.get("push")
-        return ReplyEnvelope(rid, True, body, None, push if isinstance(push, str) else None)
-    error = value.get("error")
-    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
-        raise DecodeError("reply has ok=false but no 'error' map with a 'code'")
-    return ReplyEnvelope(rid, False, {}, error)

@@ -65,6 +65,32 @@ class InjectPrepareReply(Reply):
     params: dict[str, float]
 
 
+class InjectionGetRequest(Body):
+    """`injection.get`: what one session was given, and whether its outcome was recorded."""
+
+    injection_id: LearningId
+
+
+class GivenLearning(Reply):
+    """One learning of an injection: its id and tier, and the learning as it is now (None: deleted since)."""
+
+    id: str
+    tier: str
+    learning: LearningOut | None
+
+
+class InjectionGetReply(Reply):
+    """A recorded injection."""
+
+    injection_id: str
+    session_id: str
+    created_at: int
+    had_task: bool
+    params: dict[str, float]
+    closed_at: int | None  # when `outcome.record` closed it; None while open
+    learnings: list[GivenLearning]
+
+
 class MaintainRequest(Body):
     """`maintain`: decay, archive and purge now (the coordinator also runs it periodically)."""
 

@@ -49,6 +49,8 @@ from protocol.curation import (
     ReviewListRequest,
 )
 from protocol.loop import (
+    InjectionGetReply,
+    InjectionGetRequest,
     InjectPrepareReply,
     InjectPrepareRequest,
     MaintainReply,
@@ -163,6 +165,7 @@ OPS: dict[str, Op] = {
         Op(C.OP_PARAMS_LIST, ParamsListRequest, ParamsListReply, write=False, role=_AGENT),
         # reads to choose a session's learnings, then writes the choice: a write on the wire
         Op(C.OP_INJECT_PREPARE, InjectPrepareRequest, InjectPrepareReply, write=True, role=_AGENT),
+        Op(C.OP_INJECTION_GET, InjectionGetRequest, InjectionGetReply, write=False, role=_AGENT),
         Op(C.OP_MAINTAIN, MaintainRequest, MaintainReply, write=True, role=_ADMIN),
         Op(C.OP_LEARNING_RESTORE, RestoreRequest, RestoreReply, write=True, role=_ADMIN),
         Op(C.OP_LEARNING_PROMOTE, PromoteRequest, PromoteReply, write=True, role=_AGENT),

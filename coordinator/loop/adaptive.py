@@ -91,7 +91,7 @@ def budget(value: float) -> int:
 class SessionResult:
     """What one injected session's outcome said about the learnings it was given."""
 
-    success: bool
+    success: bool | None  # None: unknown (nobody said; e.g. a session closed by its agent's end hook)
     injected: int
     helpful: int
     ignored: int
@@ -100,7 +100,7 @@ class SessionResult:
 
 
 def updates(result: SessionResult) -> dict[str, float]:
-    """The outcome each parameter is updated toward (weight 1) after a session with a known result.
+    """The outcome each parameter is updated toward (weight 1) after a session.
 
     - `injection_budget`: 0.8 after a success (seed 000 `update_from_outcome`); after a failure, the share
       of the injected learnings that helped, so noisy injections pull the budget down.
@@ -108,9 +108,13 @@ def updates(result: SessionResult) -> dict[str, float]:
       contradicted: injecting learnings that turn out wrong raises the bar, sessions without any lower it.
     - `semantic_similarity_threshold` (only when a task text was matched): the share of injected learnings
       that were ignored: irrelevant injections demand closer matches.
+
+    With an unknown result only `confidence_threshold` moves, and only if a learning was judged: the other two
+    read the learnings nobody rated as ignored, and when nobody said how the session went that silence is no
+    evidence about the budget or the relevance cut-off.
     """
     out: dict[str, float] = {}
-    if result.injected:
+    if result.injected and result.success is not None:
         out[C.PARAM_INJECTION_BUDGET] = 0.8 if result.success else result.helpful / result.injected
         if result.had_task:
             out[C.PARAM_SIMILARITY_THRESHOLD] = result.ignored / result.injected

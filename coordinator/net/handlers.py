@@ -33,7 +33,7 @@ from coordinator.board.reads import (
     list_tasks,
 )
 from coordinator.errors import Rejected
-from coordinator.loop.injection import params_list, prepare
+from coordinator.loop.injection import get_injection, params_list, prepare
 from coordinator.net.agents import AgentRegistry
 from coordinator.net.idle import IdleNudges
 from coordinator.search.derived import Derived, rebuild_index, reembed
@@ -58,7 +58,7 @@ from protocol.codec import encode_push
 from protocol.curation import ReviewListRequest
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms
-from protocol.loop import InjectPrepareRequest, ParamsListRequest
+from protocol.loop import InjectionGetRequest, InjectPrepareRequest, ParamsListRequest
 from protocol.models import (
     AgentsListRequest,
     HeartbeatRequest,
@@ -219,6 +219,7 @@ HANDLERS: dict[str, Handler] = {
     C.OP_INJECT_PREPARE: Prepared[InjectPrepareRequest, Any](
         lambda s, b, rid: prepare(s.tiers, s.derived, b, rid), writes.INJECT
     ),
+    C.OP_INJECTION_GET: Read[InjectionGetRequest](lambda s, b: get_injection(s.tiers, s.derived.archive.archived, b)),
     C.OP_MAINTAIN: Write(writes.MAINTAIN),
     C.OP_LEARNING_RESTORE: Write(writes.RESTORE),
     C.OP_LEARNING_PROMOTE: Write(writes.PROMOTE),

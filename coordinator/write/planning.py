@@ -182,7 +182,7 @@ class Planner:
             attributions += [(lid, C.OUTCOME_IGNORED) for lid in implied]
             judged = [outcome for lid, outcome in attributions if lid in injected]
             result = SessionResult(
-                success=bool(body.success),
+                success=body.success,
                 injected=len(given),
                 helpful=judged.count(C.OUTCOME_HELPFUL),
                 ignored=judged.count(C.OUTCOME_IGNORED),
@@ -190,7 +190,7 @@ class Planner:
                 had_task=injection.had_task,
             )
             self.closing.add(body.injection_id)
-            session = SessionClose(body.injection_id, updates(result) if body.success is not None else {}, len(implied))
+            session = SessionClose(body.injection_id, updates(result), len(implied))
         parts: dict[str, OutcomePart] = {}
         for lid, outcome in attributions:
             tier = self.found[lid].name

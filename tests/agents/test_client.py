@@ -15,7 +15,8 @@ import zmq
 
 from agents import BadEndpoint, BadRequest, Busy, GrooveClient, GrooveTimeout, NotFound, RemoteError
 from agents.errors import from_wire
-from protocol.codec import encode_error, encode_request
+from protocol.codec import encode_error
+from protocol.envelope import encode_request
 from protocol.errors import ErrorCode
 from tests.helpers import RunningCoordinator, learning, silent_endpoint
 

@@ -55,6 +55,15 @@ def test_a_session_moves_each_parameter_toward_what_it_showed() -> None:
     assert updates(SessionResult(success=True, injected=0, helpful=0, ignored=0, contradicted=0, had_task=True)) == {}
 
 
+def test_an_unknown_outcome_moves_only_the_confidence_threshold_and_only_when_something_was_judged() -> None:
+    """PROTOCOL.md's unknown-outcome rule: the learnings nobody rated are no evidence about the budget or the
+    relevance cut-off when nobody said how the session went."""
+    said = updates(SessionResult(success=None, injected=4, helpful=1, ignored=2, contradicted=1, had_task=True))
+    assert said == {C.PARAM_CONFIDENCE_THRESHOLD: 0.5}
+    silent = updates(SessionResult(success=None, injected=4, helpful=0, ignored=4, contradicted=0, had_task=True))
+    assert silent == {}
+
+
 def test_a_parameter_round_trips_through_its_stored_row() -> None:
     param = AdaptiveParam(0.4, 0.3, 5, 2.5, 3.75)
     row = to_row(C.PARAM_INJECTION_BUDGET, param, now=123)

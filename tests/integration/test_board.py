@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agents import BadRequest, Conflict, GrooveClient, NotFound
-from protocol.codec import encode_request
+from protocol.envelope import encode_request
 from protocol.ids import uuid7
 from tests.helpers import RunningCoordinator, learning, run_readme_example, wait_for
 from tests.integration.test_crash import raw_call

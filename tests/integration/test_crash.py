@@ -16,7 +16,7 @@ import pytest
 import zmq
 
 from agents import GrooveClient
-from protocol.codec import encode_request
+from protocol.envelope import encode_request
 from tests.helpers import RunningCoordinator, agent_report, spawn_agent
 
 

@@ -108,6 +108,30 @@ def test_an_outcome_closes_its_injection_and_updates_the_parameters(client: Groo
     assert client.get(helpful).usage.times_helpful == 1  # the rejected outcome changed nothing
 
 
+def test_injection_get_shows_what_a_session_was_given_and_when_it_closed(client: GrooveClient) -> None:
+    ids = [put(client, f"fact {i}", confidence=0.9) for i in range(2)]
+    reply = client.inject("s5", budget=2, seed=4)
+    given = client.get_injection(reply.injection_id)
+    assert (given.session_id, given.closed_at, given.had_task) == ("s5", None, False)
+    assert [g.id for g in given.learnings] == chosen(reply)
+    assert given.params == reply.params
+    client.delete(ids[0])
+    helpful = ids[1]
+    client.close_session([(helpful, "helpful")], injection_id=reply.injection_id)  # unknown outcome
+    after = client.get_injection(reply.injection_id)
+    assert after.closed_at is not None
+    now = {g.id: g.learning for g in after.learnings}
+    assert now[ids[0]] is None  # deleted since: still listed, as given
+    assert now[helpful] is not None and now[helpful].usage.times_helpful == 1
+    params = {p.name: p.observations for p in client.params()}
+    # the unknown-outcome rule: only the confidence threshold moves, as one learning was judged
+    assert params == {
+        C.PARAM_INJECTION_BUDGET: 0,
+        C.PARAM_CONFIDENCE_THRESHOLD: 1,
+        C.PARAM_SIMILARITY_THRESHOLD: 0,
+    }
+
+
 def test_bad_outcomes_and_injections_are_rejected(client: GrooveClient) -> None:
     with pytest.raises(NotFound):
         client.close_session(injection_id="01a20000-0000-7000-8000-000000000000", success=True)
@@ -121,6 +145,11 @@ def test_bad_outcomes_and_injections_are_rejected(client: GrooveClient) -> None:
     for body in ({}, {"session_id": "s", "budget": 0}, {"session_id": "s", "budget": 21}, {"session_id": ""}):
         with pytest.raises(BadRequest):
             client.call(C.OP_INJECT_PREPARE, body)
+    with pytest.raises(NotFound):
+        client.get_injection("01a20000-0000-7000-8000-000000000000")
+    for body in ({}, {"injection_id": "not-an-id"}, {"injection_id": "01a20000-0000-7000-8000-000000000000", "x": 1}):
+        with pytest.raises(BadRequest):
+            client.call(C.OP_INJECTION_GET, body)
     assert all(p.observations == 0 for p in client.params())
 
 

@@ -70,6 +70,12 @@ def test_every_tool_acts_on_the_coordinator(coordinator: RunningCoordinator, cli
             assert client.get(made["id"]).usage.times_helpful == 1 + len(given)
             resource = await mcp.read_resource(f"groove://learning/{made['id']}")
             assert json.loads(resource.contents[0].text)["id"] == made["id"]  # type: ignore[union-attr]
+            shown = await mcp.read_resource(f"groove://session/{started['injection_id']}")
+            injection = json.loads(shown.contents[0].text)  # type: ignore[union-attr]
+            assert [g["id"] for g in injection["learnings"]] == given
+            assert injection["closed_at"] is not None
+            with pytest.raises(Exception, match="not_found"):  # the SDK raises its own McpError for a resource's
+                await mcp.read_resource("groove://session/01a20000-0000-7000-8000-000000000000")
 
             memory = client.create_memory(PROJECT, "orders", "green orders tests")
             client.add_tasks(memory, [{"id": "redis", "title": "start redis in CI"}, {"id": "flaky", "title": "x"}])

@@ -11,18 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import constants as C
-from protocol.codec import (
-    body_digest,
-    decode_reply,
-    decode_request,
-    encode_error,
-    encode_ok,
-    encode_request,
-    pack,
-    peek_op,
-    validate_body,
-)
+from protocol.codec import body_digest, decode_request, encode_error, encode_ok, peek_op, validate_body
 from protocol.endpoints import EndpointError, check_endpoint
+from protocol.envelope import decode_reply, encode_request, pack
 from protocol.errors import DecodeError, ErrorCode, ProtocolError
 from protocol.ops import OPS
 
