@@ -1,5 +1,5 @@
 """`python -m cli ...` is `groove ...` (how spawned workers and coordinators are started)."""
 
-from cli.main import main
+from cli.entry import main
 
 main()

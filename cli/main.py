@@ -16,6 +16,7 @@ from cli.backup import backup_commands
 from cli.board import board_commands
 from cli.commands import client_commands
 from cli.curation import curation_commands
+from cli.hook import hook_command
 from cli.keys import keys_group
 from cli.loop import loop_commands
 from cli.mcp import mcp_command
@@ -142,21 +143,4 @@ cli.add_command(agent_command)
 cli.add_command(keys_group)
 cli.add_command(swarm_command)
 cli.add_command(mcp_command)
-
-
-def main() -> None:
-    """Console-script entry point. A usage error is one line naming the help to read, like every other error
-    (click's own form is four lines: usage, hint, blank, error)."""
-    try:
-        status = cli.main(prog_name="groove", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:  # `groove` or `groove keys` alone: the help is the answer
-        click.echo(exc.format_message(), err=True)
-        sys.exit(exc.exit_code)
-    except click.UsageError as exc:
-        where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-        fail(exc.format_message() + where, exc.exit_code)
-    except click.ClickException as exc:
-        fail(exc.format_message(), exc.exit_code)
-    except click.Abort:
-        fail("aborted", 130)
-    sys.exit(status if isinstance(status, int) else 0)
+cli.add_command(hook_command)

@@ -103,6 +103,25 @@ def connection_options(func: F) -> F:
     return func
 
 
+def connection_settings(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """Every connection setting of a verb: what was given (before or after the verb), else the environment
+    variable, else the default. Under the `groove` group the group's options have filled them already; this
+    is for a verb the entry point runs on its own (`groove hook`, which must start fast)."""
+    settings = dict(obj or {})
+    for option in _CONNECTION:
+        if settings.get(option.name) is not None:
+            continue
+        raw = os.environ.get(option.envvar)
+        if raw is None:
+            settings[option.name] = option.group_only.get("default")
+            continue
+        try:
+            settings[option.name] = option.kind.convert(raw, None, None) if option.kind is not None else raw
+        except click.BadParameter as exc:
+            fail(f"{option.envvar}: {exc.format_message()}", 2)
+    return settings
+
+
 def curve_of(obj: dict[str, Any]) -> CurveClient | None:
     """The CURVE keys the connection options name, or None; exits with a one-line error if they are unusable."""
     server_key, client_key = obj.get("server_key"), obj.get("client_key")

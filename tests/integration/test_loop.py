@@ -122,7 +122,9 @@ def test_injection_get_shows_what_a_session_was_given_and_when_it_closed(client:
     assert after.closed_at is not None
     now = {g.id: g.learning for g in after.learnings}
     assert now[ids[0]] is None  # deleted since: still listed, as given
-    assert now[helpful] is not None and now[helpful].usage.times_helpful == 1
+    rated = now[helpful]
+    assert rated is not None
+    assert rated.usage.times_helpful == 1
     params = {p.name: p.observations for p in client.params()}
     # the unknown-outcome rule: only the confidence threshold moves, as one learning was judged
     assert params == {

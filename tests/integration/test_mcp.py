@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 
 from agents import GrooveClient
@@ -74,7 +75,7 @@ def test_every_tool_acts_on_the_coordinator(coordinator: RunningCoordinator, cli
             injection = json.loads(shown.contents[0].text)  # type: ignore[union-attr]
             assert [g["id"] for g in injection["learnings"]] == given
             assert injection["closed_at"] is not None
-            with pytest.raises(Exception, match="not_found"):  # the SDK raises its own McpError for a resource's
+            with pytest.raises(MCPError, match="not_found"):
                 await mcp.read_resource("groove://session/01a20000-0000-7000-8000-000000000000")
 
             memory = client.create_memory(PROJECT, "orders", "green orders tests")
