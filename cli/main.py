@@ -16,7 +16,7 @@ from cli.backup import backup_commands
 from cli.board import board_commands
 from cli.commands import client_commands
 from cli.curation import curation_commands
-from cli.hook import hook_command
+from cli.hook import hook_command, hooks_group
 from cli.keys import keys_group
 from cli.loop import loop_commands
 from cli.mcp import mcp_command
@@ -144,3 +144,4 @@ cli.add_command(keys_group)
 cli.add_command(swarm_command)
 cli.add_command(mcp_command)
 cli.add_command(hook_command)
+cli.add_command(hooks_group)

@@ -52,6 +52,8 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | memory artifacts, checkpoints, nudges | unknown memory | `artifacts GONE`, `checkpoints GONE`, `nudges GONE` | 1 |
 | reverse-decision | not an id, unknown decision | `reverse-decision nope`, `reverse-decision GONE` | 1 |
 | mcp | not HOST:PORT | `mcp --http nohost`, `mcp --http h:99999` | 2 |
+| hook | unknown event (bad stdin: tests/integration/test_hooks.py) | `hook Sleep` | 2 |
+| hooks | both places, no such project, unknown agent | `--project . --user`, `--project nope`, `--agent vim` | 2 |
 """
 
 from __future__ import annotations
@@ -197,6 +199,10 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "reverse-decision", GONE), 1),
             ((*ep, "mcp", "--http", "nohost"), 2),
             ((*ep, "mcp", "--http", "h:99999"), 2),
+            ((*ep, "hook", "Sleep"), 2),
+            (("hooks", "install", "--project", ".", "--user"), 2),
+            (("hooks", "install", "--project", "nope"), 2),
+            (("hooks", "uninstall", "--agent", "vim"), 2),
         ]
         before = state(client)
         with ThreadPoolExecutor(4) as pool:
