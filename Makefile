@@ -5,13 +5,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip
 
-.PHONY: run test lint contracts typecheck wheels unit bench clean
+.PHONY: install run test lint contracts typecheck wheels unit bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+## install: .venv with groove and its dependencies (source .venv/bin/activate to put `groove` on PATH)
+install: $(STAMP)
 
 ## run: groove swarm — a coordinator on a fresh data dir and agents learning, rating, searching, injecting
 run: $(STAMP)

@@ -83,3 +83,24 @@ def test_the_mcp_benchmark_times_both_ways() -> None:
     assert set(result["results"]) == {"mcp_stdio", "bare_client"}
     for timed in result["results"].values():
         assert 0 < timed["p50_ms"] <= timed["max_ms"]
+
+
+@pytest.mark.slow
+def test_the_hook_benchmark_times_the_hooks_and_their_peers() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.hook", "--learnings", "20", "--sessions", "10"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert set(result["results"]) == {
+        "session_start_hook",
+        "session_end_hook",
+        "python_start",
+        "inject_prepare_in_process",
+    }
+    assert "sessions given learnings: 15 of 15" in run.stdout
+    for timed in result["results"].values():
+        assert 0 < timed["p50_ms"] <= timed["max_ms"]
