@@ -43,7 +43,7 @@ import zmq
 from protocol import constants as C
 from protocol.endpoints import check_endpoint
 from protocol.envelope import decode_reply, encode_request
-from protocol.errors import ErrorCode
+from protocol.errors import DecodeError, ErrorCode
 from protocol.keys import CurveClient
 
 SESSION_START: Final = "SessionStart"
@@ -60,6 +60,14 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 class HookError(Exception):
     """The hook's input or the coordinator's answer is unusable: one line for the agent to show."""
+
+
+class Refused(Exception):
+    """The coordinator answered with an error."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
 
 
 class Unreachable(Exception):
@@ -223,32 +231,30 @@ class Wire:
         return left
 
     def call(self, op: str, body: dict[str, Any]) -> dict[str, Any]:
-        """The reply's body; raises Refused with the coordinator's error code, or Unreachable."""
+        """The reply's body; raises Refused with the coordinator's error code, or Unreachable (also when the
+        coordinator stays `busy` until the deadline: a hook waits for no backlog)."""
         sock = self._connect()
-        request_id = str(uuid.uuid4())
+        request_id = str(uuid.uuid4())  # kept across a resend: a write is applied once (PROTOCOL.md, section 7)
         sock.send_multipart([b"", encode_request(request_id, op, body)])
         while sock.poll(int(self._left() * 1000) + 1):
-            frames = sock.recv_multipart()
-            reply = decode_reply(frames[-1])
+            try:
+                reply = decode_reply(sock.recv_multipart()[-1])
+            except DecodeError as exc:
+                raise HookError(f"the coordinator's reply is unreadable: {exc}") from None
             if reply.id != request_id:  # an unsolicited push, or a reply to nothing of ours
                 continue
-            if reply.error is not None:
+            if reply.error is None:
+                return reply.body
+            if not reply.error.get("retryable"):
                 raise Refused(str(reply.error["code"]), str(reply.error.get("message", "")))
-            return reply.body
+            time.sleep(min(self._left(), max(0.01, reply.error.get("retry_after_ms", 50) / 1000)))
+            sock.send_multipart([b"", encode_request(request_id, op, body)])
         raise Unreachable
 
     def close(self) -> None:
         """Close the socket."""
         if self._socket is not None:
             self._socket.close(linger=0)
-
-
-class Refused(Exception):
-    """The coordinator answered with an error."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
 
 
 def additional_context(event: str, text: str) -> str:
