@@ -46,7 +46,7 @@ def _timed(argv: list[str], stdin: str, env: dict[str, str]) -> tuple[float, str
 
 @click.command()
 @click.option("--learnings", type=click.IntRange(10), default=2000, show_default=True)
-@click.option("--sessions", type=click.IntRange(10), default=100, show_default=True)
+@click.option("--sessions", type=click.IntRange(1), default=100, show_default=True)
 def main(learnings: int, sessions: int) -> None:
     """Time SessionStart and SessionEnd hooks against the bare interpreter's start and an in-process
     `inject.prepare`; print a table, then JSON."""

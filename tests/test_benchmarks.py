@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,7 +89,7 @@ def test_the_mcp_benchmark_times_both_ways() -> None:
 @pytest.mark.slow
 def test_the_hook_benchmark_times_the_hooks_and_their_peers() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.hook", "--learnings", "20", "--sessions", "10"],
+        [sys.executable, "-m", "benchmarks.hook", "--learnings", "20", "--sessions", "3"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -101,6 +102,9 @@ def test_the_hook_benchmark_times_the_hooks_and_their_peers() -> None:
         "python_start",
         "inject_prepare_in_process",
     }
-    assert "sessions given learnings: 15 of 15" in run.stdout
+    # the first session is given its best match; later ones draw their thresholds, so may be given nothing
+    given = re.search(r"sessions given learnings: (\d+) of 8", run.stdout)
+    assert given is not None
+    assert int(given.group(1)) >= 1
     for timed in result["results"].values():
         assert 0 < timed["p50_ms"] <= timed["max_ms"]
