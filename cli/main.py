@@ -16,7 +16,8 @@ from cli.backup import backup_commands
 from cli.board import board_commands
 from cli.commands import client_commands
 from cli.curation import curation_commands
-from cli.hook import hook_command, hooks_group
+from cli.hook import hook_command
+from cli.hooks import hooks_group
 from cli.keys import keys_group
 from cli.loop import loop_commands
 from cli.mcp import mcp_command
