@@ -310,7 +310,11 @@ def _plan(setup: Setup, removing: bool, manifest: Manifest) -> list[Change]:
         if removing and (kept := manifest.original(path, before)) is not None:
             after = kept.content
         else:
-            text = edit(path, (before or b"").decode(), setup)
+            try:
+                current = (before or b"").decode()
+            except UnicodeDecodeError:
+                raise InstallError(f"{path} is not UTF-8 text; nothing was changed") from None
+            text = edit(path, current, setup)
             after = text.encode() if text or (before is not None and not removing) else None
         if after != before:
             changes.append(Change(path, before, after))

@@ -137,12 +137,13 @@ def test_without_the_state_directory_uninstall_still_takes_out_exactly_groove_s_
         ("shop/.mcp.json", '{"mcpServers": {"groove": {"command": "node", "args": ["my-groove.js"]}}}',
          "that groove did not write"),
         ("shop/.mcp.json", "[]", "does not hold a JSON object"),
+        ("shop/AGENTS.md", "caf\xe9", "is not UTF-8 text"),
     ],
 )  # fmt: skip
 def test_a_file_that_cannot_be_merged_is_an_error_and_nothing_changes(
     home: Path, tmp_path: Path, path: str, content: str, says: str
 ) -> None:
-    (home / path).write_text(content)
+    (home / path).write_bytes(content.encode("latin-1"))  # the é of the last case is not UTF-8
     before = snapshot(home)
     with pytest.raises(InstallError, match=says):
         plan_install(Setup("claude", home, home / "shop", ["groove"], []), Manifest(tmp_path / "state"))
