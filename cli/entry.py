@@ -8,13 +8,14 @@ loading the whole CLI (the client's pydantic models, the coordinator's settings)
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
 from cli.output import fail
 
 
-def run(command: click.Command, args: list[str], prog_name: str) -> None:
+def run(command: click.Command, args: list[str], prog_name: str) -> NoReturn:
     """Run `command` as a program. A usage error is one line naming the help to read, like every other
     error (click's own form is four lines: usage, hint, blank, error)."""
     try:
