@@ -4,6 +4,8 @@ coding agent's own configuration, and take them out again (integrations/install.
 from __future__ import annotations
 
 import shlex
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +52,13 @@ def _place(func: Any) -> Any:
 @hooks_group.command(name="install")
 @_place
 @click.option("--prompts", is_flag=True, help="Also add a prompt's best new matches to it (UserPromptSubmit).")
-@click.option("--command", "program", default="groove", show_default=True,
-              help="How the agent runs groove, e.g. /opt/venv/bin/groove or 'uvx groove'.")  # fmt: skip
+@click.option("--command", "program",
+              help="How the agent runs groove, e.g. /opt/venv/bin/groove or 'uvx groove' [default: groove if it is on "
+                   "PATH, else this Python with -m cli].")  # fmt: skip
 @connection_options
 @click.pass_context
 def install_command(ctx: click.Context, project: Path | None, user: bool, agent: str, dry_run: bool,
-                    state_dir: Path | None, prompts: bool, program: str) -> None:  # fmt: skip
+                    state_dir: Path | None, prompts: bool, program: str | None) -> None:  # fmt: skip
     """Install groove's hooks, MCP server entry and instructions for an agent. The connection options given
     (or set in the environment) are written into every command, with --timeout 3 unless another is given: an
     agent waits for its hooks before the session starts."""
@@ -66,6 +69,10 @@ def install_command(ctx: click.Context, project: Path | None, user: bool, agent:
         if settings.get(name):
             value = str(settings[name])
             options += [flag, str(Path(value).resolve()) if Path(value).exists() else value]
+    if program is None:  # what the agent will find; a groove only in an unactivated venv is not on its PATH
+        program = "groove" if shutil.which("groove") else shlex.join([sys.executable, "-m", "cli"])
+        if program != "groove":
+            click.echo(f"groove is not on PATH: the agent will run it as `{program}` (--command chooses)", err=True)
     try:
         command = shlex.split(program)
     except ValueError as exc:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -166,7 +167,9 @@ def test_a_claude_md_that_imports_agents_md_already_is_left_alone(home: Path, tm
 
 def test_the_cli_dry_run_prints_the_diff_and_writes_nothing(home: Path, tmp_path: Path) -> None:
     before = snapshot(home)
-    env = {**os.environ, "HOME": str(home), "GROOVE_STATE_DIR": str(tmp_path / "state")}
+    # groove on PATH, as in an activated venv
+    env = {**os.environ, "HOME": str(home), "GROOVE_STATE_DIR": str(tmp_path / "state"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
     shown = subprocess.run(groove_argv("hooks", "install", "--project", str(home / "shop/.claude"), "--dry-run"),
                            capture_output=True, text=True, env=env, timeout=60, check=False)  # fmt: skip
     assert shown.returncode == 0, shown.stderr
@@ -178,3 +181,15 @@ def test_the_cli_dry_run_prints_the_diff_and_writes_nothing(home: Path, tmp_path
                              capture_output=True, text=True, env=env, timeout=60, check=False)  # fmt: skip
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1
+
+
+def test_without_groove_on_path_the_hooks_run_this_python(home: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(home), "GROOVE_STATE_DIR": str(tmp_path / "state"), "PATH": "/nowhere"}
+    done = subprocess.run([sys.executable, "-m", "cli", "hooks", "install", "--project", str(home / "shop")],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "groove is not on PATH" in done.stderr
+    hooks = json.loads((home / "shop/.claude/settings.json").read_text())["hooks"]
+    assert hooks["SessionStart"][0]["hooks"][0]["command"] == f"{sys.executable} -m cli hook SessionStart --timeout 3"
+    server = json.loads((home / "shop/.mcp.json").read_text())["mcpServers"]["groove"]
+    assert server == {"command": sys.executable, "args": ["-m", "cli", "mcp", "--timeout", "3"]}
