@@ -69,10 +69,9 @@ def install_command(ctx: click.Context, project: Path | None, user: bool, agent:
         if settings.get(name):
             value = str(settings[name])
             options += [flag, str(Path(value).resolve()) if Path(value).exists() else value]
+    chosen = program is None
     if program is None:  # what the agent will find; a groove only in an unactivated venv is not on its PATH
         program = "groove" if shutil.which("groove") else shlex.join([sys.executable, "-m", "cli"])
-        if program != "groove":
-            click.echo(f"groove is not on PATH: the agent will run it as `{program}` (--command chooses)", err=True)
     try:
         command = shlex.split(program)
     except ValueError as exc:
@@ -81,6 +80,8 @@ def install_command(ctx: click.Context, project: Path | None, user: bool, agent:
         raise click.BadParameter("give the command that runs groove", param_hint="--command")
     _change(project, user, agent, dry_run, state_dir, removing=False, program=command, options=options,
             prompts=prompts)  # fmt: skip
+    if chosen and program != "groove":  # said once the install is done: an error stays the only line
+        click.echo(f"groove is not on PATH: the agent runs it as `{program}` (--command chooses)", err=True)
 
 
 @hooks_group.command(name="uninstall")
