@@ -36,9 +36,9 @@ from coordinator.loop import adaptive
 from coordinator.loop.adaptive import SPECS, AdaptiveParam
 from coordinator.search.derived import Derived
 from coordinator.search.ranking import Candidate, find, stored_rows
-from coordinator.store.reads import Archived
+from coordinator.store.reads import Archived, learnings_in
 from coordinator.store.records import UsageRow, joined, learning_wire
-from coordinator.store.relations import JOINED_BODY, JOINED_HEAD, PARAMS
+from coordinator.store.relations import INJECTIONS, PARAMS
 from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.errors import ErrorCode
@@ -130,33 +130,23 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
 
 def get_injection(tiers: TierSet, archived: Archived, body: InjectionGetRequest) -> dict[str, Any]:
     """`injection.get`: a recorded injection (kept in the user tier), each learning as it is now."""
-    rows = tiers.open_user().run(
-        "?[session_id, created_at, learnings_json, had_task, params_json, outcome_at] := "
-        "*injections{injection_id: $id, session_id, created_at, learnings_json, had_task, params_json, outcome_at}",
-        {"id": body.injection_id},
-    )
+    rows = tiers.open_user().run(INJECTIONS.by_key("id"), {"id": body.injection_id})
     if not rows:
         raise Rejected(ErrorCode.NOT_FOUND, f"no injection with id {body.injection_id}")
-    session_id, created_at, learnings_json, had_task, params_json, outcome_at = rows[0]
-    given: list[tuple[str, str]] = [(lid, tier) for lid, tier in json.loads(learnings_json)]
+    stored = INJECTIONS.wire(rows[0])
+    given: list[tuple[str, str]] = [(lid, tier) for lid, tier in stored["learnings"]]
     now: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(tier for _, tier in given):
         tier = tiers.get(name, create=False)
-        ids = [lid for lid, t in given if t == name]
-        if tier is None:  # a tier since purged or moved: its learnings read as deleted
-            continue
-        hidden = archived(name, ids)
-        for row in tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}", {"ids": ids}):
-            wire = learning_wire(row, name)
-            wire["archived"] = wire["id"] in hidden
-            now[wire["id"]] = wire
+        if tier is not None:  # a tier since purged or moved: its learnings read as deleted
+            now |= learnings_in(tier, archived, [lid for lid, t in given if t == name])
     return {
         "injection_id": body.injection_id,
-        "session_id": session_id,
-        "created_at": created_at,
-        "had_task": had_task,
-        "params": json.loads(params_json),
-        "closed_at": outcome_at,
+        "session_id": stored["session_id"],
+        "created_at": stored["created_at"],
+        "had_task": stored["had_task"],
+        "params": stored["params"],
+        "closed_at": stored["outcome_at"],
         "learnings": [{"id": lid, "tier": tier, "learning": now.get(lid)} for lid, tier in given],
     }
 

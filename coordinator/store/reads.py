@@ -19,17 +19,26 @@ from protocol.models import LearningGetRequest, LearningListRequest, RelationLis
 Archived = Callable[[str, list[str]], set[str]]
 
 
+def learnings_in(tier: Tier, archived: Archived, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """These learnings of one tier as the wire has them, `archived` set, by id (ids it lacks are left out)."""
+    hidden = archived(tier.name, ids)
+    found = {}
+    for row in tier.run(f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}", {"ids": ids}):
+        wire = learning_wire(row, tier.name)
+        wire["archived"] = wire["id"] in hidden
+        found[wire["id"]] = wire
+    return found
+
+
 def get_learning(tiers: TierSet, archived: Archived, body: LearningGetRequest) -> dict[str, Any]:
     """`learning.get`: the learning from whichever tier holds it, opening tiers until it is found."""
     tier = tiers.locate([body.id]).get(body.id)
     if tier is None:
         raise not_found(body.id)
-    rows = tier.run(f"?[{JOINED_HEAD}] := id = $id, {JOINED_BODY}", {"id": body.id})
-    if not rows:  # deleted between the lookup and the read
+    found = learnings_in(tier, archived, [body.id])
+    if body.id not in found:  # deleted between the lookup and the read
         raise not_found(body.id)
-    wire = learning_wire(rows[0], tier.name)
-    wire["archived"] = bool(archived(tier.name, [body.id]))
-    return {"learning": wire}
+    return {"learning": found[body.id]}
 
 
 def list_learnings(tiers: TierSet, archived: Archived, body: LearningListRequest) -> dict[str, Any]:
