@@ -195,9 +195,10 @@ class Sessions:
 class Wire:
     """One request at a time to the coordinator over a DEALER socket, with the envelope of `protocol.envelope`.
 
-    A hook makes one or two requests and exits, so there are no retries: a request that is not answered
-    within the timeout is Unreachable. A TCP endpoint that refuses connections is found out at once, instead
-    of after the timeout (ZeroMQ would keep reconnecting in silence)."""
+    A hook makes one or two requests and exits within one deadline: a request not answered by then is
+    Unreachable; one answered `busy` (or another retryable error) is sent again until then. A TCP endpoint
+    that refuses connections is found out at once, instead of at the deadline (ZeroMQ would keep
+    reconnecting in silence)."""
 
     def __init__(self, endpoint: str, curve: CurveClient | None, timeout: float) -> None:
         self.endpoint = check_endpoint(endpoint)
@@ -235,7 +236,8 @@ class Wire:
         coordinator stays `busy` until the deadline: a hook waits for no backlog)."""
         sock = self._connect()
         request_id = str(uuid.uuid4())  # kept across a resend: a write is applied once (PROTOCOL.md, section 7)
-        sock.send_multipart([b"", encode_request(request_id, op, body)])
+        request = [b"", encode_request(request_id, op, body)]
+        sock.send_multipart(request)
         while sock.poll(int(self._left() * 1000) + 1):
             try:
                 reply = decode_reply(sock.recv_multipart()[-1])
@@ -248,7 +250,7 @@ class Wire:
             if not reply.error.get("retryable"):
                 raise Refused(str(reply.error["code"]), str(reply.error.get("message", "")))
             time.sleep(min(self._left(), max(0.01, reply.error.get("retry_after_ms", 50) / 1000)))
-            sock.send_multipart([b"", encode_request(request_id, op, body)])
+            sock.send_multipart(request)
         raise Unreachable
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from agents import GrooveClient
 from agents.errors import GrooveError, GrooveTimeout, RemoteError
@@ -64,6 +64,13 @@ class Bridge:
             except GrooveError as exc:
                 self._drop()
                 raise ToolError(f"unavailable: {exc}") from None
+
+    def read(self, work: Callable[[GrooveClient], BaseModel]) -> dict[str, Any]:
+        """`call` for a resource: the reply as a map, a failure as the SDK's ResourceError."""
+        try:
+            return self.call(work).model_dump()
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from None
 
     def _drop(self) -> None:
         if self._client is not None:
@@ -176,18 +183,12 @@ def build(bridge: Bridge) -> MCPServer:
     @server.resource("groove://learning/{learning_id}", mime_type="application/json")
     def learning(learning_id: str) -> dict[str, Any]:
         """One learning, with its usage and confidence."""
-        try:
-            return bridge.call(lambda c: c.get(learning_id)).model_dump()
-        except ToolError as exc:
-            raise ResourceError(str(exc)) from None
+        return bridge.read(lambda c: c.get(learning_id))
 
     @server.resource("groove://session/{injection_id}", mime_type="application/json")
     def session(injection_id: str) -> dict[str, Any]:
         """What a session was given (its injection): each learning as it is now, and whether it was closed."""
-        try:
-            return bridge.call(lambda c: c.get_injection(injection_id)).model_dump()
-        except ToolError as exc:
-            raise ResourceError(str(exc)) from None
+        return bridge.read(lambda c: c.get_injection(injection_id))
 
     return server
 
