@@ -7,10 +7,20 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from benchmarks import board, limits, storage
+
+
+def benchmark(name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run `python -m benchmarks.NAME ARGS` as users do; its output, and the JSON line it ends with."""
+    run = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", *args], capture_output=True, text=True, timeout=300, check=True
+    )
+    result: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
+    return run, result
 
 
 def test_the_storage_limit_commits_every_row_a_learning_write_stores_both_ways() -> None:
@@ -57,14 +67,7 @@ def test_the_board_history_check_finds_doubles_gaps_and_early_claims() -> None:
 
 @pytest.mark.slow
 def test_the_board_benchmark_drains_a_small_graph_both_ways() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.board", "--agents", "3", "--tasks", "60", "--depth", "4"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    result = json.loads(run.stdout.splitlines()[-1])
+    _, result = benchmark("board", "--agents", "3", "--tasks", "60", "--depth", "4")
     for name in ("groove", "sqlite"):
         drained = result["results"][name]
         assert drained["completed"] == 60
@@ -73,14 +76,7 @@ def test_the_board_benchmark_drains_a_small_graph_both_ways() -> None:
 
 @pytest.mark.slow
 def test_the_mcp_benchmark_times_both_ways() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.mcp", "--learnings", "20", "--calls", "10"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    result = json.loads(run.stdout.splitlines()[-1])
+    _, result = benchmark("mcp", "--learnings", "20", "--calls", "10")
     assert set(result["results"]) == {"mcp_stdio", "bare_client"}
     for timed in result["results"].values():
         assert 0 < timed["p50_ms"] <= timed["max_ms"]
@@ -88,14 +84,7 @@ def test_the_mcp_benchmark_times_both_ways() -> None:
 
 @pytest.mark.slow
 def test_the_hook_benchmark_times_the_hooks_and_their_peers() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.hook", "--learnings", "20", "--sessions", "3"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    result = json.loads(run.stdout.splitlines()[-1])
+    run, result = benchmark("hook", "--learnings", "20", "--sessions", "3")
     assert set(result["results"]) == {
         "session_start_hook",
         "session_end_hook",
