@@ -166,12 +166,13 @@ def add_hooks(path: Path, text: str, setup: Setup) -> str:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise InstallError(f"{path}: hooks.{event} is not a list; nothing was changed")
-        at = next((i for i, group in enumerate(groups) if _ours(group)), None)
+        ours_at = next((i for i, group in enumerate(groups) if _ours(group)), None)
         kept = [group for group in groups if not _ours(group)]
         if event in wanted:
             mine = {"hooks": [{"type": "command", "command": setup.hook_command(event), "timeout": HOOK_TIMEOUT_S}]}
-            hooks[event] = [*kept[: len(kept) if at is None else at], mine, *kept[len(kept) if at is None else at :]]
-        elif at is not None:
+            at = len(kept) if ours_at is None else ours_at
+            hooks[event] = [*kept[:at], mine, *kept[at:]]
+        elif ours_at is not None:
             hooks[event] = kept
             if not kept:
                 del hooks[event]
@@ -315,7 +316,7 @@ def _plan(setup: Setup, removing: bool, manifest: Manifest) -> list[Change]:
             except UnicodeDecodeError:
                 raise InstallError(f"{path} is not UTF-8 text; nothing was changed") from None
             text = edit(path, current, setup)
-            after = text.encode() if text or (before is not None and not removing) else None
+            after = text.encode() if text else None  # nothing left of a file groove emptied: removed
         if after != before:
             changes.append(Change(path, before, after))
     return changes
