@@ -1,4 +1,5 @@
-"""Learning-loop verbs: `params`, `inject` (prints the block for a CLAUDE.md), `session-end` and `maintain`
+"""Learning-loop verbs: `params`, `inject` (prints the block for a CLAUDE.md), `session` (what one was given),
+`session-end` and `maintain`
 (`restore ID`, which brings an archived learning back, shares `restore` with backups in cli/backup.py)."""
 
 from __future__ import annotations
@@ -107,6 +108,28 @@ def session_end(
     click.echo(f"applied {reply.applied} attribution(s), {reply.ignored} of them implied ignored")
 
 
+@click.command("session")
+@click.argument("injection_id")
+@json_option
+@with_client
+def session(client: GrooveClient, injection_id: str, as_json: bool) -> None:
+    """Show what a session was given (its injection): each learning as it is now, and whether it was closed."""
+    given = client.get_injection(injection_id)
+    if as_json:
+        emit_json(given.model_dump())
+        return
+    state = "open" if given.closed_at is None else f"closed at {given.closed_at}"
+    click.echo(f"injection {given.injection_id} for session {given.session_id!r}: {state}")
+    rows = [
+        (g.id, g.tier, "deleted", "", "")
+        if g.learning is None
+        else (g.id, g.tier, "archived" if g.learning.archived else "active", f"{g.learning.confidence:.2f}",
+              g.learning.insight)
+        for g in given.learnings
+    ]  # fmt: skip
+    click.echo(table(("id", "tier", "state", "confidence", "insight"), rows))
+
+
 @click.command()
 @click.option(
     "--tier",
@@ -133,4 +156,4 @@ def maintain(client: GrooveClient, tiers: tuple[str, ...], now: int | None, as_j
     click.echo(f"decayed {reply.decayed}, archived {reply.archived}, purged {reply.purged}")
 
 
-loop_commands = [params, inject, session_end, maintain]
+loop_commands = [params, inject, session, session_end, maintain]

@@ -161,11 +161,18 @@ def test_inject_prints_the_block_and_session_end_closes_it(coordinator: RunningC
     assert lines[-1] == "<!-- groove:learnings:end -->"
     assert any("flaky socket tests need a retry budget" in line for line in lines)
     injection_id = shown.stderr.split()[1].rstrip(":")
+    given = run_groove(*ep, "session", injection_id)
+    assert given.returncode == 0, given.stderr
+    assert given.stdout.splitlines()[0].endswith(": open")
+    assert lid in given.stdout
     ended = run_groove(*ep, "session-end", injection_id, "--success", "--helpful", lid, "--json")
     assert json.loads(ended.stdout) == {"applied": 1, "ignored": 0}
     again = run_groove(*ep, "session-end", injection_id, "--failure")
     assert again.returncode == 1
     assert "already recorded" in again.stderr
+    closed = json.loads(run_groove(*ep, "session", injection_id, "--json").stdout)
+    assert closed["closed_at"] is not None
+    assert [g["id"] for g in closed["learnings"]] == [lid]
     observed = json.loads(run_groove(*ep, "params", "--json").stdout)
     assert {p["name"]: p["observations"] for p in observed}["injection_budget"] == 1
 

@@ -26,6 +26,7 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | search | empty query, limit 0, mode | `search ""`, `search x --limit 0`, `--mode psychic` | 1, 2, 2 |
 | inject | budget 0 | `inject --budget 0` | 2 |
 | session-end | not an id, unknown injection | `session-end nope`, `session-end GONE` | 1 |
+| session | not an id, unknown injection, none | `session nope`, `session GONE`, `session` | 1, 1, 2 |
 | maintain, reindex, reembed | malformed tier | `--tier bogus` | 2 |
 | promote, propose | unknown id | `promote GONE`, `propose GONE --org acme` | 1 |
 | review, reviews | unknown review, no org | `review GONE approve ...`, `reviews` | 1, 2 |
@@ -137,6 +138,9 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "inject", "--budget", "0"), 2),
             ((*ep, "session-end", "nope"), 1),
             ((*ep, "session-end", GONE), 1),
+            ((*ep, "session", "nope"), 1),
+            ((*ep, "session", GONE), 1),
+            ((*ep, "session"), 2),
             ((*ep, "maintain", "--tier", "bogus"), 2),
             ((*ep, "reindex", "--tier", "bogus"), 2),
             ((*ep, "reembed", "--tier", "bogus"), 2),
