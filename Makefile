@@ -10,10 +10,10 @@ PIP := $(BIN)/python -m pip
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -c constraints.txt -e '.[dev]'
+	$(PIP) install --quiet -c constraints.txt -e '.[dev,ray]'
 	touch $(STAMP)
 
-## install: .venv with groove and its dependencies (source .venv/bin/activate to put `groove` on PATH)
+## install: .venv with groove, its dependencies and the Ray extra (source .venv/bin/activate to put `groove` on PATH)
 install: $(STAMP)
 
 ## run: groove swarm — a coordinator on a fresh data dir and agents learning, rating, searching, injecting

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.backends import LOCAL, open_fleet
 from agents.client import GrooveClient
 from agents.errors import GrooveError
-from agents.fleet import Fleet
+from agents.fleet import FleetBase
 from agents.workloads import DEFAULT_MIX
 from protocol import constants as C
 from protocol.ids import uuid7
@@ -79,7 +80,7 @@ class Orchestrator:
         self.endpoint = endpoint
         self.client = GrooveClient(endpoint, timeout=timeout)
         self._workdir = workdir
-        self.fleets: list[Fleet] = []
+        self.fleets: list[FleetBase] = []
 
     def __enter__(self) -> Orchestrator:
         return self
@@ -94,18 +95,24 @@ class Orchestrator:
         self.client.close()
 
     def spawn_workers(
-        self, n: int, *, duration: float | None = None, count: int | None = None, mix: str = DEFAULT_MIX
-    ) -> Fleet:
-        """Start `n` agent workers (`groove agent`) against this coordinator; crashed ones are restarted
-        while their duration lasts. `fleet.wait()` waits for them; their reports are `fleet.reports()`."""
+        self,
+        n: int,
+        *,
+        duration: float | None = None,
+        count: int | None = None,
+        mix: str = DEFAULT_MIX,
+        backend: str = LOCAL,
+        **ray_options: Any,
+    ) -> FleetBase:
+        """Start `n` agent workers against this coordinator: `groove agent` processes here, or with
+        `backend="ray"` Ray actors over a cluster (`ray_options`: address, cpus_per_agent, curve; see
+        agents.rayfleet). Crashed ones are restarted while their duration lasts. `fleet.wait()` waits for
+        them; their reports are `fleet.reports()`."""
         if duration is None and count is None:
             raise ValueError("give the workers a duration or a count")
-        workdir = self._workdir or Path(tempfile.mkdtemp(prefix="groove-workers-"))
-        fleet = Fleet(self.endpoint, workdir / f"fleet-{len(self.fleets)}")
+        fleet = self._fleet(n, backend, ray_options)
         for i in range(n):
-            options = ["--mix", mix, "--seed", str(i)] + (["--count", str(count)] if count is not None else [])
-            fleet.spawn(f"worker-{len(self.fleets)}-{i}", *options, duration=duration)
-        self.fleets.append(fleet)
+            fleet.spawn(f"worker-{len(self.fleets) - 1}-{i}", mix=mix, seed=i, count=count, duration=duration)
         return fleet
 
     def plan(self, project: str, name: str, goal: str, tasks: list[dict[str, Any]], **more: Any) -> str:
@@ -116,14 +123,27 @@ class Orchestrator:
             self.client.add_tasks(memory, tasks[start : start + C.MAX_TASKS_PER_ADD])
         return memory
 
-    def run(self, memory_id: str, n: int, *, duration: float | None = None, fail_share: float = 0.0) -> Fleet:
-        """Start `n` workers on the memory's plan (`groove agent --memory`); each stops when nothing is left
+    def run(
+        self,
+        memory_id: str,
+        n: int,
+        *,
+        duration: float | None = None,
+        fail_share: float = 0.0,
+        backend: str = LOCAL,
+        **ray_options: Any,
+    ) -> FleetBase:
+        """Start `n` workers on the memory's plan (as `spawn_workers` does); each stops when nothing is left
         to do (or at `duration`). `fleet.wait()` waits for them; `fleet.reports()` has what each did."""
-        workdir = self._workdir or Path(tempfile.mkdtemp(prefix="groove-workers-"))
-        fleet = Fleet(self.endpoint, workdir / f"fleet-{len(self.fleets)}")
+        fleet = self._fleet(n, backend, ray_options)
         for i in range(n):
-            options = ["--memory", memory_id, "--fail-share", str(fail_share), "--seed", str(i)]
-            fleet.spawn(f"board-{len(self.fleets)}-{i}", *options, duration=duration)
+            name = f"board-{len(self.fleets) - 1}-{i}"
+            fleet.spawn(name, memory=memory_id, fail_share=fail_share, seed=i, duration=duration)
+        return fleet
+
+    def _fleet(self, n: int, backend: str, ray_options: dict[str, Any]) -> FleetBase:
+        workdir = self._workdir or Path(tempfile.mkdtemp(prefix="groove-workers-"))
+        fleet = open_fleet(backend, self.endpoint, workdir / f"fleet-{len(self.fleets)}", agents=n, **ray_options)
         self.fleets.append(fleet)
         return fleet
 

@@ -104,9 +104,12 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
         for i in range(args["agents"]):
             fleet.spawn(
                 f"load-{i}",
-                *("--mix", args["mix"], "--in-flight", str(args["in_flight"]), "--seed", str(i), "--no-verify"),
-                *("--start-at", str(start_at)),
-                *("--acked-file", str(fleet.workdir / f"load-{i}.acked.json")),
+                mix=args["mix"],
+                in_flight=args["in_flight"],
+                seed=i,
+                verify=False,
+                start_at=start_at,
+                acked_file=fleet.workdir / f"load-{i}.acked.json",
                 duration=args["duration"],
             )
         fleet.wait(timeout=args["duration"] + 600)

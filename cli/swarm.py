@@ -14,7 +14,8 @@ from typing import Any
 import click
 
 from agents import GrooveClient, GrooveError
-from agents.fleet import Fleet, stop_process
+from agents.backends import BACKENDS, LOCAL, RAY, open_fleet
+from agents.fleet import FleetBase, parse_ray_address, stop_process
 from agents.plans import release_plan
 from agents.workloads import DEFAULT_MIX, KINDS, OPS
 from cli.agent import check_mix
@@ -23,6 +24,15 @@ from cli.processes import start_coordinator
 from coordinator.metrics import summarize
 from coordinator.net.config import EMBEDDERS
 from protocol.models import StatsReply
+
+
+def _check_address(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_ray_address(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
 
 
 class LiveView:
@@ -82,6 +92,27 @@ class LiveView:
     show_default=True,
     help="Agents working the bundled release plan (300 tasks) on the board besides them; 0: none.",
 )
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default=LOCAL,
+    show_default=True,
+    help="Where the agents run: processes on this host, or Ray actors spread over a Ray cluster's nodes "
+    "(pip install 'groove[ray]').",
+)
+@click.option(
+    "--ray-address",
+    callback=_check_address,
+    help="With --backend ray: auto (the cluster this host is in) or ray://HOST:PORT [default: a local Ray "
+    "started for the run].",
+)
+@click.option(
+    "--cpus-per-agent",
+    type=click.FloatRange(0.01, 64),
+    default=1.0,
+    show_default=True,
+    help="With --backend ray: the CPUs Ray reserves for each agent.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def swarm_command(
     n_agents: int,
@@ -91,12 +122,22 @@ def swarm_command(
     in_flight: int,
     embedder: str,
     board_agents: int,
+    backend: str,
+    ray_address: str | None,
+    cpus_per_agent: float,
     as_json: bool,
 ) -> None:
     """Start a coordinator and N agent workers running the synthetic mix, and board agents working a plan
     (the swarm approves the tasks that need a review and nudges everyone now and then); restart any that
     crash, show a live view, stop everything cleanly at the end or on Ctrl-C, and report what was acked and
-    read back, and how far the plan got."""
+    read back, how far the plan got, and the node each agent ran on.
+
+    With --backend ray the agents run as Ray actors, spread over the nodes, restarted by Ray if their
+    process dies; the coordinator still runs here, on loopback, so the nodes are this host's (a local Ray,
+    or several raylets on one machine). Across hosts, run `groove serve` where the nodes reach it and use
+    Orchestrator.spawn_workers(backend="ray") (see the README)."""
+    if backend == LOCAL and (ray_address is not None or cpus_per_agent != 1.0):
+        fail("--ray-address and --cpus-per-agent go with --backend ray", 2)
     temporary = data_dir is None
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="groove-swarm-"))
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -104,14 +145,19 @@ def swarm_command(
         coordinator, endpoint = start_coordinator(data_dir, ["--embedder", embedder])
     except RuntimeError as exc:
         fail(str(exc) + (f" (its log is in {data_dir})" if temporary else ""))
+    ray_options: dict[str, Any] = {"address": ray_address, "cpus_per_agent": cpus_per_agent} if backend == RAY else {}
+    try:
+        fleet = open_fleet(backend, endpoint, data_dir / "agents", agents=n_agents + board_agents, **ray_options)
+    except GrooveError as exc:
+        stop_process(coordinator)
+        if temporary:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        fail(str(exc))
     click.echo(f"coordinator on {endpoint}, data in {data_dir}; {n_agents} agents for {duration:g} s", err=True)
-    fleet = Fleet(endpoint, data_dir / "agents")
+    if backend == RAY:
+        click.echo(f"Ray ready, with room for every agent, in {fleet.startup_s:.1f} s", err=True)
     for i in range(n_agents):
-        fleet.spawn(
-            f"agent-{i}",
-            *("--mix", mix, "--in-flight", str(in_flight), "--seed", str(i)),
-            duration=duration,
-        )
+        fleet.spawn(f"agent-{i}", mix=mix, in_flight=in_flight, seed=i, duration=duration)
     lead = Lead(endpoint, fleet, board_agents, duration) if board_agents else None
     started = time.monotonic()
     view = LiveView(started)
@@ -162,15 +208,14 @@ class Lead:
 
     NUDGE_EVERY_S = 5.0
 
-    def __init__(self, endpoint: str, fleet: Fleet, agents: int, duration: float) -> None:
+    def __init__(self, endpoint: str, fleet: FleetBase, agents: int, duration: float) -> None:
         with GrooveClient(endpoint, timeout=60) as client:
             self.memory = client.create_memory(
                 "/srv/groove-demo/shop", "release 2.0", "ship the shop's release 2.0", ["keep the public API"]
             )
             client.add_tasks(self.memory, release_plan())
         for i in range(agents):
-            options = ("--memory", self.memory, "--fail-share", "0.05", "--lease-ms", "30000", "--seed", str(i))
-            fleet.spawn(f"board-{i}", *options, duration=duration)
+            fleet.spawn(f"board-{i}", memory=self.memory, fail_share=0.05, lease_ms=30_000, seed=i, duration=duration)
         self.reviewed = self.nudges_sent = 0
         self.last_nudge = time.monotonic()
 
@@ -203,7 +248,7 @@ class Lead:
 
 
 def _summary(
-    fleet: Fleet, n_agents: int, elapsed: float, final: dict[str, Any], view: LiveView, status: int
+    fleet: FleetBase, n_agents: int, elapsed: float, final: dict[str, Any], view: LiveView, status: int
 ) -> dict[str, Any]:
     reports = fleet.reports()
     latencies = fleet.latencies()
@@ -219,7 +264,7 @@ def _summary(
             "p99_ms": round(percentiles["p99"], 2),
         }
     agents = [
-        {"agent_id": m.agent_id, "runs": m.runs, "crashes": len(m.crashes)}
+        {"agent_id": m.agent_id, "node": m.node[:12], "runs": m.runs, "crashes": len(m.crashes)}
         | {kind: sum(r["ops"].get(kind, 0) for r in m.reports) for kind in KINDS}
         | {"tasks": sum(r["ops"].get("complete", 0) for r in m.reports)}  # completed on the board
         | {k: sum(r[k] for r in m.reports) for k in ("errors", "verified", "mismatches")}
@@ -228,6 +273,9 @@ def _summary(
     warm = view.rss[len(view.rss) // 4 :] or [0.0]
     return {
         "agents": n_agents,
+        "backend": fleet.backend,
+        "nodes": len({m.node for m in fleet.members.values()}),
+        "backend_startup_s": round(fleet.startup_s, 2),
         "agents_without_report": sum(1 for m in fleet.members.values() if not m.reports),
         "restarts": sum(m.runs - 1 for m in fleet.members.values()),
         "elapsed_s": round(elapsed, 1),
@@ -250,7 +298,7 @@ def _summary(
 
 
 def _print(summary: dict[str, Any]) -> None:
-    columns = ("agent_id", "runs", *KINDS, "tasks", "errors", "verified", "mismatches")
+    columns = ("agent_id", "node", "runs", *KINDS, "tasks", "errors", "verified", "mismatches")
     if summary["board"] is not None:
         click.echo(pairs([(k.replace("_", " "), v) for k, v in summary["board"].items()]))
         click.echo()

@@ -41,6 +41,8 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | agent | no duration, missing script, bad mix | `agent`, `agent --workload missing`, `--mix fly=1` | 2 |
 | agent | unknown memory, share out of range | `agent --memory GONE`, `--memory M --fail-share 2` | 1, 2 |
 | swarm | no agents, bad mix | `swarm --agents 0`, `swarm --mix fly=1` | 2 |
+| swarm | unknown backend, Ray options without Ray | `--backend k8s`, `--ray-address auto`, `--cpus-per-agent 2` | 2 |
+| swarm | Ray cluster unreachable | `--backend ray --ray-address 127.0.0.1:1` | 1 |
 | memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
 | tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
 | tasks | bad verdict, unknown task, not in review | `review t maybe`, `cancel nope`, `review T approved` | 2, 1, 1 |
@@ -175,6 +177,10 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "agent", "--memory", memory, "--fail-share", "2"), 2),
             (("swarm", "--agents", "0"), 2),
             (("swarm", "--mix", "fly=1"), 2),
+            (("swarm", "--backend", "k8s"), 2),
+            (("swarm", "--ray-address", "auto"), 2),
+            (("swarm", "--cpus-per-agent", "2"), 2),
+            (("swarm", "--embedder", "none", "--backend", "ray", "--ray-address", "127.0.0.1:1"), 1),
             ((*ep, "memory", "create", "--project", "/srv/x", "--name", "n"), 2),
             ((*ep, "memory", "create", "--project", " ", "--name", "n", "--goal", "g"), 2),
             ((*ep, "memory", "show", GONE), 1),
