@@ -19,6 +19,7 @@ from agents.errors import (
     Unauthorized,
     UnknownOp,
     UnsupportedVersion,
+    WrongCoordinator,
 )
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "Unauthorized",
     "UnknownOp",
     "UnsupportedVersion",
+    "WrongCoordinator",
 ]

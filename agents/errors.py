@@ -68,6 +68,13 @@ class TierUnavailable(RemoteError):
     """The tier the request needs could not be opened (corrupt or unreadable files); other tiers still serve."""
 
 
+class WrongCoordinator(RemoteError):
+    """The coordinator does not own the tier the write changes; `owner` names the one that does (in a
+    cluster: the client's map is stale or wrong)."""
+
+    owner: str = ""
+
+
 class InternalError(RemoteError):
     """The coordinator failed while serving the request; retrying with the same id is safe."""
 
@@ -81,6 +88,7 @@ _BY_CODE: dict[str, type[RemoteError]] = {
     ErrorCode.BUSY: Busy,
     ErrorCode.UNAUTHORIZED: Unauthorized,
     ErrorCode.TIER_UNAVAILABLE: TierUnavailable,
+    ErrorCode.WRONG_COORDINATOR: WrongCoordinator,
     ErrorCode.INTERNAL: InternalError,
 }
 
@@ -89,9 +97,12 @@ def from_wire(error: dict[str, Any]) -> RemoteError:
     """The typed exception for a reply's `error` map (RemoteError itself for codes this client lacks)."""
     code = str(error.get("code", "internal"))
     retry_after = error.get("retry_after_ms")
-    return _BY_CODE.get(code, RemoteError)(
+    exc = _BY_CODE.get(code, RemoteError)(
         code,
         str(error.get("message", "")),
         bool(error.get("retryable", False)),
         retry_after if isinstance(retry_after, int) else None,
     )
+    if isinstance(exc, WrongCoordinator):
+        exc.owner = str(error.get("owner", ""))
+    return exc

@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from agents import GrooveClient, GrooveError, GrooveTimeout
-from cli.options import connection_options, curve_of, json_option, scope_option, tier_option
+from agents.cluster import GrooveCluster
+from cli.options import cluster_of, connection_options, curve_of, json_option, scope_option, tier_option
 from cli.output import emit_json, fail, pairs, table
 from protocol import constants as C
 from protocol.models import LearningOut
@@ -21,11 +22,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
-def connect(ctx: click.Context) -> Iterator[GrooveClient]:
-    """A client for the connection options' endpoint; turns every client error into one line on stderr."""
+def connect(ctx: click.Context, routed: bool = False) -> Iterator[Any]:
+    """A client for the connection options' endpoint; turns every client error into one line on stderr.
+    With --cluster: a GrooveCluster for a `routed` verb, else a client of the home coordinator."""
     endpoint, timeout = ctx.obj["endpoint"], ctx.obj["timeout"]
+    client: GrooveClient | GrooveCluster
     try:
-        client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=curve_of(ctx.obj))
+        cluster = cluster_of(ctx.obj)
+        if cluster is not None and routed:
+            client = GrooveCluster(cluster, timeout=timeout, curve=curve_of(ctx.obj))
+        else:
+            endpoint = endpoint if cluster is None else cluster.coordinators[cluster.home]
+            client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=curve_of(ctx.obj))
     except GrooveError as exc:
         fail(str(exc), 2)
     try:
@@ -85,11 +93,20 @@ def learning_pairs(item: LearningOut) -> str:
 
 def with_client(func: F) -> F:
     """Pass a connected client as the first argument; the verb takes the connection options too."""
+    return _connected(func, routed=False)
 
+
+def with_routed_client(func: F) -> F:
+    """As `with_client`, but with --cluster the verb gets a GrooveCluster: it routes by tier (the verb calls
+    only what both have)."""
+    return _connected(func, routed=True)
+
+
+def _connected(func: F, routed: bool) -> F:
     @click.pass_context
     @functools.wraps(func)
     def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
-        with connect(ctx) as client:
+        with connect(ctx, routed) as client:
             return func(client, *args, **kwargs)
 
     return connection_options(wrapper)  # type: ignore[return-value]
@@ -123,9 +140,9 @@ def ping(client: GrooveClient, as_json: bool) -> None:
 @click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="Starting confidence (default 0.5).")
 @click.option("--tier", callback=tier_option, help="Store in this tier instead of the one the scope implies.")
 @json_option
-@with_client
+@with_routed_client
 def learn(
-    client: GrooveClient,
+    client: GrooveClient | GrooveCluster,
     text: str,
     insight: str | None,
     scope: str,
@@ -148,8 +165,8 @@ def learn(
 @click.command()
 @click.argument("learning_id")
 @json_option
-@with_client
-def get(client: GrooveClient, learning_id: str, as_json: bool) -> None:
+@with_routed_client
+def get(client: GrooveClient | GrooveCluster, learning_id: str, as_json: bool) -> None:
     """Show one learning."""
     item = client.get(learning_id)
     click.echo(item.model_dump_json(indent=2) if as_json else learning_pairs(item))
@@ -164,9 +181,9 @@ def get(client: GrooveClient, learning_id: str, as_json: bool) -> None:
 )
 @click.option("--cursor", help="Continue after this id (printed at the end of the previous page).")
 @json_option
-@with_client
+@with_routed_client
 def list_(
-    client: GrooveClient,
+    client: GrooveClient | GrooveCluster,
     scope_prefix: str | None,
     category: str | None,
     tier: str | None,

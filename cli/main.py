@@ -14,6 +14,7 @@ import zmq
 from cli.agent import agent_command
 from cli.backup import backup_commands
 from cli.board import board_commands
+from cli.cluster import cluster_group
 from cli.commands import client_commands
 from cli.curation import curation_commands
 from cli.hook import hook_command
@@ -96,6 +97,12 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting(
     "insecure", "Allow a non-loopback --bind without CURVE (anyone who reaches it is admin)", is_flag=True, default=None
 )
+@setting(
+    "cluster",
+    "Cluster map (TOML): this coordinator writes only the tiers the map gives it, refusing the others",
+    type=click.Path(path_type=Path),
+)
+@setting("cluster_name", "With --cluster: this coordinator's name in the map")
 @click.option(
     "--endpoint-file",
     type=click.Path(path_type=Path),
@@ -146,3 +153,4 @@ cli.add_command(swarm_command)
 cli.add_command(mcp_command)
 cli.add_command(hook_command)
 cli.add_command(hooks_group)
+cli.add_command(cluster_group)

@@ -8,7 +8,8 @@ import time
 import click
 
 from agents import GrooveClient
-from cli.commands import with_client
+from agents.cluster import GrooveCluster
+from cli.commands import with_client, with_routed_client
 from cli.options import json_option, project_root, tier_option
 from cli.output import emit_json, table
 from protocol import constants as C
@@ -46,9 +47,9 @@ from protocol import constants as C
 )
 @click.option("--min-confidence", type=click.FloatRange(0.0, 1.0), help="Leave out learnings below this confidence.")
 @json_option
-@with_client
+@with_routed_client
 def search(
-    client: GrooveClient,
+    client: GrooveClient | GrooveCluster,
     text: str,
     project: str | None,
     enterprise: str | None,

@@ -17,6 +17,7 @@ import click
 
 from cli.output import fail
 from protocol import constants as C
+from protocol.cluster import ClusterMap, ClusterMapError
 from protocol.keys import CurveClient, KeyFileError
 from protocol.scopes import ScopeError, is_absolute_root, normalise_root, validate_scope, validate_tier
 
@@ -63,6 +64,13 @@ _CONNECTION = (
         "--key",
         "client_key",
         "This client's secret key file (NAME.key_secret from `groove keys generate`)",
+        kind=click.Path(path_type=Path),
+    ),
+    _Connection(
+        "--cluster",
+        "cluster",
+        "Cluster map (TOML) of coordinators that partition the tiers: learn, get, search and list go to the "
+        "owners of their tiers, every other verb to the home coordinator (instead of --endpoint)",
         kind=click.Path(path_type=Path),
     ),
 )
@@ -132,6 +140,17 @@ def curve_of(obj: dict[str, Any]) -> CurveClient | None:
     try:
         return CurveClient.load(server_key, client_key)
     except KeyFileError as exc:
+        fail(str(exc), 2)
+
+
+def cluster_of(obj: dict[str, Any]) -> ClusterMap | None:
+    """The cluster map --cluster names, or None; exits with a one-line error if it cannot be used."""
+    path = obj.get("cluster")
+    if path is None:
+        return None
+    try:
+        return ClusterMap.load(Path(path))
+    except ClusterMapError as exc:
         fail(str(exc), 2)
 
 

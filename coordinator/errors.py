@@ -28,6 +28,18 @@ class Rejected(CoordinatorError):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.detail: dict[str, str] = {}  # the code's own fields in the error map
+
+
+class WrongCoordinator(Rejected):
+    """A write to a tier another coordinator of the cluster owns (the client's map is stale or wrong)."""
+
+    def __init__(self, tier: str, owner: str, me: str) -> None:
+        super().__init__(
+            ErrorCode.WRONG_COORDINATOR,
+            f"tier {tier!r} is written by coordinator {owner!r}, not by this one ({me!r}); update the cluster map",
+        )
+        self.detail = {"owner": owner}
 
 
 class TierUnavailable(Rejected):

@@ -141,9 +141,16 @@ def encode_push(kind: str, body: dict[str, Any]) -> bytes:
     return pack({"v": C.PROTOCOL_VERSION, "id": None, "ok": True, "push": kind, "body": body})
 
 
-def encode_error(request_id: str | None, code: ErrorCode, message: str, retry_after_ms: int | None = None) -> bytes:
-    """The payload frame of an error reply; `retry_after_ms` is sent with `busy`."""
-    error: dict[str, Any] = {"code": code.value, "message": message, "retryable": RETRYABLE[code]}
+def encode_error(
+    request_id: str | None,
+    code: ErrorCode,
+    message: str,
+    retry_after_ms: int | None = None,
+    detail: dict[str, Any] | None = None,
+) -> bytes:
+    """The payload frame of an error reply; `retry_after_ms` is sent with `busy`, `detail` holds a code's own
+    fields (`owner` with `wrong_coordinator`)."""
+    error: dict[str, Any] = (detail or {}) | {"code": code.value, "message": message, "retryable": RETRYABLE[code]}
     if retry_after_ms is not None:
         error["retry_after_ms"] = retry_after_ms
     return pack({"v": C.PROTOCOL_VERSION, "id": request_id, "ok": False, "error": error})

@@ -16,6 +16,7 @@ class ErrorCode(StrEnum):
     BUSY = "busy"
     UNAUTHORIZED = "unauthorized"
     TIER_UNAVAILABLE = "tier_unavailable"
+    WRONG_COORDINATOR = "wrong_coordinator"
     INTERNAL = "internal"
 
 
@@ -29,6 +30,7 @@ RETRYABLE: dict[ErrorCode, bool] = {
     ErrorCode.BUSY: True,
     ErrorCode.UNAUTHORIZED: False,
     ErrorCode.TIER_UNAVAILABLE: False,
+    ErrorCode.WRONG_COORDINATOR: False,
     ErrorCode.INTERNAL: True,
 }
 

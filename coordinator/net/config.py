@@ -11,10 +11,11 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from coordinator.errors import ConfigError
 from coordinator.net.auth import is_loopback
+from protocol.cluster import ClusterMap
 from protocol.codec import describe
 from protocol.endpoints import check_endpoint
 
@@ -59,6 +60,9 @@ class Settings(BaseModel):
     authorized_keys: Path | None = None
     curve_key: Path | None = None  # the server's secret key file; default <data_dir>/server.key_secret
     insecure: bool = False
+    cluster: Path | None = None  # the cluster map: this coordinator writes only the tiers it owns
+    cluster_name: str | None = None  # this coordinator's name in the map
+    _map: ClusterMap | None = PrivateAttr(None)
 
     @field_validator("bind")
     @classmethod
@@ -76,7 +80,21 @@ class Settings(BaseModel):
                 f"refusing to listen on {self.bind} without CURVE: anyone who can reach it could read and change "
                 "every tier. Use --curve --authorized-keys DIR, bind a loopback address, or pass --insecure"
             )
+        if (self.cluster is None) != (self.cluster_name is None):
+            raise ValueError("--cluster FILE and --cluster-name NAME go together")
+        if self.cluster is not None:
+            cluster = ClusterMap.load(self.cluster)
+            if self.cluster_name not in cluster.coordinators:
+                raise ValueError(
+                    f"--cluster-name {self.cluster_name!r} is not in {self.cluster} "
+                    f"(it names {', '.join(sorted(cluster.coordinators))})"
+                )
+            self._map = cluster
         return self
+
+    def owners(self) -> tuple[str, ClusterMap] | None:
+        """This coordinator's name and the cluster map, when it is one of a cluster."""
+        return None if self._map is None or self.cluster_name is None else (self.cluster_name, self._map)
 
     def server_key_path(self) -> Path:
         """The server's secret key file."""

@@ -104,6 +104,7 @@ class Coordinator:
             maintain_every_s=settings.maintain_every_s,
             fsync=settings.durability == "fsync",
             gone_agents=self.registry.gone,
+            owners=settings.owners(),
         )
         self._stop = threading.Event()
         self._embedding_worker = threading.Thread(
@@ -453,7 +454,11 @@ class Coordinator:
             if isinstance(result, Rejected):
                 if result.code == ErrorCode.UNAUTHORIZED:
                     self.metrics.unauthorized += 1
-                frames += [item.request_id.encode(), encode_error(item.request_id, result.code, result.message), b"0"]
+                frames += [
+                    item.request_id.encode(),
+                    encode_error(item.request_id, result.code, result.message, detail=result.detail),
+                    b"0",
+                ]
             else:
                 frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]
                 handler = HANDLERS.get(item.op.name)  # internal writes have none
@@ -482,7 +487,7 @@ class Coordinator:
                 result["took_ms"] = (time.perf_counter() - received) * 1000
             payload = encode_ok(request.id, result)
         except Rejected as exc:
-            payload = encode_error(request.id, exc.code, exc.message)
+            payload = encode_error(request.id, exc.code, exc.message, detail=exc.detail)
         except Exception:
             log.exception("%s %s failed", request.op, request.id)
             payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")

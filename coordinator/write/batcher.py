@@ -22,7 +22,7 @@ from typing import Any
 
 from coordinator.board.directory import Boards
 from coordinator.board.state import LeaseExpiry
-from coordinator.errors import Rejected, StorageError, reused_id
+from coordinator.errors import Rejected, StorageError, WrongCoordinator, reused_id
 from coordinator.metrics import Metrics
 from coordinator.search.derived import DerivedChanges
 from coordinator.store.tiers import Tier, TierSet
@@ -33,6 +33,7 @@ from coordinator.write.planning import Planner
 from coordinator.write.render import changes, derived_changes, script
 from coordinator.write.tierwrite import TierWrite
 from protocol import constants as C
+from protocol.cluster import ClusterMap
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms, uuid7
 from protocol.loop import MaintainRequest
@@ -73,6 +74,18 @@ def _check_curation(item: WriteItem) -> None:
             raise Rejected(ErrorCode.UNAUTHORIZED, f"{item.op.name} would change {tier!r}, not curated by this key")
 
 
+def _check_owner(item: WriteItem, owners: tuple[str, ClusterMap] | None) -> None:
+    """In a cluster, a client's write may change only the tiers this coordinator owns (the coordinator's own
+    writes touch only tiers it holds)."""
+    if owners is None or item.internal:
+        return
+    me, cluster = owners
+    for tier in item.parts:
+        owner = cluster.owner(tier)
+        if owner != me:
+            raise WrongCoordinator(tier, owner, me)
+
+
 class Batcher:
     """Owns the write queue and the writer thread."""
 
@@ -88,6 +101,7 @@ class Batcher:
         maintain_every_s: float = 0.0,
         fsync: bool = False,
         gone_agents: Callable[[], set[str]] | None = None,
+        owners: tuple[str, ClusterMap] | None = None,
     ) -> None:
         self.tiers = tiers
         self.metrics = metrics
@@ -112,6 +126,7 @@ class Batcher:
         self._committing = threading.Lock()
         self.boards = Boards(tiers)  # the working memories and task graphs, kept by the writer between batches
         self.gone_agents = gone_agents  # the agent registry's gone agents: they lose their leases at once
+        self.owners = owners  # in a cluster: this coordinator's name and the map of who owns which tier
         self._last_gone_check = 0.0
 
     def start(self) -> None:
@@ -216,6 +231,7 @@ class Batcher:
             try:
                 item.parts = item.op.plan(planner, item.body)
                 _check_curation(item)
+                _check_owner(item, self.owners)
             except Rejected as exc:
                 item.parts = {}
                 item.error = exc

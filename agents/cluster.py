@@ -1,0 +1,162 @@
+"""`GrooveCluster`: one client over coordinators that partition the tiers among them (protocol/cluster.py).
+
+Writes go to the coordinator that owns their tier. A `learning.put` whose learnings live in tiers of several
+owners is split: one request per owner, each with its own request id, so each part is exactly once and
+atomic on its coordinator, as a put is atomic per tier on one coordinator. Reads that span tiers fan out to
+the owners concurrently and merge: a search's scores are comparable across coordinators (one model, one
+scoring function, each learning scored on its own), so the merged list is what one coordinator holding every
+tier would answer. A stale map gets `WrongCoordinator` (its `owner` names the right one), never a split tier.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agents.client import GrooveClient
+from agents.errors import GrooveError, NotFound
+from protocol import constants as C
+from protocol.cluster import ClusterMap
+from protocol.keys import CurveClient
+from protocol.models import LearningListReply, LearningOut, LearningPutReply, StatsReply
+from protocol.scopes import tier_for_scope
+from protocol.search import SearchContext, SearchHit
+
+T = TypeVar("T")
+
+
+@dataclass
+class CoordinatorStatus:
+    """One coordinator of a cluster as `status` found it."""
+
+    name: str
+    endpoint: str
+    home: bool  # owns the user tier and every enterprise tier
+    prefixes: list[str]  # project roots the map gives it by prefix
+    hashed: bool  # whether the other projects are spread over it
+    ping_ms: float | None = None
+    stats: StatsReply | None = None
+    error: str | None = None  # why it did not answer
+
+
+class GrooveCluster:
+    """Clients of every coordinator in a cluster map, routing each call by tier. Not thread-safe: give each
+    thread its own (a fan-out uses one thread per coordinator, each on that coordinator's own client)."""
+
+    def __init__(self, cluster: ClusterMap | Path, timeout: float = 30.0, curve: CurveClient | None = None) -> None:
+        self.map = cluster if isinstance(cluster, ClusterMap) else ClusterMap.load(cluster)
+        self.clients = {
+            name: GrooveClient(endpoint, timeout=timeout, curve=curve)
+            for name, endpoint in self.map.coordinators.items()
+        }
+        self._pool = ThreadPoolExecutor(max_workers=len(self.clients), thread_name_prefix="groove-cluster")
+
+    def __enter__(self) -> GrooveCluster:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every connection."""
+        self._pool.shutdown()
+        for client in self.clients.values():
+            client.close()
+
+    def client_for(self, tier: str) -> GrooveClient:
+        """The client of the coordinator that owns `tier`."""
+        return self.clients[self.map.owner(tier)]
+
+    def fan_out(self, names: list[str], call: Callable[[str, GrooveClient], T]) -> dict[str, T]:
+        """`call(name, client)` for each named coordinator at once; the answers by name (an error raised)."""
+        futures = {name: self._pool.submit(call, name, self.clients[name]) for name in names}
+        return {name: future.result() for name, future in futures.items()}
+
+    # --- writes --------------------------------------------------------------------------------------
+
+    def put_learnings(self, learnings: list[dict[str, Any]], tier: str | None = None) -> LearningPutReply:
+        """Store learnings, each on its tier's owner (the tier follows from the scope unless `tier` names
+        one); one request per owner, sent at once. Ids and `created` come back in the order given."""
+        owners: dict[str, list[int]] = {}
+        for index, learning in enumerate(learnings):
+            where = tier or tier_for_scope(str(learning.get("scope", C.SCOPE_GLOBAL)))
+            owners.setdefault(self.map.owner(where), []).append(index)
+        replies = self.fan_out(
+            list(owners), lambda name, client: client.put_learnings([learnings[i] for i in owners[name]], tier)
+        )
+        ids, created = [""] * len(learnings), [False] * len(learnings)
+        for name, reply in replies.items():
+            for index, lid, new in zip(owners[name], reply.ids, reply.created, strict=True):
+                ids[index], created[index] = lid, new
+        return LearningPutReply(ids=ids, created=created)
+
+    # --- reads ---------------------------------------------------------------------------------------
+
+    def search(self, text: str | None = None, **options: Any) -> list[SearchHit]:
+        """`GrooveClient.search` over the owners of the tiers the context reads, merged best first."""
+        context = SearchContext(project=options.get("project"), enterprise=options.get("enterprise"))
+        names = list(self.map.by_owner(context.tiers()))
+        found = self.fan_out(names, lambda _, client: client.search(text, **options))
+        hits = sorted((h for part in found.values() for h in part), key=lambda h: (-h.score, h.learning.id))
+        return hits[: options.get("limit") or C.DEFAULT_SEARCH_LIMIT]
+
+    def get(self, learning_id: str) -> LearningOut:
+        """One learning from whichever coordinator holds it; raises NotFound."""
+        found = self.fan_out(list(self.clients), lambda _, client: _get_or_none(client, learning_id))
+        for learning in found.values():
+            if learning is not None:
+                return learning
+        raise NotFound("not_found", f"no coordinator of the cluster holds learning {learning_id}")
+
+    def list_learnings(
+        self,
+        scope_prefix: str | None = None,
+        category: str | None = None,
+        tier: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> LearningListReply:
+        """One page of learnings in id order, from the tier's owner or merged from every coordinator (each
+        asked for a page after the same cursor: the first `limit` of their union are the page)."""
+        names = [self.map.owner(tier)] if tier is not None else list(self.clients)
+        pages = self.fan_out(
+            names, lambda _, client: client.list_learnings(scope_prefix, category, tier, limit, cursor)
+        )
+        merged = sorted((x for page in pages.values() for x in page.learnings), key=lambda x: x.id)
+        page = merged[: limit or C.DEFAULT_LIST_LIMIT]
+        more = len(merged) > len(page) or any(p.cursor is not None for p in pages.values())
+        return LearningListReply(learnings=page, cursor=page[-1].id if more and page else None)
+
+    def iter_learnings(self, tier: str | None = None, **filters: Any) -> Iterator[LearningOut]:
+        """Every learning matching the filters: from the tier's owner, or from every coordinator in turn."""
+        names = [self.map.owner(tier)] if tier is not None else list(self.clients)
+        for name in names:
+            yield from self.clients[name].iter_learnings(tier=tier, **filters)
+
+    def status(self) -> list[CoordinatorStatus]:
+        """Each coordinator: how long a `ping` took and its `stats` (its tiers, its queue), or why not."""
+        return list(self.fan_out(list(self.clients), self._status).values())
+
+    def _status(self, name: str, client: GrooveClient) -> CoordinatorStatus:
+        owned = sorted(t for t in self.map.projects if self.map.projects[t] == name)
+        hashed = name in (self.map.spread or self.map.coordinators)
+        status = CoordinatorStatus(name, self.map.coordinators[name], name == self.map.home, owned, hashed)
+        try:
+            began = time.perf_counter()
+            client.ping()
+            status.ping_ms = (time.perf_counter() - began) * 1000
+            status.stats = client.stats()
+        except GrooveError as exc:
+            status.error = str(exc)
+        return status
+
+
+def _get_or_none(client: GrooveClient, learning_id: str) -> LearningOut | None:
+    try:
+        return client.get(learning_id)
+    except NotFound:
+        return None

@@ -1,0 +1,149 @@
+"""Three coordinators partitioning the tiers (a cluster map), against GrooveCluster, the CLI and a stale map."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import GrooveClient, NotFound, WrongCoordinator
+from agents.cluster import GrooveCluster
+from protocol.cluster import ClusterMap
+from tests.helpers import RunningCoordinator, learning, run_groove
+
+NAMES = ("a", "b", "c")
+SHOP, API = "/srv/shop", "/srv/api"  # by prefix: b and c
+
+
+def map_text(sockets: Path, shop_owner: str = "b") -> str:
+    coordinators = "\n".join(f'{n} = "ipc://{sockets}/{n}.sock"' for n in NAMES)
+    return (
+        f'home = "a"\nspread = ["b", "c"]\n\n[coordinators]\n{coordinators}\n\n'
+        f'[projects]\n"{SHOP}" = "{shop_owner}"\n"{API}" = "c"\n'
+    )
+
+
+@pytest.fixture
+def sockets() -> Iterator[Path]:
+    # ipc paths are limited to ~100 bytes: a short directory, not pytest's tmp_path
+    path = Path(tempfile.mkdtemp(prefix="groove-cl-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster_map(
+    coordinator_factory: Callable[..., RunningCoordinator], sockets: Path, tmp_path: Path
+) -> tuple[Path, dict[str, RunningCoordinator]]:
+    path = tmp_path / "cluster.toml"
+    path.write_text(map_text(sockets))
+    started = {
+        name: coordinator_factory(
+            "--bind", f"ipc://{sockets}/{name}.sock", "--cluster", str(path), "--cluster-name", name
+        )
+        for name in NAMES
+    }
+    return path, started
+
+
+def test_writes_land_on_their_owners_and_a_search_across_two_equals_one_coordinators(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+    coordinator: RunningCoordinator,
+    client_factory: Callable[..., GrooveClient],
+) -> None:
+    path, started = cluster_map
+    cluster = ClusterMap.load(path)
+    batch = [learning("global", i, description=f"retry flaky step {i}") for i in range(6)]
+    batch += [learning(f"project:{SHOP}", i, description=f"retry shop checkout {i}") for i in range(6)]
+    batch += [learning(f"project:{API}/v2", i, description=f"retry api call {i}") for i in range(4)]
+    batch += [learning(f"project:/repos/r{i}", i, description=f"retry hashed repo {i}") for i in range(8)]
+    with GrooveCluster(path, timeout=20) as clients:
+        reply = clients.put_learnings(batch)  # one request per owner, all at once
+        assert all(reply.created)
+        assert len(set(reply.ids)) == len(batch)
+        for item, lid in zip(batch, reply.ids, strict=True):
+            tier = "user" if item["scope"] == "global" else "project:" + str(item["scope"]).removeprefix("project:")
+            owner = cluster.owner(tier)
+            assert clients.clients[owner].get(lid).tier == tier  # acked, and read back from its owner
+            for other in set(NAMES) - {owner}:
+                with pytest.raises(NotFound):
+                    clients.clients[other].get(lid)
+        assert {cluster.owner(f"project:/repos/r{i}") for i in range(8)} == {"b", "c"}
+
+        # the same learnings, with the same ids, on one coordinator holding every tier
+        single = client_factory(coordinator.endpoint)
+        single.put_learnings([item | {"id": lid} for item, lid in zip(batch, reply.ids, strict=True)])
+        merged = clients.search("retry shop checkout flaky", project=SHOP, mode="keyword", limit=8)
+        alone = single.search("retry shop checkout flaky", project=SHOP, mode="keyword", limit=8)
+        assert {h.tier for h in merged} == {"user", f"project:{SHOP}"}  # from coordinators a and b
+        assert [(h.learning.id, round(h.score, 9)) for h in merged] == [
+            (h.learning.id, round(h.score, 9)) for h in alone
+        ]
+
+        listed = [x.id for x in _pages(clients)]
+        assert listed == sorted(reply.ids)
+        assert [s.name for s in clients.status() if s.error is None] == list(NAMES)
+    for running in started.values():
+        assert running.stop() == 0
+
+
+def _pages(clients: GrooveCluster) -> Iterator[Any]:
+    cursor = None
+    while True:
+        page = clients.list_learnings(limit=5, cursor=cursor)
+        yield from page.learnings
+        if page.cursor is None:
+            return
+        cursor = page.cursor
+
+
+def test_a_stale_map_is_refused_and_changes_nothing(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]], sockets: Path, tmp_path: Path
+) -> None:
+    _, started = cluster_map
+    stale = tmp_path / "stale.toml"
+    stale.write_text(map_text(sockets, shop_owner="c"))  # says c owns the shop; the coordinators say b
+    with GrooveCluster(stale, timeout=20) as clients:
+        with pytest.raises(WrongCoordinator) as refused:
+            clients.put_learnings([learning(f"project:{SHOP}", 1)])
+        assert refused.value.owner == "b"
+        assert clients.clients["c"].list_learnings(tier=f"project:{SHOP}").learnings == []
+        assert clients.clients["b"].list_learnings(tier=f"project:{SHOP}").learnings == []
+        # a write whose learnings span owners is split: the part the stale map sends right still lands
+        with pytest.raises(WrongCoordinator):
+            clients.put_learnings([learning("global", 2), learning(f"project:{SHOP}", 3)])
+        assert len(clients.clients["a"].list_learnings(tier="user").learnings) == 1
+    refusal = "tier 'project:/srv/api/x' is written by coordinator 'c'"
+    with GrooveClient(started["a"].endpoint, timeout=20) as home, pytest.raises(WrongCoordinator, match=refusal):
+        home.learn("project:/srv/api/x", "solution", "d", "i")  # one coordinator, straight: refused too
+
+
+def test_the_cli_routes_by_tier_and_shows_the_cluster(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+) -> None:
+    path, started = cluster_map
+    env = {"GROOVE_CLUSTER": str(path)}
+    stored = run_groove("learn", "retry the shop's flaky checkout", "--scope", f"project:{SHOP}", "--json", env=env)
+    assert stored.returncode == 0, stored.stderr
+    lid = json.loads(stored.stdout)["id"]
+    shown = run_groove("get", lid, "--json", env=env)
+    assert json.loads(shown.stdout)["tier"] == f"project:{SHOP}"
+    found = run_groove("search", "flaky checkout", "--project", SHOP, "--json", env=env)
+    assert [h["learning"]["id"] for h in json.loads(found.stdout)] == [lid]
+    status = run_groove("cluster", "status", env=env)
+    assert status.returncode == 0, status.stderr
+    rows = {line.split()[0]: line for line in status.stdout.splitlines()[2:]}
+    assert set(rows) == set(NAMES)
+    assert "user, enterprise:*" in rows["a"]
+    assert f"project:{SHOP}" in rows["b"]
+    assert all(row.rstrip().endswith("up") for row in rows.values())
+    started["c"].kill()
+    down = run_groove("--timeout", "1", "cluster", "status", "--json", env=env)
+    assert down.returncode == 3
+    assert [s["name"] for s in json.loads(down.stdout) if s["error"] is not None] == ["c"]
+    assert down.stderr.startswith("groove: error: coordinator c at ipc://")
