@@ -57,6 +57,9 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | mcp | not HOST:PORT | `mcp --http nohost`, `mcp --http h:99999` | 2 |
 | hook | unknown event (bad stdin: tests/integration/test_hooks.py) | `hook Sleep` | 2 |
 | hooks | both places, no such project, unknown agent | `--project . --user`, `--project nope`, `--agent vim` | 2 |
+| cluster status | no map, a missing or broken map | `cluster status`, `--cluster missing.toml`, `--cluster BAD` | 2 |
+| any, with a map | broken map; the tier's owner down (stale map: test_cluster.py) | `learn x`, `learn x --scope P` | 2, 3 |
+| serve | a map without a name, a name not in the map | `--cluster MAP`, `--cluster MAP --cluster-name z` | 2 |
 """
 
 from __future__ import annotations
@@ -104,6 +107,14 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
     (tmp_path / "dangling.yaml").write_text("- {title: t, depends_on: [ghost]}\n")
     ep = ("--endpoint", coordinator.endpoint)
     serve = ("serve", "--data-dir", str(tmp_path / "never"))
+    broken_map = tmp_path / "broken.toml"
+    broken_map.write_text('home = "a"\n[coordinators]\n')
+    # a map under which the running coordinator (not started with one) is b, and a owns the project
+    cluster_map = tmp_path / "cluster.toml"
+    cluster_map.write_text(
+        f'home = "b"\n[coordinators]\na = "tcp://127.0.0.1:1"\nb = "{coordinator.endpoint}"\n'
+        '[projects]\n"/srv/other" = "a"\n'
+    )
     with silent_endpoint() as silent:
         cases: list[tuple[tuple[str, ...], int]] = [
             (("--endpoint", "localhost:5555", "ping"), 2),
@@ -175,6 +186,13 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "agent", "--count", "1", "--mix", "fly=1"), 2),
             ((*ep, "agent", "--memory", GONE), 1),
             ((*ep, "agent", "--memory", memory, "--fail-share", "2"), 2),
+            (("cluster", "status"), 2),
+            (("cluster", "status", "--cluster", str(tmp_path / "missing.toml")), 2),
+            (("--cluster", str(broken_map), "cluster", "status"), 2),
+            (("--cluster", str(broken_map), "learn", "x"), 2),
+            (("--cluster", str(cluster_map), "--timeout", "0.5", "learn", "x", "--scope", "project:/srv/other"), 3),
+            ((*serve, "--cluster", str(cluster_map)), 2),
+            ((*serve, "--cluster", str(cluster_map), "--cluster-name", "z"), 2),
             (("swarm", "--agents", "0"), 2),
             (("swarm", "--mix", "fly=1"), 2),
             (("swarm", "--backend", "k8s"), 2),

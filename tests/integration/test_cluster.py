@@ -118,6 +118,12 @@ def test_a_stale_map_is_refused_and_changes_nothing(
         with pytest.raises(WrongCoordinator):
             clients.put_learnings([learning("global", 2), learning(f"project:{SHOP}", 3)])
         assert len(clients.clients["a"].list_learnings(tier="user").learnings) == 1
+    cli = run_groove("--cluster", str(stale), "learn", "x", "--scope", f"project:{SHOP}")
+    assert (cli.returncode, cli.stdout) == (1, "")
+    assert cli.stderr.startswith(
+        "groove: error: wrong_coordinator: tier 'project:/srv/shop' is written by coordinator 'b'"
+    )
+    assert len(cli.stderr.splitlines()) == 1
     refusal = "tier 'project:/srv/api/x' is written by coordinator 'c'"
     with GrooveClient(started["a"].endpoint, timeout=20) as home, pytest.raises(WrongCoordinator, match=refusal):
         home.learn("project:/srv/api/x", "solution", "d", "i")  # one coordinator, straight: refused too
