@@ -58,7 +58,7 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | hook | unknown event (bad stdin: tests/integration/test_hooks.py) | `hook Sleep` | 2 |
 | hooks | both places, no such project, unknown agent | `--project . --user`, `--project nope`, `--agent vim` | 2 |
 | cluster status | no map, a missing or broken map | `cluster status`, `--cluster missing.toml`, `--cluster BAD` | 2 |
-| any, with a map | broken map; the tier's owner down (stale map: test_cluster.py) | `learn x`, `learn x --scope P` | 2, 3 |
+| any, with a map | broken map; the tier's owner down (stale: test_cluster) | `learn x`, `learn x --scope P` | 2, 3 |
 | serve | a map without a name, a name not in the map | `--cluster MAP`, `--cluster MAP --cluster-name z` | 2 |
 """
 
