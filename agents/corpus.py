@@ -36,16 +36,30 @@ class Corpus:
 
     projects: tuple[str, ...]
     entries: tuple[Entry, ...]
+    global_share: float = 0.2  # of the learnings written, those in the `global` scope (the user tier)
+
+    def only(self, projects: list[str]) -> Corpus:
+        """This corpus narrowed to some of its projects, writing no `global` learning: an agent of a cluster
+        that writes only the tiers one coordinator owns. ValueError names a project the corpus lacks."""
+        unknown = sorted(set(projects) - set(self.projects))
+        if unknown:
+            raise ValueError(f"no project {', '.join(unknown)} in the corpus (it has {', '.join(self.projects)})")
+        entries = tuple(e for e in self.entries if e.project in projects)
+        return Corpus(tuple(p for p in self.projects if p in projects), entries, global_share=0.0)
 
     def project_root(self, project: str) -> str:
         """Where one of the corpus's projects lives (its scope is `project:<root>`)."""
         return f"{PROJECT_ROOT}/{project}"
 
     def learning(self, rng: random.Random, noted_by: str | None, repeat: float = 0.1) -> dict[str, Any]:
-        """A learning to write: a corpus entry in its project's scope (or `global` one time in five), noted by
-        `noted_by` unless it repeats the entry verbatim (probability `repeat`)."""
+        """A learning to write: a corpus entry in its project's scope (or `global` one time in five, unless
+        narrowed), noted by `noted_by` unless it repeats the entry verbatim (probability `repeat`)."""
         entry = rng.choice(self.entries)
-        scope = C.SCOPE_GLOBAL if rng.random() < 0.2 else C.SCOPE_PROJECT_PREFIX + self.project_root(entry.project)
+        scope = (
+            C.SCOPE_GLOBAL
+            if rng.random() < self.global_share
+            else C.SCOPE_PROJECT_PREFIX + self.project_root(entry.project)
+        )
         description = entry.description
         if noted_by is not None and rng.random() >= repeat:
             description += f" (noted by {noted_by}, session {rng.randrange(10**6)})"

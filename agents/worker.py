@@ -57,6 +57,7 @@ class WorkerSpec:
     memory: str | None = None  # a working memory to work the plan of (the board workload) instead
     lease_ms: int = 60_000
     fail_share: float = 0.0  # of the board's tasks, the share the agent fails (to be retried)
+    projects: str | None = None  # comma-separated corpus projects the synthetic workload keeps to (no global)
 
     def identity(self) -> dict[str, object]:
         """The `hello` body."""
@@ -163,7 +164,8 @@ def _workload(spec: WorkerSpec, client: GrooveClient, report: Report, more: Call
     if spec.memory is not None:
         return BoardWork(**common, memory_id=spec.memory, lease_ms=spec.lease_ms, fail_share=spec.fail_share)
     if spec.workload == SYNTHETIC:
-        return Synthetic(**common, mix=parse_mix(spec.mix), in_flight=spec.in_flight, rate=spec.rate)
+        projects = None if spec.projects is None else spec.projects.split(",")
+        return Synthetic(**common, mix=parse_mix(spec.mix), in_flight=spec.in_flight, rate=spec.rate, projects=projects)
     if spec.workload == VECTOR_SEARCH:
         return VectorSearch(**common, in_flight=spec.in_flight)
     return Script(**common, path=Path(spec.workload))

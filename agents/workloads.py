@@ -131,9 +131,17 @@ class Workload:
 class Synthetic(Workload):
     """The seeded learn / outcome / search / inject mix over the bundled corpus."""
 
-    def __init__(self, *args: Any, mix: dict[str, float], in_flight: int, rate: float | None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        mix: dict[str, float],
+        in_flight: int,
+        rate: float | None,
+        projects: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.corpus = load()
+        self.corpus = load() if projects is None else load().only(projects)
         self.kinds, self.weights = zip(*mix.items(), strict=True)
         self.in_flight = in_flight
         self.rate = rate

@@ -25,7 +25,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,10 @@ import psutil
 
 from agents import GrooveClient, GrooveTimeout
 from agents.fleet import Fleet, stop_process
-from agents.workloads import KINDS, parse_mix
+from agents.workloads import parse_mix
+from benchmarks.cluster import agent_projects, run_cluster
 from benchmarks.common import ProcessTree, latency_summary, machine
+from benchmarks.evidence import readback, summarize
 from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
 from cli.output import table
 from cli.processes import start_coordinator
@@ -101,9 +102,12 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
         sampler.start()
         fleet = Fleet(endpoint, work / "agents", timeout=120.0, restart=False)
         start_at = time.time() + _SETTLE_S + _PER_AGENT_S * args["agents"]
+        # with --cluster, each agent keeps to the projects it writes in the cluster run: like for like
+        projects = agent_projects(args["cluster"], args["agents"]) if args["cluster"] else [None] * args["agents"]
         for i in range(args["agents"]):
             fleet.spawn(
                 f"load-{i}",
+                projects=projects[i],
                 mix=args["mix"],
                 in_flight=args["in_flight"],
                 seed=i,
@@ -173,41 +177,6 @@ def preload(client: GrooveClient, n: int) -> None:
             click.echo(f"  preloaded {done:,}/{n:,}", err=True)
 
 
-def summarize(reports: list[dict[str, Any]], latencies: dict[str, list[float]], duration: float) -> dict[str, Any]:
-    """Acked requests by kind: per second, latency percentiles, errors."""
-    kinds = {}
-    for kind in KINDS:
-        acked = sum(r["ops"].get(kind, 0) for r in reports)
-        if acked or kind in latencies:
-            elapsed = max((r["elapsed_s"] for r in reports), default=duration)
-            kinds[kind] = {"acked": acked, "per_s": round(acked / elapsed, 1)} | latency_summary(latencies[kind])
-    return {
-        "kinds": kinds,
-        "errors": sum(r["errors"] for r in reports),
-        "error_samples": [s for r in reports for s in r["error_samples"]][:5],
-    }
-
-
-def readback(client: GrooveClient, workdir: Path, preloaded: int) -> dict[str, int]:
-    """Every acked id read back: lost, duplicated, stored without an ack, usage miscounted."""
-    learned: set[str] = set()
-    injected: Counter[str] = Counter()
-    for path in workdir.glob("*.acked.json"):
-        acked = json.loads(path.read_text())
-        learned.update(acked["learned"])
-        injected.update(acked["injected"])
-    stored = {x.id: x for x in client.iter_learnings()}
-    contents = Counter((x.tier, x.scope, x.description.lower(), x.insight.lower()) for x in stored.values())
-    return {
-        "acked": len(learned),
-        "stored": len(stored) - preloaded,
-        "lost": len(learned - set(stored)),
-        "duplicates": sum(n - 1 for n in contents.values() if n > 1),
-        "unacked_stored": len(set(stored) - learned) - preloaded,
-        "miscounted": sum(1 for lid, x in stored.items() if x.usage.times_injected != injected.get(lid, 0)),
-    }
-
-
 def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
     """One peer with the same agent count, payloads (seeds) and duration; its acked rate and latencies."""
     n, duration = args["agents"], args["duration"]
@@ -257,12 +226,25 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
 @click.option("--embedder", type=click.Choice(EMBEDDERS), default="none", show_default=True)
 @click.option("--serve-arg", multiple=True, help="Extra `groove serve` argument (repeatable), e.g. --max-batch=1.")
 @click.option("--rest-rss", is_flag=True, help="After the run, the RSS of a coordinator restarted on its data.")
+@click.option(
+    "--cluster",
+    type=click.IntRange(0, 6),
+    default=0,
+    show_default=True,
+    help="Also run the agents against this many coordinators partitioning the corpus's projects (2-6).",
+)
 def main(**args: Any) -> None:
     """Run the load against groove, then against each peer; print tables, then one JSON line."""
     try:
-        parse_mix(args["mix"])
+        mix = parse_mix(args["mix"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--mix") from None
+    if args["cluster"] == 1:
+        raise click.BadParameter("a cluster has 2 coordinators or more", param_hint="--cluster")
+    if args["cluster"] and set(mix) - {"learn", "search"}:
+        raise click.BadParameter(
+            "runs learn and search only (inject and outcome are not split yet)", param_hint="--cluster"
+        )
     peers = [p for p in args["peers"].split(",") if p]
     unknown = set(peers) - {"sqlite", "echo", "chroma"}
     if unknown:
@@ -274,6 +256,9 @@ def main(**args: Any) -> None:
         work = Path(tmp)
         click.echo(f"groove: {args['agents']} agents x {args['in_flight']} in flight, {args['mix']} ...", err=True)
         groove = run_groove(args, work / "groove")
+        if args["cluster"]:
+            click.echo(f"groove: {args['cluster']} coordinators ...", err=True)
+            groove["cluster"] = run_cluster(args, work / "cluster", serve_args(args))
         peer_results = {}
         for peer in peers:
             click.echo(f"peer {peer} ...", err=True)
@@ -297,6 +282,19 @@ def report(args: dict[str, Any], groove: dict[str, Any], peers: dict[str, dict[s
         f"max {c['ping_ms']['max_ms']:.1f} ms, {c['ping_ms']['over_100ms']} of {c['ping_ms']['pings']} over 100 ms "
         f"(whole run, start-up included: max {c['ping_ms_whole_run']['max_ms']:.1f} ms)"
     )
+    if "cluster" in groove:
+        cluster = groove["cluster"]
+        rows = [
+            (name, part["kinds"]["learn"]["acked"], part["kinds"]["learn"]["per_s"], part["kinds"]["learn"]["p99_ms"])
+            for name, part in cluster["coordinators"].items()
+            if "learn" in part["kinds"]
+        ]
+        rows.append(("all", sum(r[1] for r in rows), cluster["writes_per_s"], cluster["p99_ms"]))
+        click.echo(table(("coordinator", "acked", "per s", "p99 ms"), rows))
+        cluster["x_single"] = round(cluster["writes_per_s"] / max(1e-9, groove["kinds"]["learn"]["per_s"]), 2)
+        readbacks = {name: part["readback"] for name, part in cluster["coordinators"].items()}
+        click.echo(f"{len(rows) - 1} coordinators: {cluster['x_single']} x one coordinator's writes/s")
+        click.echo(f"readback by coordinator: {readbacks}")
     if "rss_mb_at_rest" in c:
         click.echo(f"RSS of a coordinator restarted on the same data, every tier open: {c['rss_mb_at_rest']} MB")
     learn = groove["kinds"].get("learn", {"per_s": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "p999_ms": 0.0, "over_1s": 0})
@@ -324,6 +322,7 @@ def report(args: dict[str, Any], groove: dict[str, Any], peers: dict[str, dict[s
         "kinds": groove["kinds"],
         "peers": {},
         "ratios": ratios,
+        "cluster": groove.get("cluster"),
         "machine": machine(),
     }
     if "sqlite" in peers:

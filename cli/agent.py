@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from agents import GrooveError
+from agents.corpus import load
 from agents.worker import EXIT_MISMATCHES, SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
 from agents.workloads import DEFAULT_MIX, parse_mix, parse_script
 from cli.options import connection_options, curve_of
@@ -32,6 +33,15 @@ def _check_workload(_ctx: click.Context, _param: click.Parameter, value: str) ->
         parse_script(path)
     except (ValueError, OSError) as exc:
         raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _check_projects(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        try:
+            load().only(value.split(","))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
     return value
 
 
@@ -106,6 +116,11 @@ def agent_option(flag: str, **kwargs: Any) -> Callable[[F], F]:
     default=0.0,
     show_default=True,
     help="With --memory: the share of tasks to fail (they are retried while attempts are left).",
+)
+@agent_option(
+    "--projects",
+    callback=_check_projects,
+    help="Synthetic: keep to these corpus projects (comma-separated), writing no global learning.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Makes the synthetic workload reproducible.")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Read back every acked learning.")

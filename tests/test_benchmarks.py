@@ -97,3 +97,17 @@ def test_the_hook_benchmark_times_the_hooks_and_their_peers() -> None:
     assert int(given.group(1)) >= 1
     for timed in result["results"].values():
         assert 0 < timed["p50_ms"] <= timed["max_ms"]
+
+
+def test_the_load_harness_runs_the_same_agents_against_a_cluster_and_reads_every_write_back() -> None:
+    run, result = benchmark("load", "--agents", "4", "--duration", "2", "--peers", "", "--cluster", "2")
+    cluster = result["cluster"]
+    assert set(cluster["coordinators"]) == {"c0", "c1"}
+    for part in cluster["coordinators"].values():
+        assert part["kinds"]["learn"]["acked"] > 0  # each coordinator took its agents' writes
+        assert part["errors"] == 0
+        readback = part["readback"]
+        assert readback["acked"] == readback["stored"] > 0
+        assert readback["lost"] == readback["duplicates"] == readback["unacked_stored"] == 0
+    assert cluster["x_single"] > 0
+    assert "2 coordinators: " in run.stdout
