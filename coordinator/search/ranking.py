@@ -122,9 +122,15 @@ def find(tiers: TierSet, derived: Derived, body: SearchRequest) -> list[Candidat
     results = _best(derived, by_name, body, list(found.values()))
     if body.depth:
         results += _expand(tiers, derived, by_name, body, results, {c.learning_id for c in found.values()})
-        results.sort(key=lambda c: -c.score)
+        results.sort(key=_order)
         results = results[: body.limit]
     return results
+
+
+def _order(c: Candidate) -> tuple[float, str]:
+    """Best score first; equal scores by id, so that results merged from several coordinators, each scored
+    alike, come in the order one coordinator holding every tier gives them."""
+    return -c.score, c.learning_id
 
 
 def _query_vector(derived: Derived, body: SearchRequest) -> Vectors | None:
@@ -155,7 +161,7 @@ def _best(
         for c in _admit(derived, by_name, body, candidates[start : start + step]):
             c.score = c.relevance() * (0.8 + 0.4 * c.confidence)
             kept.append(c)
-        kept.sort(key=lambda c: -c.score)
+        kept.sort(key=_order)
     return kept[: body.limit]
 
 
