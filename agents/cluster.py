@@ -5,7 +5,8 @@ owners is split: one request per owner, each with its own request id, so each pa
 atomic on its coordinator, as a put is atomic per tier on one coordinator. Reads that span tiers fan out to
 the owners concurrently and merge: a search's scores are comparable across coordinators (one model, one
 scoring function, each learning scored on its own), so the merged list is what one coordinator holding every
-tier would answer, or better where that coordinator's candidate pool, cut over every tier, left a match out. A stale map gets `WrongCoordinator` (its `owner` names the right one), never a split tier.
+tier would answer, unless the candidate pools bind (PROTOCOL.md, section 11). A stale map gets
+`WrongCoordinator` (its `owner` names the right one), never a split tier.
 """
 
 from __future__ import annotations

@@ -114,8 +114,9 @@ def test_the_load_harness_runs_the_same_agents_against_a_cluster_and_reads_every
 
 
 def test_a_search_merged_from_two_coordinators_equals_one_coordinators() -> None:
-    run, result = benchmark("clustersearch", "--learnings", "200", "--searches", "20")
-    assert result["searches"] == 20
-    assert result["unlike"] == result["merged_worse"] == 0  # keyword scores: the same lists, in the same order
+    run, result = benchmark("clustersearch", "--searches", "50")
+    assert result["searches"] == 50
+    # keyword scores over the whole corpus: the pools do not bind, so the same lists in the same order
+    assert result["unlike"] == result["merged_worse"] == 0
     assert result["merged"]["p99_ms"] > 0
     assert "merged p99 / single p99: " in run.stdout
