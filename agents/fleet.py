@@ -97,10 +97,9 @@ class FleetBase:
             raise TypeError(f"not worker options: {', '.join(sorted(unknown))} (known: {sorted(WORKER_OPTIONS)})")
         options = {k: str(v) if isinstance(v, Path) else v for k, v in options.items()}
         ends_at = time.monotonic() + duration if duration is not None else None
-        member = Member(agent_id, options, ends_at)
-        self.members[agent_id] = member
-        member.runs += 1
+        member = Member(agent_id, options, ends_at, runs=1)
         self._start(member)
+        self.members[agent_id] = member  # only once started: a spawn refused leaves no member behind
         return member
 
     def _start(self, member: Member) -> None:

@@ -5,7 +5,7 @@ Before a session it asks the coordinator for the learnings that fit the session'
 block a previous session left there in place, keeping everything else in the file. After the session it
 records the outcome: which learnings helped, which were ignored or wrong, and whether the session
 succeeded (`outcome.record` with the injection id). It also spawns agent workers with the coordinator's
-endpoint (`groove agent` processes; see agents.fleet).
+endpoint: `groove agent` processes here, or Ray actors over a cluster (agents.fleet, agents.rayfleet).
 
 With the board, it plans (`plan`: a working memory and its tasks), runs workers on the plan (`run`), and
 `prepare` given the memory, task and agent adds to the block what the agent must know of the board: its
