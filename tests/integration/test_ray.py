@@ -46,7 +46,7 @@ def test_ray_actors_run_the_workers_and_a_killed_actor_is_restarted(
 ) -> None:
     fleet = RayFleet(coordinator.endpoint, tmp_path / "fleet", agents=3)
     for i in range(3):  # the acked ids come back through Ray and land here, not in a directory the nodes share
-        fleet.spawn(f"w{i}", mix="learn=1", seed=i, duration=8, acked_file=fleet.workdir / f"w{i}.{{run}}.acked.json")
+        fleet.spawn(f"w{i}", mix="learn=1", seed=i, duration=15, acked_file=fleet.workdir / f"w{i}.{{run}}.acked.json")
     wait_for(lambda: len([a for a in client.agents() if a.requests > 0]) == 3, "every actor wrote", 60)
     fleet.kill("w1")
     events = wait_for(fleet.check, "the fleet saw the actor die", 30)
