@@ -9,7 +9,9 @@ local backend restarts a crashed process.
 
 The nodes need groove installed (`pip install 'groove[ray]'`), as any Ray application needs its code there,
 and must reach the coordinator's endpoint; with CURVE, each worker is handed the client key pair.
-Imported only when the Ray backend is chosen: Ray is an optional extra.
+Imported only when the Ray backend is chosen: Ray is an optional extra. A process that has loaded usearch
+aborts in `ray.init` (`std::regex_error`: their C++ runtimes clash); the coordinator holds usearch, and a
+fleet's driver never imports it, so keep it that way.
 """
 
 from __future__ import annotations

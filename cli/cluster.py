@@ -13,6 +13,7 @@ from cli.options import cluster_of, connection_options, curve_of, json_option
 from cli.output import emit_json, fail, table
 
 EXIT_DOWN = 3  # as a verb whose coordinator did not answer
+EXIT_MISCONFIGURED = 1  # every coordinator answered, but one was not started as the map says
 
 
 @click.group(name="cluster")
@@ -26,7 +27,8 @@ def cluster_group() -> None:
 @click.pass_context
 def status(ctx: click.Context, /, as_json: bool) -> None:
     """Show each coordinator of the --cluster map: what it owns, the tiers it holds, its write queue and how
-    long a ping took. Exits 3 if one did not answer (it is shown as down)."""
+    long a ping took. Exits 3 if one did not answer (it is shown as down), 1 if one answered but was not
+    started with the map under its name (it would not refuse writes for other coordinators' tiers)."""
     cluster = cluster_of(ctx.obj)
     if cluster is None:
         fail("give the cluster map: --cluster FILE (or GROOVE_CLUSTER)", 2)
@@ -41,6 +43,11 @@ def status(ctx: click.Context, /, as_json: bool) -> None:
             if s.error is not None:
                 click.echo(f"groove: error: coordinator {s.name} at {s.endpoint}: {s.error}", err=True)
         sys.exit(EXIT_DOWN)
+    misconfigured = [s for s in found if _state(s) != "up"]
+    for s in misconfigured:
+        click.echo(f"groove: error: coordinator {s.name} at {s.endpoint}: {_state(s).removeprefix('up, ')}", err=True)
+    if misconfigured:
+        sys.exit(EXIT_MISCONFIGURED)
 
 
 def _owns(s: CoordinatorStatus) -> str:
@@ -59,8 +66,18 @@ def _rows(found: list[CoordinatorStatus]) -> list[tuple[Any, ...]]:
             continue
         queue = f"{s.stats.write_queue_depth}/{s.stats.write_queue_capacity}"
         held = ", ".join(s.stats.disk_tiers) or "none yet"
-        rows.append((s.name, s.endpoint, _owns(s), held, queue, f"{s.ping_ms:.1f}", "up"))
+        rows.append((s.name, s.endpoint, _owns(s), held, queue, f"{s.ping_ms:.1f}", _state(s)))
     return rows
+
+
+def _state(s: CoordinatorStatus) -> str:
+    """`up`, or why this coordinator would not refuse a write for another's tier."""
+    assert s.stats is not None
+    if s.stats.cluster_name is None:
+        return "up, started without --cluster: it refuses no tier's writes"
+    if s.stats.cluster_name != s.name:
+        return f"up, but started as {s.stats.cluster_name!r}"
+    return "up"
 
 
 def _json(s: CoordinatorStatus) -> dict[str, Any]:

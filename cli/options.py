@@ -11,15 +11,17 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from cli.output import fail
 from protocol import constants as C
-from protocol.cluster import ClusterMap, ClusterMapError
 from protocol.keys import CurveClient, KeyFileError
 from protocol.scopes import ScopeError, is_absolute_root, normalise_root, validate_scope, validate_tier
+
+if TYPE_CHECKING:
+    from protocol.cluster import ClusterMap
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -148,6 +150,9 @@ def cluster_of(obj: dict[str, Any]) -> ClusterMap | None:
     path = obj.get("cluster")
     if path is None:
         return None
+    # here, not at the top: the map is a pydantic model, and `groove hook` must start without pydantic
+    from protocol.cluster import ClusterMap, ClusterMapError
+
     try:
         return ClusterMap.load(Path(path))
     except ClusterMapError as exc:

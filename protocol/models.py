@@ -421,6 +421,7 @@ class StatsReply(Reply):
     op_ms: dict[str, Summary]
     op_counts: dict[str, int]
     durability: str
+    cluster_name: str | None = None  # its name in the cluster map it was started with (None: not in one)
     wal_syncs: int
     last_stop: str
     recovery_ms: float

@@ -66,6 +66,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "op_ms": c.metrics.op_summaries(),
         "op_counts": c.metrics.op_totals(),
         "durability": c.settings.durability,
+        "cluster_name": c.settings.cluster_name,
         "last_stop": c.last_stop,
         "recovery_ms": c.recovery_ms,
         "wal_syncs": c.batcher.syncer.syncs if c.batcher.syncer is not None else 0,

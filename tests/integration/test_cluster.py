@@ -130,7 +130,7 @@ def test_a_stale_map_is_refused_and_changes_nothing(
 
 
 def test_the_cli_routes_by_tier_and_shows_the_cluster(
-    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]], coordinator: RunningCoordinator, tmp_path: Path
 ) -> None:
     path, started = cluster_map
     env = {"GROOVE_CLUSTER": str(path)}
@@ -148,6 +148,14 @@ def test_the_cli_routes_by_tier_and_shows_the_cluster(
     assert "user, enterprise:*" in rows["a"]
     assert f"project:{SHOP}" in rows["b"]
     assert all(row.rstrip().endswith("up") for row in rows.values())
+    # a coordinator of the map that was started without it would not refuse other tiers' writes: said, status 1
+    unaware = tmp_path / "unaware.toml"
+    unaware.write_text(path.read_text().replace("[projects]", f'd = "{coordinator.endpoint}"\n\n[projects]'))
+    flagged = run_groove("--cluster", str(unaware), "cluster", "status")
+    assert flagged.returncode == 1
+    said = f"groove: error: coordinator d at {coordinator.endpoint}: started without --cluster: it refuses no"
+    assert flagged.stderr.startswith(said)
+    assert len(flagged.stderr.splitlines()) == 1
     started["c"].kill()
     down = run_groove("--timeout", "1", "cluster", "status", "--json", env=env)
     assert down.returncode == 3
