@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,7 @@ class Member:
         return None if self.ends_at is None else self.ends_at - time.monotonic()
 
 
-class FleetBase:
+class FleetBase(ABC):
     """What both backends share: members, restarts while time is left, waiting, the gathered evidence."""
 
     backend = ""
@@ -102,33 +103,28 @@ class FleetBase:
         self.members[agent_id] = member  # only once started: a spawn refused leaves no member behind
         return member
 
+    @abstractmethod
     def _start(self, member: Member) -> None:
         """Start run `member.runs` of the member."""
-        raise NotImplementedError
 
+    @abstractmethod
     def check(self) -> list[str]:
         """Reap runs that ended: keep their reports, restart those that crashed with time left. Returns one
         line per crash, for the caller to show."""
-        raise NotImplementedError
 
+    @abstractmethod
     def running(self) -> int:
         """Workers running now."""
-        raise NotImplementedError
 
+    @abstractmethod
     def stop(self, grace: float = 30.0) -> None:
         """Ask every worker to stop (they finish their requests in flight and report), then reap them."""
-        raise NotImplementedError
 
-    def duration_left(self, member: Member) -> list[str]:
-        """The `--duration` flag of a run: what is left of the member's time."""
-        left = member.left()
-        return [] if left is None else ["--duration", f"{max(0.1, left):.2f}"]
-
-    def crashed(self, member: Member, status: str, tail: list[str], may_restart: bool = True) -> str:
+    def crashed(self, member: Member, status: str, tail: list[str]) -> str:
         """Note a crashed run and restart it if time is left; the line that says so."""
         member.crashes.append("\n".join(tail))
         left = member.left()
-        again = self.restart and may_restart and left is not None and left > _RESTART_MIN_LEFT_S
+        again = self.restart and left is not None and left > _RESTART_MIN_LEFT_S
         if again:
             member.runs += 1
             self._start(member)
@@ -178,7 +174,8 @@ class Fleet(FleetBase):
         argv = groove_argv(
             "--endpoint", self.endpoint, "--timeout", str(self.timeout), "agent", "--agent-id", member.agent_id
         )
-        flags = [*worker_flags(member.run_options()), *self.duration_left(member)]
+        left = member.left()
+        flags = worker_flags(member.run_options()) + ([] if left is None else ["--duration", f"{max(0.1, left):.2f}"])
         flags += ["--latencies-file", str(self.file(member, "lat.json"))]
         # its own session: a Ctrl-C meant for the caller reaches the workers only as the caller's orderly stop
         member.proc = subprocess.Popen([*argv, *flags], stdout=out, stderr=err, start_new_session=True)

@@ -154,7 +154,9 @@ class RayFleet(FleetBase):
         self.pending[agent_id] = self.actors[agent_id].run.remote(fields, acked=acked is not None)
 
     def check(self) -> list[str]:
-        events = []
+        events: list[str] = []
+        if not self.pending:
+            return events
         done, _ = ray.wait(list(self.pending.values()), num_returns=len(self.pending), timeout=0)
         finished = {ref.hex() for ref in done}
         for agent_id, ref in list(self.pending.items()):
