@@ -28,7 +28,7 @@ from coordinator.search.derived import DerivedChanges
 from coordinator.store.tiers import Tier, TierSet
 from coordinator.write.durability import Syncer
 from coordinator.write.ops import LEASES, MAINTAIN, WriteItem
-from coordinator.write.parts import BoardPart
+from coordinator.write.parts import BoardPart, tidying
 from coordinator.write.planning import Planner
 from coordinator.write.render import changes, derived_changes, script
 from coordinator.write.tierwrite import TierWrite
@@ -75,15 +75,18 @@ def _check_curation(item: WriteItem) -> None:
 
 
 def _check_owner(item: WriteItem, owners: tuple[str, ClusterMap] | None) -> None:
-    """In a cluster, a client's write may change only the tiers this coordinator owns (the coordinator's own
-    writes touch only tiers it holds)."""
+    """In a cluster, a client's write may change only the tiers this coordinator owns; a part that only tidies
+    a tier it does not own is left out (the coordinator's own writes touch only tiers it holds)."""
     if owners is None or item.internal:
         return
     me, cluster = owners
-    for tier in item.parts:
+    for tier in list(item.parts):
         owner = cluster.owner(tier)
-        if owner != me:
+        if owner == me:
+            continue
+        if not tidying(item.parts[tier]):
             raise WrongCoordinator(tier, owner, me)
+        del item.parts[tier]
 
 
 class Batcher:

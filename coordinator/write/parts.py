@@ -130,6 +130,15 @@ class BoardPart:
     put: PutPart | None = None
 
 
+def tidying(part: object) -> bool:
+    """Whether a part only tidies a tier on the side of its write: relations there pointing at a learning
+    deleted elsewhere, or a lifecycle run. A coordinator of a cluster skips such a part in a tier it does not
+    own (its own copy of the user tier, say) instead of refusing the write."""
+    if isinstance(part, DeletePart):
+        return not part.owner
+    return isinstance(part, MaintainPart)
+
+
 Part = (
     PutPart
     | OutcomePart

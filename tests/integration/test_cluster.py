@@ -161,3 +161,21 @@ def test_the_cli_routes_by_tier_and_shows_the_cluster(
     assert down.returncode == 3
     assert [s["name"] for s in json.loads(down.stdout) if s["error"] is not None] == ["c"]
     assert down.stderr.startswith("groove: error: coordinator c at ipc://")
+
+
+def test_a_coordinator_deletes_and_maintains_its_tiers_beside_its_own_copy_of_the_user_tier(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+) -> None:
+    path, _ = cluster_map
+    with GrooveCluster(path, timeout=20) as clients:
+        lid = clients.put_learnings([learning(f"project:{SHOP}", 1)]).ids[0]
+        b = clients.clients["b"]
+        assert "user" in b.stats().disk_tiers  # opened at start, though a owns the user tier
+        # a delete also drops relations in every tier held, and a maintenance run covers every tier: neither is
+        # refused for b's copy of the user tier, which b leaves alone
+        assert b.delete(lid) is True
+        with pytest.raises(NotFound):
+            clients.get(lid)
+        assert [t.tier for t in b.maintain().tiers] == [f"project:{SHOP}"]
+        with pytest.raises(WrongCoordinator):
+            b.learn("global", "solution", "d", "i")  # writing b's copy of the user tier is still refused
