@@ -19,11 +19,8 @@ from typing import Any
 from agents import GrooveClient
 from agents.corpus import PROJECT_ROOT, load
 from agents.fleet import Fleet, stop_process
-from benchmarks.evidence import readback, summarize
+from benchmarks.evidence import PER_AGENT_S, SETTLE_S, readback, spawn_agent, summarize
 from cli.processes import start_coordinator
-
-SETTLE_S = 2.0  # as benchmarks.load: workers start together, this long after the last one was spawned
-PER_AGENT_S = 0.25
 
 
 def plan(n: int) -> tuple[list[str], dict[str, list[str]]]:
@@ -66,18 +63,7 @@ def run_cluster(args: dict[str, Any], work: Path, serve: list[str]) -> dict[str,
         projects = agent_projects(n, args["agents"])
         start_at = time.time() + SETTLE_S + PER_AGENT_S * args["agents"]
         for i in range(args["agents"]):
-            fleet = fleets[names[i % n]]
-            fleet.spawn(
-                f"load-{i}",
-                mix=args["mix"],
-                in_flight=args["in_flight"],
-                seed=i,
-                verify=False,
-                start_at=start_at,
-                projects=projects[i],
-                acked_file=fleet.workdir / f"load-{i}.acked.json",
-                duration=args["duration"],
-            )
+            spawn_agent(fleets[names[i % n]], i, args, start_at, projects[i])
         for fleet in fleets.values():
             fleet.wait(timeout=args["duration"] + 600)
         result: dict[str, Any] = {"coordinators": {}}

@@ -1,6 +1,6 @@
-"""What a load run's agents were acked, summarised (throughput, latency, errors) and read back from the
-coordinator (lost, duplicated, stored without an ack, usage miscounted): shared by the single-coordinator and
-the cluster runs of benchmarks.load."""
+"""A load run's agents: started alike, then what they were acked, summarised (throughput, latency, errors)
+and read back from the coordinator (lost, duplicated, stored without an ack, usage miscounted). Shared by the
+single-coordinator and the cluster runs of benchmarks.load."""
 
 from __future__ import annotations
 
@@ -10,8 +10,28 @@ from pathlib import Path
 from typing import Any
 
 from agents import GrooveClient
+from agents.fleet import Fleet
 from agents.workloads import KINDS
 from benchmarks.common import latency_summary
+
+SETTLE_S = 2.0  # workers start this long after being spawned, plus PER_AGENT_S each, so all start together
+PER_AGENT_S = 0.25  # a worker process takes ~0.3 s of CPU to start: on 2 cores, 32 of them take ~5 s
+
+
+def spawn_agent(fleet: Fleet, i: int, args: dict[str, Any], start_at: float, projects: str | None) -> None:
+    """Load agent i of a run: the run's mix, no read-back of its own (`readback` does it), its acked ids in
+    the fleet's workdir."""
+    fleet.spawn(
+        f"load-{i}",
+        mix=args["mix"],
+        in_flight=args["in_flight"],
+        seed=i,
+        verify=False,
+        start_at=start_at,
+        projects=projects,
+        acked_file=fleet.workdir / f"load-{i}.acked.json",
+        duration=args["duration"],
+    )
 
 
 def summarize(reports: list[dict[str, Any]], latencies: dict[str, list[float]], duration: float) -> dict[str, Any]:

@@ -36,14 +36,12 @@ from agents.fleet import Fleet, stop_process
 from agents.workloads import parse_mix
 from benchmarks.cluster import agent_projects, run_cluster
 from benchmarks.common import ProcessTree, latency_summary, machine
-from benchmarks.evidence import readback, summarize
+from benchmarks.evidence import PER_AGENT_S, SETTLE_S, readback, spawn_agent, summarize
 from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
 from cli.output import table
 from cli.processes import start_coordinator
 from coordinator.net.config import EMBEDDERS
 
-_SETTLE_S = 2.0  # workers start this long after being spawned, plus _PER_AGENT_S each, so all start together
-_PER_AGENT_S = 0.25  # a worker process takes ~0.3 s of CPU to start: on 2 cores, 32 of them take ~5 s
 _PING_EVERY_S = 0.1  # often enough that a tail of ~0.5 % shows in a minute's run
 _PING_TIMEOUT_S = 10.0
 
@@ -101,21 +99,11 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
         sampler = Sampler(coordinator.pid, endpoint)
         sampler.start()
         fleet = Fleet(endpoint, work / "agents", timeout=120.0, restart=False)
-        start_at = time.time() + _SETTLE_S + _PER_AGENT_S * args["agents"]
+        start_at = time.time() + SETTLE_S + PER_AGENT_S * args["agents"]
         # with --cluster, each agent keeps to the projects it writes in the cluster run: like for like
         projects = agent_projects(args["cluster"], args["agents"]) if args["cluster"] else [None] * args["agents"]
         for i in range(args["agents"]):
-            fleet.spawn(
-                f"load-{i}",
-                projects=projects[i],
-                mix=args["mix"],
-                in_flight=args["in_flight"],
-                seed=i,
-                verify=False,
-                start_at=start_at,
-                acked_file=fleet.workdir / f"load-{i}.acked.json",
-                duration=args["duration"],
-            )
+            spawn_agent(fleet, i, args, start_at, projects[i])
         fleet.wait(timeout=args["duration"] + 600)
         sampler.stopped.set()
         sampler.join(_PING_TIMEOUT_S + 1)
@@ -126,7 +114,7 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
             raise RuntimeError(f"agents {failed} ended without a report: {fleet.members[failed[0]].crashes}")
         result = summarize(reports, fleet.latencies(), args["duration"])
         result["readback"] = readback(client, fleet.workdir, preloaded=args["preload"])
-        load_from = _SETTLE_S + _PER_AGENT_S * args["agents"]  # seconds after the sampler started
+        load_from = SETTLE_S + PER_AGENT_S * args["agents"]  # seconds after the sampler started
         warmed_up = load_from + args["duration"] / 4
         warm = [rss for t, _, rss in sampler.series if t > warmed_up]
         # whole seconds inside the load only: start-up and read-back would dilute the mean
@@ -192,7 +180,7 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
         server = subprocess.Popen(["chroma", "run", "--path", str(work / "chroma"), "--port", "8765"])
         time.sleep(5.0)
         extra = ["--port", "8765"]
-    start_at = time.time() + _SETTLE_S + _PER_AGENT_S * n
+    start_at = time.time() + SETTLE_S + PER_AGENT_S * n
     procs = [
         subprocess.Popen(
             peer_argv(
