@@ -24,7 +24,16 @@ from protocol.curation import (
     ReviewOut,
 )
 from protocol.keys import CurveClient
-from protocol.loop import InjectionGetReply, InjectPrepareReply, MaintainReply, ParamOut, ParamsListReply
+from protocol.loop import (
+    InjectCandidatesReply,
+    InjectionGetReply,
+    InjectionRecordReply,
+    InjectPrepareReply,
+    MaintainReply,
+    Offer,
+    ParamOut,
+    ParamsListReply,
+)
 from protocol.models import (
     AgentOut,
     AgentsListReply,
@@ -201,17 +210,24 @@ class GrooveClient(BoardCalls):
 
     def close_session(
         self,
-        attributions: Sequence[tuple[str, str] | dict[str, str]] = (),
+        attributions: Sequence[tuple[str, str] | dict[str, Any]] = (),
         *,
         injection_id: str | None = None,
         success: bool | None = None,
         session_id: str | None = None,
+        elsewhere: Sequence[dict[str, Any]] = (),
     ) -> OutcomeRecordReply:
         """`outcome.record` in full: attributions, plus the injection they close and whether the session
         succeeded (injected learnings left unattributed count as ignored; `success` updates the system's
-        adaptive parameters)."""
-        items = [a if isinstance(a, dict) else {"learning_id": a[0], "outcome": a[1]} for a in attributions]
-        body = clean(attributions=items, session_id=session_id, injection_id=injection_id, success=success)
+        adaptive parameters). `elsewhere`: attributions other coordinators of a cluster apply, counted here."""
+        items = attribution_maps(attributions)
+        body = clean(
+            attributions=items,
+            session_id=session_id,
+            injection_id=injection_id,
+            success=success,
+            elsewhere=list(elsewhere) or None,
+        )
         return OutcomeRecordReply.model_validate(self.call(C.OP_OUTCOME_RECORD, body))
 
     # --- the learning loop -----------------------------------------------------------------------------
@@ -225,11 +241,29 @@ class GrooveClient(BoardCalls):
         enterprise: str | None = None,
         budget: int | None = None,
         seed: int | None = None,
+        elsewhere: Sequence[Offer] = (),
     ) -> InjectPrepareReply:
-        """`inject.prepare`: the learnings for a new session, recorded as given to it, and their block."""
+        """`inject.prepare`: the learnings for a new session, recorded as given to it, and their block.
+        `elsewhere`: what the owners of the context's other tiers offered (a cluster's home chooses)."""
         context = clean(project=project, enterprise=enterprise)
-        body = clean(session_id=session_id, task=task, context=context or None, budget=budget, seed=seed)
+        offers = [offer.model_dump() for offer in elsewhere] or None
+        body = clean(
+            session_id=session_id, task=task, context=context or None, budget=budget, seed=seed, elsewhere=offers
+        )
         return InjectPrepareReply.model_validate(self.call(C.OP_INJECT_PREPARE, body))
+
+    def inject_candidates(
+        self, tiers: list[str], *, task: str | None = None, project: str | None = None, enterprise: str | None = None
+    ) -> Offer:
+        """`inject.candidates`: what these tiers (this coordinator owns them) offer a session's injection."""
+        context = clean(project=project, enterprise=enterprise)
+        body = clean(tiers=tiers, task=task, context=context or None)
+        return InjectCandidatesReply.model_validate(self.call(C.OP_INJECT_CANDIDATES, body)).offer
+
+    def record_injection(self, injection_id: str, learning_ids: list[str]) -> int:
+        """`injection.record`: count an injection chosen on another coordinator in these learnings' usage."""
+        body = {"injection_id": injection_id, "learning_ids": learning_ids}
+        return InjectionRecordReply.model_validate(self.call(C.OP_INJECTION_RECORD, body)).counted
 
     def get_injection(self, injection_id: str) -> InjectionGetReply:
         """What a session was given (each learning as it is now) and whether its outcome was recorded."""
@@ -345,3 +379,8 @@ class GrooveClient(BoardCalls):
         """Relations from and/or to one learning."""
         body = clean(id=learning_id, relation_type=relation_type, direction=direction)
         return RelationListReply.model_validate(self.call(C.OP_RELATION_LIST, body)).relations
+
+
+def attribution_maps(attributions: Sequence[tuple[str, str] | dict[str, Any]]) -> list[dict[str, Any]]:
+    """Attributions as the wire has them: (learning id, outcome) pairs or maps already."""
+    return [a if isinstance(a, dict) else {"learning_id": a[0], "outcome": a[1]} for a in attributions]

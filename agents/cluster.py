@@ -5,25 +5,28 @@ owners is split: one request per owner, each with its own request id, so each pa
 atomic on its coordinator, as a put is atomic per tier on one coordinator. Reads that span tiers fan out to
 the owners concurrently and merge: a search's scores are comparable across coordinators (one model, one
 scoring function, each learning scored on its own), so the merged list is what one coordinator holding every
-tier would answer, unless the candidate pools bind (PROTOCOL.md, section 11). A stale map gets
-`WrongCoordinator` (its `owner` names the right one), never a split tier.
+tier would answer, unless the candidate pools bind (PROTOCOL.md, section 11). An injection is chosen by the
+home from its own candidates and those the other owners offer; an outcome is closed by the home and applied
+by each owner to its learnings. A stale map gets `WrongCoordinator` (its `owner` names the right one), never
+a split tier.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agents.client import GrooveClient
+from agents.client import GrooveClient, attribution_maps
 from agents.errors import GrooveError, NotFound
 from protocol import constants as C
 from protocol.cluster import ClusterMap
 from protocol.keys import CurveClient
-from protocol.models import LearningListReply, LearningOut, LearningPutReply, StatsReply
+from protocol.loop import GivenLearning, InjectionGetReply, InjectPrepareReply
+from protocol.models import LearningListReply, LearningOut, LearningPutReply, OutcomeRecordReply, StatsReply
 from protocol.scopes import tier_for_scope
 from protocol.search import SearchContext, SearchHit
 
@@ -95,6 +98,102 @@ class GrooveCluster:
                 ids[index], created[index] = lid, new
         return LearningPutReply(ids=ids, created=created)
 
+    # --- the learning loop: the home chooses and closes, each owner counts its own learnings ------------
+
+    def inject(
+        self,
+        session_id: str,
+        *,
+        task: str | None = None,
+        project: str | None = None,
+        enterprise: str | None = None,
+        budget: int | None = None,
+        seed: int | None = None,
+    ) -> InjectPrepareReply:
+        """`GrooveClient.inject` over the cluster: the owners of the context's other tiers offer candidates,
+        the home chooses and records the injection, and each owner counts its chosen learnings."""
+        context = SearchContext(project=project, enterprise=enterprise)
+        home = self.map.home
+        away = {name: tiers for name, tiers in self.map.by_owner(context.tiers()).items() if name != home}
+        where = {"project": project, "enterprise": enterprise}
+        offers = self.fan_out(list(away), lambda name, client: client.inject_candidates(away[name], task=task, **where))
+        reply = self.clients[home].inject(
+            session_id, task=task, budget=budget, seed=seed, elsewhere=list(offers.values()), **where
+        )
+        chosen: dict[str, list[str]] = {}
+        for item in reply.learnings:
+            owner = self.map.owner(item.learning.tier)
+            if owner != home:
+                chosen.setdefault(owner, []).append(item.learning.id)
+        self.fan_out(list(chosen), lambda name, client: client.record_injection(reply.injection_id, chosen[name]))
+        return reply
+
+    def close_session(
+        self,
+        attributions: Sequence[tuple[str, str] | dict[str, Any]] = (),
+        *,
+        injection_id: str | None = None,
+        success: bool | None = None,
+        session_id: str | None = None,
+    ) -> OutcomeRecordReply:
+        """`GrooveClient.close_session` over the cluster: the home closes the injection, counting every
+        attribution, then each other owner applies those of its learnings. A learning no coordinator holds is
+        refused (NotFound) before anything is sent."""
+        home = self.map.home
+        items = attribution_maps(attributions)
+        given: dict[str, str] = {}  # learning id -> tier, of what the injection gave
+        if injection_id is not None:
+            given = {g.id: g.tier for g in self.clients[home].get_injection(injection_id).learnings}
+        rated = {a["learning_id"] for a in items}
+        # the tier of every rated learning, and which of the injection's learnings elsewhere still exist
+        away_given = [lid for lid, tier in given.items() if self.map.owner(tier) != home]
+        tier_of = self._locate([lid for lid in rated if lid not in given] + away_given)
+        tier_of |= {lid: tier for lid, tier in given.items() if self.map.owner(tier) == home}
+        lost = [lid for lid in rated if lid not in tier_of]
+        if lost:
+            raise NotFound("not_found", f"no coordinator of the cluster holds learning {lost[0]}")
+        parts: dict[str, list[dict[str, Any]]] = {}
+        for a in items:
+            parts.setdefault(self.map.owner(tier_of[a["learning_id"]]), []).append(a)
+        implied = [lid for lid in away_given if lid not in rated and lid in tier_of]
+        for lid in implied:
+            parts.setdefault(self.map.owner(tier_of[lid]), []).append({"learning_id": lid, "outcome": "ignored"})
+        mine = parts.pop(home, [])
+        applied = ignored = 0
+        if injection_id is not None or mine:
+            elsewhere = [a for name in parts for a in parts[name]] if injection_id is not None else []
+            first = self.clients[home].close_session(
+                mine, injection_id=injection_id, success=success, session_id=session_id, elsewhere=elsewhere
+            )
+            applied, ignored = first.applied, first.ignored + len(implied)
+        replies = self.fan_out(
+            list(parts),
+            lambda name, client: client.close_session(
+                [a | {"injected": a["learning_id"] in given} for a in parts[name]], session_id=session_id
+            ),
+        )
+        applied += sum(r.applied for r in replies.values())
+        return OutcomeRecordReply(applied=applied, ignored=ignored)
+
+    def record_outcome(
+        self, attributions: Sequence[tuple[str, str] | dict[str, Any]], session_id: str | None = None
+    ) -> int:
+        """Apply attributions, each on its learning's owner; returns how many applied."""
+        return self.close_session(attributions, session_id=session_id).applied
+
+    def get_injection(self, injection_id: str) -> InjectionGetReply:
+        """`injection.get` from the home, each learning of another owner's tier read from that owner."""
+        reply = self.clients[self.map.home].get_injection(injection_id)
+        away: dict[str, list[GivenLearning]] = {}
+        for given in reply.learnings:
+            owner = self.map.owner(given.tier)
+            if owner != self.map.home:
+                away.setdefault(owner, []).append(given)
+        found = self.fan_out(list(away), lambda name, client: {g.id: _get_or_none(client, g.id) for g in away[name]})
+        for given in (g for items in away.values() for g in items):
+            given.learning = found[self.map.owner(given.tier)][given.id]
+        return reply
+
     # --- reads ---------------------------------------------------------------------------------------
 
     def search(self, text: str | None = None, **options: Any) -> list[SearchHit]:
@@ -154,6 +253,15 @@ class GrooveCluster:
         except GrooveError as exc:
             status.error = str(exc)
         return status
+
+    def _locate(self, ids: list[str]) -> dict[str, str]:
+        """The tier of each of these learnings that some coordinator holds."""
+        if not ids:
+            return {}
+        found = self.fan_out(
+            list(self.clients), lambda _, client: [x for lid in ids if (x := _get_or_none(client, lid)) is not None]
+        )
+        return {x.id: x.tier for held in found.values() for x in held}
 
 
 def _get_or_none(client: GrooveClient, learning_id: str) -> LearningOut | None:

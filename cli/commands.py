@@ -218,8 +218,10 @@ def list_(
 @click.argument("result", type=click.Choice(C.OUTCOMES))
 @click.option("--session-id", help="The session the outcome belongs to.")
 @json_option
-@with_client
-def outcome(client: GrooveClient, learning_id: str, result: str, session_id: str | None, as_json: bool) -> None:
+@with_routed_client
+def outcome(
+    client: GrooveClient | GrooveCluster, learning_id: str, result: str, session_id: str | None, as_json: bool
+) -> None:
     """Record how a learning turned out: helpful, ignored or contradicted."""
     applied = client.record_outcome([(learning_id, result)], session_id)
     item = client.get(learning_id)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import click
 
 from agents import GrooveClient
-from cli.commands import with_client
+from agents.cluster import GrooveCluster
+from cli.commands import with_client, with_routed_client
 from cli.options import json_option, project_root, tier_option
 from cli.output import emit_json, table
 from protocol import constants as C
@@ -54,9 +55,9 @@ def params(client: GrooveClient, as_json: bool) -> None:
 @click.option("--budget", type=click.IntRange(1, C.MAX_INJECTION_BUDGET), help="At most this many learnings.")
 @click.option("--seed", type=click.IntRange(0), help="Make the sampled thresholds reproducible.")
 @json_option
-@with_client
+@with_routed_client
 def inject(
-    client: GrooveClient,
+    client: GrooveClient | GrooveCluster,
     session_id: str,
     project: str | None,
     enterprise: str | None,
@@ -85,9 +86,9 @@ def inject(
 @click.option("--contradicted", "contradicted", multiple=True, metavar="ID", help="A learning that was wrong.")
 @click.option("--ignored", "ignored", multiple=True, metavar="ID", help="A learning that did not matter.")
 @json_option
-@with_client
+@with_routed_client
 def session_end(
-    client: GrooveClient,
+    client: GrooveClient | GrooveCluster,
     injection_id: str,
     success: bool | None,
     helpful: tuple[str, ...],
@@ -111,8 +112,8 @@ def session_end(
 @click.command("session")
 @click.argument("injection_id")
 @json_option
-@with_client
-def session(client: GrooveClient, injection_id: str, as_json: bool) -> None:
+@with_routed_client
+def session(client: GrooveClient | GrooveCluster, injection_id: str, as_json: bool) -> None:
     """Show what a session was given (its injection): each learning as it is now, and whether it was closed."""
     given = client.get_injection(injection_id)
     if as_json:

@@ -28,6 +28,8 @@ OP_REEMBED: Final = "embeddings.rebuild"
 OP_PARAMS_LIST: Final = "params.list"
 OP_INJECT_PREPARE: Final = "inject.prepare"
 OP_INJECTION_GET: Final = "injection.get"
+OP_INJECT_CANDIDATES: Final = "inject.candidates"
+OP_INJECTION_RECORD: Final = "injection.record"
 OP_MAINTAIN: Final = "maintain"
 OP_LEARNING_RESTORE: Final = "learning.restore"
 OP_LEARNING_PROMOTE: Final = "learning.promote"
@@ -156,6 +158,8 @@ PARAM_INJECTION_BUDGET: Final = "injection_budget"
 PARAM_CONFIDENCE_THRESHOLD: Final = "confidence_threshold"
 PARAM_SIMILARITY_THRESHOLD: Final = "semantic_similarity_threshold"
 MAX_INJECTION_BUDGET: Final = 20
+MAX_OFFERED: Final = 50  # candidates one tier offers an injection chosen elsewhere (the chooser's own pool)
+MAX_OFFER_LINKS: Final = 10_000  # relations an offer hands on with its candidates
 # The block `inject.prepare` renders for a CLAUDE.md-style file sits between these lines, so it can be
 # found and replaced in place.
 INJECT_BEGIN: Final = "<!-- groove:learnings:begin -->"

@@ -1,10 +1,11 @@
-"""Models of the learning-loop operations: `params.list` and `inject.prepare`."""
+"""Models of the learning-loop operations: `params.list`, `inject.prepare` and, for an injection whose tiers
+several coordinators own, `inject.candidates` and `injection.record` (PROTOCOL.md section 11)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from protocol import constants as C
 from protocol.models import Body, LearningId, LearningOut, Millis, Reply, ShortText, Tier
@@ -37,15 +38,97 @@ class ParamsListReply(Reply):
     params: list[ParamOut]
 
 
+Task = Annotated[str, Field(min_length=1, max_length=C.MAX_QUERY_CHARS)]
+
+
+def _within(tiers: list[str], context: SearchContext, field: str) -> None:
+    """Tiers a request names apart from its context must be tiers that context reads, each named once."""
+    reads = context.tiers()
+    outside = [t for t in tiers if t not in reads]
+    if outside:
+        raise ValueError(f"{field}: tier {outside[0]!r} is not read by the context (it reads {', '.join(reads)})")
+    if len(set(tiers)) != len(tiers):
+        raise ValueError(f"{field}: a tier is named twice")
+
+
+class InjectCandidatesRequest(Body):
+    """`inject.candidates`: what some tiers of a session's context offer its injection, for the coordinator
+    that chooses it (the home of a cluster, when another coordinator owns these tiers)."""
+
+    tiers: Annotated[list[Tier], Field(min_length=1, max_length=3)]
+    context: SearchContext = Field(default_factory=SearchContext)
+    task: Task | None = None
+
+    @model_validator(mode="after")
+    def _tiers_in_context(self) -> InjectCandidatesRequest:
+        _within(self.tiers, self.context, "tiers")
+        return self
+
+
+class OfferedLearning(Body):
+    """One candidate for an injection, scored where its tier is held."""
+
+    learning: LearningOut
+    score: float
+    relevance: float  # to the task (0 without one)
+    reasoning: str
+
+
+class Contradiction(Body):
+    """A stored `contradicts` relation between two learnings."""
+
+    from_id: LearningId
+    to_id: LearningId
+
+
+class Offer(Body):
+    """What the owner of some tiers offered (an `inject.candidates` reply), handed on to the chooser."""
+
+    tiers: Annotated[list[Tier], Field(min_length=1, max_length=3)]
+    candidates: Annotated[list[OfferedLearning], Field(max_length=3 * C.MAX_OFFERED)]
+    # `contradicts` relations stored in these tiers whose from_id is a candidate (to_id anywhere)
+    contradicts: Annotated[list[Contradiction], Field(max_length=C.MAX_OFFER_LINKS)] = Field(default_factory=list)
+    # learnings of other tiers that a `supersedes` relation stored in these tiers hides
+    superseded: Annotated[list[LearningId], Field(max_length=C.MAX_OFFER_LINKS)] = Field(default_factory=list)
+
+
+class InjectCandidatesReply(Reply):
+    """The candidates of the tiers asked for, and the relations the chooser must know of: handed on unchanged
+    in the chooser's `inject.prepare` (`elsewhere`)."""
+
+    offer: Offer
+
+
 class InjectPrepareRequest(Body):
     """`inject.prepare`: choose the learnings to give an agent session, and record the choice."""
 
     session_id: ShortText
     context: SearchContext = Field(default_factory=SearchContext)
-    task: Annotated[str, Field(min_length=1, max_length=C.MAX_QUERY_CHARS)] | None = None
+    task: Task | None = None
     budget: Annotated[int, Field(ge=1, le=C.MAX_INJECTION_BUDGET)] | None = None
     # Thompson sampling draws at random; a seed makes one injection reproducible (tests, simulations).
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)] | None = None
+    # tiers of the context that another coordinator owns, with what it offered: not read here, and their
+    # learnings' usage is counted by their owner (`injection.record`)
+    elsewhere: Annotated[list[Offer], Field(max_length=2)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _offers_fit(self) -> InjectPrepareRequest:
+        offered = [t for offer in self.elsewhere for t in offer.tiers]
+        _within(offered, self.context, "elsewhere")
+        if C.TIER_USER in offered:
+            raise ValueError("elsewhere: the user tier is the chooser's own (it holds the adaptive parameters)")
+        for i, offer in enumerate(self.elsewhere):
+            for j, c in enumerate(offer.candidates):
+                if c.learning.tier not in offer.tiers:
+                    raise ValueError(
+                        f"elsewhere.{i}.candidates.{j}: learning {c.learning.id} is of tier {c.learning.tier!r}, "
+                        "not one of the offer's tiers"
+                    )
+        ids = [c.learning.id for offer in self.elsewhere for c in offer.candidates]
+        if len(set(ids)) != len(ids):
+            raise ValueError("elsewhere: a learning is offered twice")
+        return self
 
 
 class InjectedLearning(Reply):
@@ -63,6 +146,26 @@ class InjectPrepareReply(Reply):
     learnings: list[InjectedLearning]
     markdown: str
     params: dict[str, float]
+
+
+class InjectionRecordRequest(Body):
+    """`injection.record`: the coordinator that chose an injection gave the session these learnings of tiers
+    this coordinator owns: count the injection in their usage."""
+
+    injection_id: LearningId
+    learning_ids: Annotated[list[LearningId], Field(min_length=1, max_length=C.MAX_INJECTION_BUDGET)]
+
+    @model_validator(mode="after")
+    def _once_each(self) -> InjectionRecordRequest:
+        if len(set(self.learning_ids)) != len(self.learning_ids):
+            raise ValueError("learning_ids: a learning is named twice")
+        return self
+
+
+class InjectionRecordReply(Reply):
+    """How many of the learnings were counted (one deleted since it was chosen is not)."""
+
+    counted: int
 
 
 class InjectionGetRequest(Body):

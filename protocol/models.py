@@ -260,6 +260,9 @@ class Attribution(Body):
 
     learning_id: LearningId
     outcome: OutcomeKind
+    # set by a client that splits one session's outcome over the coordinators of a cluster: the learning was
+    # in the session's injection, chosen on another coordinator, and `injection.record` counted it already
+    injected: bool = False
 
 
 class OutcomeRecordRequest(Body):
@@ -271,6 +274,11 @@ class OutcomeRecordRequest(Body):
     session_id: ShortText | None = None
     injection_id: LearningId | None = None
     success: bool | None = None
+    # the session's attributions of learnings that other coordinators own (a cluster): applied there, and
+    # only counted here in the figures of the session this request closes
+    elsewhere: Annotated[list[Attribution], Field(max_length=C.MAX_ATTRIBUTIONS_PER_OUTCOME)] = Field(
+        default_factory=list
+    )
 
     @model_validator(mode="after")
     def _coherent(self) -> OutcomeRecordRequest:
@@ -278,6 +286,16 @@ class OutcomeRecordRequest(Body):
             raise ValueError("give 'attributions', an 'injection_id', or both")
         if self.success is not None and self.injection_id is None:
             raise ValueError("'success' needs the 'injection_id' of the session's injection")
+        if self.elsewhere and self.injection_id is None:
+            raise ValueError("'elsewhere' needs the 'injection_id' of the session it closes")
+        if self.injection_id is not None and any(a.injected for a in self.attributions + self.elsewhere):
+            raise ValueError(
+                "'injected' is only for an outcome without 'injection_id' (the injection says what it gave)"
+            )
+        here = {a.learning_id for a in self.attributions}
+        both = [a.learning_id for a in self.elsewhere if a.learning_id in here]
+        if both:
+            raise ValueError(f"learning {both[0]} is both in 'attributions' and in 'elsewhere'")
         return self
 
 

@@ -49,8 +49,12 @@ from protocol.curation import (
     ReviewListRequest,
 )
 from protocol.loop import (
+    InjectCandidatesReply,
+    InjectCandidatesRequest,
     InjectionGetReply,
     InjectionGetRequest,
+    InjectionRecordReply,
+    InjectionRecordRequest,
     InjectPrepareReply,
     InjectPrepareRequest,
     MaintainReply,
@@ -166,6 +170,9 @@ OPS: dict[str, Op] = {
         # reads to choose a session's learnings, then writes the choice: a write on the wire
         Op(C.OP_INJECT_PREPARE, InjectPrepareRequest, InjectPrepareReply, write=True, role=_AGENT),
         Op(C.OP_INJECTION_GET, InjectionGetRequest, InjectionGetReply, write=False, role=_AGENT),
+        # an injection over a cluster: the owners of its other tiers offer candidates, then count the choice
+        Op(C.OP_INJECT_CANDIDATES, InjectCandidatesRequest, InjectCandidatesReply, write=False, role=_AGENT),
+        Op(C.OP_INJECTION_RECORD, InjectionRecordRequest, InjectionRecordReply, write=True, role=_AGENT),
         Op(C.OP_MAINTAIN, MaintainRequest, MaintainReply, write=True, role=_ADMIN),
         Op(C.OP_LEARNING_RESTORE, RestoreRequest, RestoreReply, write=True, role=_ADMIN),
         Op(C.OP_LEARNING_PROMOTE, PromoteRequest, PromoteReply, write=True, role=_AGENT),

@@ -19,12 +19,12 @@ adaptive parameters for this one session:
 
 The choice runs on a reader thread; recording it (the injection, and each chosen learning's
 `times_injected` and `last_used`) is a write that goes through the batcher like any other, and the reply
-is sent once that write committed.
+is sent once that write committed. In a cluster, the home chooses: the owners of the context's other tiers
+offer their candidates first (offers.py), and count the chosen ones in their usage after (`injection.record`).
 """
 
 from __future__ import annotations
 
-import heapq
 import json
 import random
 from typing import Any
@@ -34,19 +34,15 @@ from pydantic import BaseModel
 from coordinator.errors import Rejected
 from coordinator.loop import adaptive
 from coordinator.loop.adaptive import SPECS, AdaptiveParam
+from coordinator.loop.offers import POOL, Pick, held, local_picks, offered_picks
 from coordinator.search.derived import Derived
-from coordinator.search.ranking import Candidate, find, stored_rows
 from coordinator.store.reads import Archived, learnings_in
-from coordinator.store.records import UsageRow, joined, learning_wire
 from coordinator.store.relations import INJECTIONS, PARAMS
 from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
 from protocol.loop import InjectionGetRequest, InjectPrepareRequest
-from protocol.search import SearchRequest
-
-_POOL = 50  # candidates considered per session: enough for the largest budget after the filters
 
 
 class InjectRecord(BaseModel):
@@ -58,6 +54,7 @@ class InjectRecord(BaseModel):
     had_task: bool
     params: dict[str, float]
     reply: dict[str, Any]
+    elsewhere: list[str] = []  # tiers whose owner counts the injection in its learnings' usage
 
 
 def load_params(tier: Tier) -> dict[str, tuple[AdaptiveParam, int | None]]:
@@ -75,10 +72,14 @@ def params_list(tiers: TierSet) -> dict[str, Any]:
 def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, request_id: str) -> InjectRecord:
     """Choose this session's learnings; the returned record still has to be committed.
 
-    A request already applied in some tier (a retry after a crash that lost the ack, or one between two tiers'
-    commits) gets the choice it was first given, so every tier ends up with the same injection.
+    The tiers of `body.elsewhere` are not read here: their owners offered their candidates, which are weighed
+    with this coordinator's own. A request already applied in some tier (a retry after a crash that lost the
+    ack, or one between two tiers' commits) gets the choice it was first given, so every tier ends up with the
+    same injection.
     """
-    earlier = _applied(tiers, body, request_id)
+    foreign = [t for offer in body.elsewhere for t in offer.tiers]
+    own = [name for name in body.context.tiers() if name not in foreign]
+    earlier = _applied(tiers, body, request_id, own)
     if earlier is not None:
         return earlier
     rng = random.Random(body.seed)
@@ -94,24 +95,17 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
         C.PARAM_CONFIDENCE_THRESHOLD: min_confidence,
         C.PARAM_SIMILARITY_THRESHOLD: min_relevance,
     }
-    read = {t.name: t for name in body.context.tiers() if (t := tiers.get(name, create=False)) is not None}
+    read = held(tiers, own)
+    candidates = _pool(tiers, derived, body, own, read)
     if body.task is not None:
-        search = SearchRequest(text=body.task, limit=_POOL, context=body.context)
-        candidates = [c for c in find(tiers, derived, search) if c.relevance() >= min_relevance]
-    else:
-        candidates = _most_confident(derived, read)
+        candidates = [c for c in candidates if c.relevance >= min_relevance]
     best = max(candidates, key=lambda c: c.score, default=None)
-    spared = best if best is not None and UsageRow.of(best.row).times_injected == 0 else None
-    candidates = [
-        c for c in candidates if (c.confidence >= min_confidence or c is spared) and not _more_harm_than_good(c)
-    ]
+    spared = best if best is not None and best.fresh else None
+    candidates = [c for c in candidates if (c.confidence >= min_confidence or c is spared) and not c.harmful]
     candidates = _settle_contradictions(read, body, candidates)
     chosen = sorted(candidates, key=lambda c: -c.score)[:budget]
     injection_id = uuid7()
-    learnings = [
-        {"learning": learning_wire(c.row, c.tier), "score": c.score, "reasoning": _why(c, body.task is not None)}
-        for c in chosen
-    ]
+    learnings = [{"learning": c.wire(), "score": c.score, "reasoning": c.reasoning} for c in chosen]
     reply = {
         "injection_id": injection_id,
         "learnings": learnings,
@@ -125,7 +119,26 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
         had_task=body.task is not None,
         params=sampled,
         reply=reply,
+        elsewhere=foreign,
     )
+
+
+def _pool(
+    tiers: TierSet, derived: Derived, body: InjectPrepareRequest, own: list[str], read: dict[str, Tier]
+) -> list[Pick]:
+    """This coordinator's candidates and those offered by the owners of the other tiers, weighed as one pool:
+    with a task the best `POOL` of both by score (what one coordinator holding every tier would take)."""
+    picks = local_picks(tiers, derived, body.context, body.task, own)
+    if not body.elsewhere:
+        return picks
+    offered = offered_picks([c for offer in body.elsewhere for c in offer.candidates])
+    # a supersedes relation lives in the newer learning's tier: either side may hide the other's learnings
+    hidden = {lid for offer in body.elsewhere for lid in offer.superseded}
+    hidden |= derived.supersessions.superseded(list(read), [p.learning_id for p in offered])
+    pool = [p for p in picks + offered if p.learning_id not in hidden]
+    if body.task is not None:
+        pool = sorted(pool, key=lambda p: (-p.score, p.learning_id))[:POOL]
+    return pool
 
 
 def get_injection(tiers: TierSet, archived: Archived, body: InjectionGetRequest) -> dict[str, Any]:
@@ -151,9 +164,9 @@ def get_injection(tiers: TierSet, archived: Archived, body: InjectionGetRequest)
     }
 
 
-def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str) -> InjectRecord | None:
-    """The injection this request id was given before, from any tier it reads, or None."""
-    for name in body.context.tiers():
+def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str, own: list[str]) -> InjectRecord | None:
+    """The injection this request id was given before, from any tier of its own it reads, or None."""
+    for name in own:
         tier = tiers.get(name, create=False)
         if tier is None:
             continue
@@ -168,65 +181,37 @@ def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str) -> Inj
                 had_task=body.task is not None,
                 params=reply["params"],
                 reply=reply,
+                elsewhere=[t for offer in body.elsewhere for t in offer.tiers],
             )
     return None
 
 
-def _most_confident(derived: Derived, read: dict[str, Tier]) -> list[Candidate]:
-    """Without a task: the most confident learnings of each tier read, superseded and archived ones left out.
-
-    Only (id, confidence) pairs are read and ranked here; sorting whole joined rows in CozoDB took ≈ 60 ms
-    per 5k learnings. The chosen few come from the row cache.
-    """
-    found = []
-    for name, tier in read.items():
-        pairs = tier.run("?[id, confidence] := *learning{id, confidence}")
-        hidden = derived.archive.archived(name, [lid for lid, _ in pairs])
-        ranked = heapq.nlargest(_POOL + len(hidden), pairs, key=lambda pair: pair[1])
-        best = [lid for lid, _ in ranked if lid not in hidden][:_POOL]
-        rows = stored_rows(derived, tier, best)
-        found += [
-            Candidate(lid, name, row=rows[lid], score=joined(rows[lid], "confidence")) for lid in best if lid in rows
-        ]
-    superseded = derived.supersessions.superseded(list(read), [c.learning_id for c in found])
-    return [c for c in found if c.learning_id not in superseded]
-
-
-def _more_harm_than_good(c: Candidate) -> bool:
-    usage = UsageRow.of(c.row)
-    return usage.times_contradicted > usage.times_helpful
-
-
-def _settle_contradictions(
-    read: dict[str, Tier], body: InjectPrepareRequest, cands: list[Candidate]
-) -> list[Candidate]:
+def _settle_contradictions(read: dict[str, Tier], body: InjectPrepareRequest, cands: list[Pick]) -> list[Pick]:
     """Of two candidates that contradict each other, keep one (the project tier's in a project context)."""
     by_id = {c.learning_id: c for c in cands}
     if len(by_id) < 2:
         return cands
     dropped: set[str] = set()
     project = C.TIER_PROJECT_PREFIX + body.context.project if body.context.project is not None else None
+    pairs = [(x.from_id, x.to_id) for offer in body.elsewhere for x in offer.contradicts]
     for tier in read.values():
-        pairs = tier.run(
+        rows = tier.run(
             "?[a, b] := a in $ids, *learning_relations{from_id: a, relation_type: 'contradicts', to_id: b}, b in $ids",
             {"ids": list(by_id)},
         )
-        for a, b in pairs:
-            if a in dropped or b in dropped:
-                continue
-            first, second = by_id[a], by_id[b]
-            if project is not None and (first.tier == project) != (second.tier == project):
-                loser = second if first.tier == project else first
-            else:
-                loser = second if first.score >= second.score else first
-            dropped.add(loser.learning_id)
+        pairs += [(a, b) for a, b in rows]
+    # in id order, wherever a pair is stored, so that a chain of contradictions settles alike on one
+    # coordinator and across several
+    for a, b in sorted(set(pairs)):
+        if a not in by_id or b not in by_id or a in dropped or b in dropped:
+            continue
+        first, second = by_id[a], by_id[b]
+        if project is not None and (first.tier == project) != (second.tier == project):
+            loser = second if first.tier == project else first
+        else:
+            loser = second if first.score >= second.score else first
+        dropped.add(loser.learning_id)
     return [c for c in cands if c.learning_id not in dropped]
-
-
-def _why(c: Candidate, matched: bool) -> str:
-    if matched:
-        return f"{c.reasoning()}; relevance {c.relevance():.2f}"
-    return f"among the most confident in tier {c.tier}; confidence {c.confidence:.2f}"
 
 
 def markdown(injection_id: str, session_id: str, learnings: list[dict[str, Any]]) -> str:

@@ -34,6 +34,7 @@ from coordinator.board.reads import (
 )
 from coordinator.errors import Rejected
 from coordinator.loop.injection import get_injection, params_list, prepare
+from coordinator.loop.offers import offer
 from coordinator.net.agents import AgentRegistry
 from coordinator.net.idle import IdleNudges
 from coordinator.search.derived import Derived, rebuild_index, reembed
@@ -58,7 +59,7 @@ from protocol.codec import encode_push
 from protocol.curation import ReviewListRequest
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms
-from protocol.loop import InjectionGetRequest, InjectPrepareRequest, ParamsListRequest
+from protocol.loop import InjectCandidatesRequest, InjectionGetRequest, InjectPrepareRequest, ParamsListRequest
 from protocol.models import (
     AgentsListRequest,
     HeartbeatRequest,
@@ -220,6 +221,8 @@ HANDLERS: dict[str, Handler] = {
         lambda s, b, rid: prepare(s.tiers, s.derived, b, rid), writes.INJECT
     ),
     C.OP_INJECTION_GET: Read[InjectionGetRequest](lambda s, b: get_injection(s.tiers, s.derived.archive.archived, b)),
+    C.OP_INJECT_CANDIDATES: Read[InjectCandidatesRequest](lambda s, b: offer(s.tiers, s.derived, b)),
+    C.OP_INJECTION_RECORD: Write(writes.INJECTION_RECORD),
     C.OP_MAINTAIN: Write(writes.MAINTAIN),
     C.OP_LEARNING_RESTORE: Write(writes.RESTORE),
     C.OP_LEARNING_PROMOTE: Write(writes.PROMOTE),

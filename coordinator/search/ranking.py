@@ -10,6 +10,7 @@ vs 26 of 32); this fusion is measured in benchmarks/search.py. Only the tiers th
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,9 +88,11 @@ def search_notes(tier: Tier, derived: Derived, body: SearchRequest, now: int) ->
     }
 
 
-def find(tiers: TierSet, derived: Derived, body: SearchRequest) -> list[Candidate]:
-    """The best candidates for a search, scored, with their stored rows, best first."""
-    read = [t for name in body.context.tiers() if (t := tiers.get(name, create=False)) is not None]
+def find(tiers: TierSet, derived: Derived, body: SearchRequest, only: Collection[str] | None = None) -> list[Candidate]:
+    """The best candidates for a search, scored, with their stored rows, best first; `only`: of the context's
+    tiers, read just these (the others are another coordinator's)."""
+    names = [n for n in body.context.tiers() if only is None or n in only]
+    read = [t for name in names if (t := tiers.get(name, create=False)) is not None]
     by_name = {t.name: t for t in read}
     wanted = pool(body.limit)
     found: dict[str, Candidate] = {}

@@ -33,7 +33,7 @@ from protocol.board import (
     TaskStartRequest,
 )
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
-from protocol.loop import MaintainRequest, RestoreRequest
+from protocol.loop import InjectionRecordRequest, MaintainRequest, RestoreRequest
 from protocol.models import (
     LearningDeleteRequest,
     LearningPutRequest,
@@ -159,6 +159,12 @@ PROPOSE = WriteOp[ProposeRequest](C.OP_LEARNING_PROPOSE, Planner.propose, _the_o
 DECIDE = WriteOp[ReviewDecideRequest](C.OP_REVIEW_DECIDE, Planner.decide, _the_one)
 # Prepared on a reader thread (the choice, the file read), then written like any other write.
 INJECT = WriteOp[InjectRecord](C.OP_INJECT_PREPARE, Planner.inject, lambda body, _: body.reply)
+INJECTION_RECORD = WriteOp[InjectionRecordRequest](
+    C.OP_INJECTION_RECORD,
+    Planner.record_injection,
+    _summed("counted"),
+    finds=lambda b: b.learning_ids,
+)
 IMPORT = WriteOp[ImportRecord](
     C.OP_IMPORT, Planner.import_, _imported, finds=lambda b: [i.id for t in b.tiers for i in t.learnings]
 )

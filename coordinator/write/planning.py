@@ -41,7 +41,7 @@ from protocol import constants as C
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
-from protocol.loop import MaintainRequest, RestoreRequest
+from protocol.loop import InjectionRecordRequest, MaintainRequest, RestoreRequest
 from protocol.models import (
     LearningDeleteRequest,
     LearningIn,
@@ -158,15 +158,18 @@ class Planner:
         return dict(parts)
 
     def outcome(self, body: OutcomeRecordRequest) -> Parts:
-        """`outcome.record`: attributions to each learning's tier; a closed session's side to the user tier."""
+        """`outcome.record`: attributions to each learning's tier; a closed session's side to the user tier.
+
+        `body.elsewhere` (a cluster): the session's attributions of learnings another coordinator owns; they
+        are applied there and only counted here, in the figures of the session.
+        """
         missing = list(dict.fromkeys(a.learning_id for a in body.attributions if a.learning_id not in self.found))
         if len(missing) == 1:
             raise not_found(missing[0])
         if missing:
             more = " ..." if len(missing) > 5 else ""
             raise Rejected(ErrorCode.NOT_FOUND, f"no learnings with ids {', '.join(missing[:5])}{more}")
-        attributions: list[tuple[str, str]] = [(a.learning_id, a.outcome) for a in body.attributions]
-        injected: set[str] = set()
+        attributions = [(a.learning_id, a.outcome, a.injected) for a in body.attributions]
         session: SessionClose | None = None
         if body.injection_id is not None:
             injection = self.injections.get(body.injection_id)
@@ -174,13 +177,16 @@ class Planner:
                 raise Rejected(ErrorCode.NOT_FOUND, f"no injection with id {body.injection_id}")
             if injection.closed or body.injection_id in self.closing:
                 raise already_closed(body.injection_id)
+            elsewhere = {a.learning_id: a.outcome for a in body.elsewhere}
             # learnings deleted since they were injected are left out of the session's figures
-            given = [lid for lid, _ in injection.learnings if lid in self.found]
+            given = [lid for lid, _ in injection.learnings if lid in self.found or lid in elsewhere]
             injected = set(given)
-            said = {lid for lid, _ in attributions}
+            said = {lid for lid, _, _ in attributions} | set(elsewhere)
             implied = [lid for lid in given if lid not in said]
-            attributions += [(lid, C.OUTCOME_IGNORED) for lid in implied]
-            judged = [outcome for lid, outcome in attributions if lid in injected]
+            attributions = [(lid, outcome, lid in injected) for lid, outcome, _ in attributions]
+            attributions += [(lid, C.OUTCOME_IGNORED, True) for lid in implied]
+            judged = [outcome for lid, outcome, _ in attributions if lid in injected]
+            judged += [outcome for lid, outcome in elsewhere.items() if lid in injected]
             result = SessionResult(
                 success=body.success,
                 injected=len(given),
@@ -192,9 +198,9 @@ class Planner:
             self.closing.add(body.injection_id)
             session = SessionClose(body.injection_id, updates(result), len(implied))
         parts: dict[str, OutcomePart] = {}
-        for lid, outcome in attributions:
+        for lid, outcome, injected_here in attributions:
             tier = self.found[lid].name
-            parts.setdefault(tier, OutcomePart([])).attributions.append((lid, outcome, lid in injected))
+            parts.setdefault(tier, OutcomePart([])).attributions.append((lid, outcome, injected_here))
         if session is not None:
             parts.setdefault(C.TIER_USER, OutcomePart([])).session = session
         return dict(parts)
@@ -301,10 +307,12 @@ class Planner:
         return {target: part}
 
     def inject(self, body: InjectRecord) -> Parts:
-        """`inject.prepare`'s choice: usage in each chosen learning's tier, the record in the user tier."""
+        """`inject.prepare`'s choice: usage in each chosen learning's tier (but those another coordinator owns,
+        which count it themselves), the record in the user tier."""
         parts: dict[str, InjectPart] = {}
         for lid, tier in body.learnings:
-            parts.setdefault(tier, InjectPart([])).learning_ids.append(lid)
+            if tier not in body.elsewhere:
+                parts.setdefault(tier, InjectPart([])).learning_ids.append(lid)
         record = {
             "injection_id": body.injection_id,
             "session_id": body.session_id,
@@ -317,6 +325,15 @@ class Planner:
         parts.setdefault(C.TIER_USER, InjectPart([])).record = INJECTIONS.row(record)
         for part in parts.values():
             part.reply = body.reply
+        return dict(parts)
+
+    def record_injection(self, body: InjectionRecordRequest) -> Parts:
+        """`injection.record`: an injection chosen on another coordinator, counted in these learnings' tiers."""
+        parts: dict[str, InjectPart] = {}
+        for lid in body.learning_ids:
+            tier = self.found.get(lid)
+            if tier is not None:  # one deleted since it was chosen is not counted
+                parts.setdefault(tier.name, InjectPart([])).learning_ids.append(lid)
         return dict(parts)
 
     def relation(self, body: RelationPutRequest) -> Parts:

@@ -338,13 +338,15 @@ class TierWrite:
         return {"review_id": part.review_id, "status": status, "learning_id": learning_id}
 
     def _inject(self, part: InjectPart) -> dict[str, Any]:
+        counted = 0
         for lid in part.learning_ids:
             if self.exists(lid):  # one deleted since it was chosen is simply no longer counted
                 self.usage[lid].inject(self.now)
                 self.usage_dirty.add(lid)
+                counted += 1
         if part.record is not None:
             self.injections.append(part.record)
-        return part.reply or {}
+        return part.reply if part.reply is not None else {"counted": counted}
 
     def _relation(self, part: RelationPart) -> dict[str, Any]:
         if part.store:

@@ -49,7 +49,7 @@ from protocol.board import (
 )
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from protocol.ids import uuid7
-from protocol.loop import MaintainRequest, RestoreRequest
+from protocol.loop import InjectionRecordRequest, MaintainRequest, RestoreRequest
 from protocol.models import (
     LearningDeleteRequest,
     LearningPutRequest,
@@ -149,6 +149,10 @@ def _inject(w: World) -> tuple[BaseModel, dict[str, type]]:
         reply=reply,
     )
     return body, {PROJECT: InjectPart, C.TIER_USER: InjectPart}
+
+
+def _inject_chosen_elsewhere(w: World) -> tuple[BaseModel, dict[str, type]]:
+    return InjectionRecordRequest(injection_id=uuid7(), learning_ids=[w.project_id, uuid7()]), {PROJECT: InjectPart}
 
 
 def _import(w: World) -> tuple[BaseModel, dict[str, type]]:
@@ -262,6 +266,7 @@ CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
     "PROPOSE": _propose,
     "DECIDE": _decide,
     "INJECT": _inject,
+    "INJECTION_RECORD": _inject_chosen_elsewhere,
     "IMPORT": _import,
     "STORE_VECTORS": _store_vectors,
 }

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from agents import GrooveClient, NotFound, WrongCoordinator
+from agents import Conflict, GrooveClient, NotFound, WrongCoordinator
 from agents.cluster import GrooveCluster
 from protocol.cluster import ClusterMap
+from protocol.ids import uuid7
 from tests.helpers import RunningCoordinator, learning, run_groove
 
 NAMES = ("a", "b", "c")
@@ -179,3 +180,101 @@ def test_a_coordinator_deletes_and_maintains_its_tiers_beside_its_own_copy_of_th
         assert [t.tier for t in b.maintain().tiers] == [f"project:{SHOP}"]
         with pytest.raises(WrongCoordinator):
             b.learn("global", "solution", "d", "i")  # writing b's copy of the user tier is still refused
+
+
+def _chosen(reply: Any) -> list[tuple[str, float, str]]:
+    return [(x.learning.id, round(x.score, 9), x.reasoning) for x in reply.learnings]
+
+
+def _state(client: Any, ids: list[str]) -> dict[str, tuple[float, dict[str, Any]]]:
+    """Each learning's confidence and usage (last_used left out: the two sides ran at different times)."""
+    got = {lid: client.get(lid) for lid in ids}
+    return {lid: (round(x.confidence, 9), x.usage.model_dump(exclude={"last_used"})) for lid, x in got.items()}
+
+
+def test_an_injection_and_its_outcome_across_two_coordinators_equal_one_coordinators(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+    coordinator: RunningCoordinator,
+    client_factory: Callable[..., GrooveClient],
+) -> None:
+    path, _ = cluster_map
+    words = ["retry", "flaky", "checkout", "cache", "timeout", "lock"]
+    batch = [learning("global", i, description=f"{words[i]} {words[(i + 1) % 6]} in general") for i in range(6)]
+    batch += [
+        learning(f"project:{SHOP}", i, description=f"{words[i]} {words[(i + 2) % 6]} in the shop") for i in range(6)
+    ]
+    single = client_factory(coordinator.endpoint)
+    with GrooveCluster(path, timeout=20) as clients:
+        ids = clients.put_learnings(batch).ids
+        single.put_learnings([item | {"id": lid} for item, lid in zip(batch, ids, strict=True)])
+        user_ids, shop_ids = ids[:6], ids[6:]
+        # a contradiction inside each tier: the chooser hears of the shop's from coordinator b's offer
+        for side in (single, clients.clients["a"]):
+            side.relate(user_ids[0], "contradicts", user_ids[1])
+        for side in (single, clients.clients["b"]):
+            side.relate(shop_ids[0], "contradicts", shop_ids[1])
+        sessions = [("cache timeout", 2), (None, 3), ("lock retry cache", 4), ("retry the flaky checkout", 1)]
+        tiers = set()
+        for n, (task, seed) in enumerate(sessions):
+            across = clients.inject(f"s{n}", task=task, project=SHOP, seed=seed)
+            alone = single.inject(f"s{n}", task=task, project=SHOP, seed=seed)
+            assert _chosen(across) == _chosen(alone)
+            assert across.params == alone.params
+            tiers |= {x.learning.tier for x in across.learnings}
+            assert across.markdown == alone.markdown.replace(alone.injection_id, across.injection_id)
+        assert tiers == {"user", f"project:{SHOP}"}  # chosen from a's learnings and from b's
+        # each owner counted the injections of its learnings, as the one coordinator did
+        assert _state(clients, ids) == _state(single, ids)
+
+        given = [x.learning.id for x in across.learnings]
+        helpful = next(lid for lid in given if lid in user_ids)
+        wrong = next(lid for lid in given if lid in shop_ids)
+        extra = next(lid for lid in shop_ids if lid not in given)  # used, though not injected
+        rated = [(helpful, "helpful"), (wrong, "contradicted"), (extra, "helpful")]
+        closed = clients.close_session(rated, injection_id=across.injection_id, success=False)
+        assert closed == single.close_session(rated, injection_id=alone.injection_id, success=False)
+        assert closed.ignored == len(given) - 2
+        assert _state(clients, ids) == _state(single, ids)
+        moved = [
+            [p.model_dump(exclude={"updated_at"}) for p in side.params()] for side in (clients.clients["a"], single)
+        ]
+        assert moved[0] == moved[1]  # the home's parameters moved as the one coordinator's did
+        shown = clients.get_injection(across.injection_id)
+        assert [g.learning is not None for g in shown.learnings] == [True] * len(given)  # b's read from b
+        assert shown.closed_at is not None
+
+        # closing it again is refused by the home before anything reaches b
+        before = _state(clients, ids)
+        with pytest.raises(Conflict):
+            clients.close_session([(wrong, "helpful")], injection_id=across.injection_id)
+        with pytest.raises(NotFound):
+            clients.close_session([(wrong, "helpful"), (str(uuid7()), "helpful")])
+        assert _state(clients, ids) == before
+
+
+def test_the_cli_injects_and_closes_sessions_across_the_cluster(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+) -> None:
+    path, _ = cluster_map
+    env = {"GROOVE_CLUSTER": str(path)}
+    with GrooveCluster(path, timeout=20) as clients:
+        shop = clients.put_learnings([learning(f"project:{SHOP}", 1, description="retry the flaky checkout")]).ids[0]
+        mine = clients.put_learnings([learning("global", 2, description="retry flaky checkout steps")]).ids[0]
+    task = ("--task", "retry flaky checkout", "--seed", "1")  # a draw that takes two learnings
+    injected = run_groove("inject", "--project", SHOP, *task, "--json", env=env)
+    assert injected.returncode == 0, injected.stderr
+    reply = json.loads(injected.stdout)
+    assert {x["learning"]["id"] for x in reply["learnings"]} == {shop, mine}
+    shown = run_groove("session", reply["injection_id"], "--json", env=env)
+    assert [g["learning"]["usage"]["times_injected"] for g in json.loads(shown.stdout)["learnings"]] == [1, 1]
+    ended = run_groove("session-end", reply["injection_id"], "--helpful", shop, "--success", "--json", env=env)
+    assert ended.returncode == 0, ended.stderr
+    assert json.loads(ended.stdout) == {"applied": 2, "ignored": 1}
+    rated = run_groove("outcome", shop, "contradicted", "--json", env=env)
+    assert rated.returncode == 0, rated.stderr
+    usage = json.loads(rated.stdout)["usage"]
+    assert (usage["times_helpful"], usage["times_contradicted"], usage["times_injected"]) == (1, 1, 2)
+    again = run_groove("session-end", reply["injection_id"], env=env)
+    assert again.returncode == 1
+    assert again.stderr.startswith("groove: error: conflict: ")
+    assert len(again.stderr.splitlines()) == 1
