@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agents.client import GrooveClient, attribution_maps
-from agents.errors import GrooveError, NotFound
+from agents.errors import GrooveError, NotFound, RequestTooLarge
 from protocol import constants as C
 from protocol.cluster import ClusterMap
 from protocol.keys import CurveClient
@@ -117,9 +117,17 @@ class GrooveCluster:
         away = {name: tiers for name, tiers in self.map.by_owner(context.tiers()).items() if name != home}
         where = {"project": project, "enterprise": enterprise}
         offers = self.fan_out(list(away), lambda name, client: client.inject_candidates(away[name], task=task, **where))
-        reply = self.clients[home].inject(
-            session_id, task=task, budget=budget, seed=seed, elsewhere=list(offers.values()), **where
-        )
+        offered = list(offers.values())
+        while True:
+            try:
+                reply = self.clients[home].inject(
+                    session_id, task=task, budget=budget, seed=seed, elsewhere=offered, **where
+                )
+                break
+            except RequestTooLarge:  # refused before sending: cut each offer to its better half and try again
+                if all(len(o.candidates) < 2 for o in offered):
+                    raise
+                offered = [o.model_copy(update={"candidates": o.candidates[: len(o.candidates) // 2]}) for o in offered]
         chosen: dict[str, list[str]] = {}
         for item in reply.learnings:
             owner = self.map.owner(item.learning.tier)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cli.options import connection_options, curve_of
+from cli.options import cluster_of, connection_options, curve_of
 from cli.output import fail
 
 
@@ -34,7 +34,8 @@ def mcp_command(ctx: click.Context, http: tuple[str, int] | None) -> None:
     # stdout is the protocol's channel on stdio: everything else goes to stderr
     logging.basicConfig(level=logging.WARNING, format="groove mcp: %(levelname)s %(message)s")
     settings: dict[str, Any] = ctx.obj
-    bridge = Bridge(settings["endpoint"], curve_of(settings), timeout=settings["timeout"])
+    cluster = cluster_of(settings)  # with a map: the learning tools route by tier, the board's go to the home
+    bridge = Bridge(settings["endpoint"], curve_of(settings), timeout=settings["timeout"], cluster=cluster)
     server = build(bridge)
     try:
         if http is None:

@@ -21,8 +21,10 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
 from agents import GrooveClient
+from agents.cluster import GrooveCluster
 from agents.errors import GrooveError, GrooveTimeout, RemoteError
 from protocol import constants as C
+from protocol.cluster import ClusterMap
 from protocol.keys import CurveClient
 
 log = logging.getLogger(__name__)
@@ -36,39 +38,66 @@ _INSTRUCTIONS = (
 
 class Bridge:
     """One coordinator connection shared by the tools, used by one call at a time (tools run on worker threads
-    and a ZeroMQ socket is not thread-safe); reconnected after the coordinator did not answer."""
+    and a ZeroMQ socket is not thread-safe); reconnected after the coordinator did not answer. With a cluster
+    map, the learning tools go through a GrooveCluster (routed by tier, injections chosen by the home) and the
+    board's to the home coordinator."""
 
-    def __init__(self, endpoint: str, curve: CurveClient | None = None, timeout: float = 10.0) -> None:
-        self.endpoint = endpoint
+    def __init__(
+        self, endpoint: str, curve: CurveClient | None = None, timeout: float = 10.0, cluster: ClusterMap | None = None
+    ) -> None:
+        self.endpoint = endpoint if cluster is None else cluster.coordinators[cluster.home]
         self.curve = curve
         self.timeout = timeout
+        self.cluster = cluster
         self.session_id = f"mcp-{uuid.uuid4()}"  # this server's sessions, as `inject.prepare` records them
         self._client: GrooveClient | None = None
+        self._routed: GrooveCluster | None = None
         self._lock = threading.Lock()
 
     def call(self, work: Callable[[GrooveClient], T]) -> T:
-        """Run `work` with the connection; a GrooveError becomes a ToolError the model can read."""
+        """Run `work` with the (home) coordinator's connection; a GrooveError becomes a ToolError the model can
+        read."""
+        return self._run(lambda: work(self._connection()))
+
+    def routed(self, work: Callable[[GrooveClient | GrooveCluster], T]) -> T:
+        """`call`, but with the cluster's client when there is a cluster map."""
+        return self._run(lambda: work(self._cluster() if self.cluster is not None else self._connection()))
+
+    def _connection(self) -> GrooveClient:
+        if self._client is None:
+            self._client = GrooveClient(self.endpoint, timeout=self.timeout, curve=self.curve)
+        return self._client
+
+    def _cluster(self) -> GrooveCluster:
+        if self._routed is None:
+            assert self.cluster is not None
+            self._routed = GrooveCluster(self.cluster, timeout=self.timeout, curve=self.curve)
+        return self._routed
+
+    def _run(self, work: Callable[[], T]) -> T:
         with self._lock:
             try:
-                if self._client is None:
-                    self._client = GrooveClient(self.endpoint, timeout=self.timeout, curve=self.curve)
-                return work(self._client)
+                return work()
             except RemoteError as exc:
                 raise ToolError(str(exc)) from None  # "<code>: <message>", as the coordinator said it
             except GrooveTimeout:
                 self._drop()
+                where = (
+                    "a groove coordinator of the cluster"
+                    if self.cluster
+                    else f"the groove coordinator at {self.endpoint}"
+                )
                 raise ToolError(
-                    f"unavailable: the groove coordinator at {self.endpoint} did not answer within "
-                    f"{self.timeout:g} s; is `groove serve` running?"
+                    f"unavailable: {where} did not answer within {self.timeout:g} s; is `groove serve` running?"
                 ) from None
             except GrooveError as exc:
                 self._drop()
                 raise ToolError(f"unavailable: {exc}") from None
 
-    def read(self, work: Callable[[GrooveClient], BaseModel]) -> dict[str, Any]:
-        """`call` for a resource: the reply as a map, a failure as the SDK's ResourceError."""
+    def read(self, work: Callable[[GrooveClient | GrooveCluster], BaseModel]) -> dict[str, Any]:
+        """`routed` for a resource: the reply as a map, a failure as the SDK's ResourceError."""
         try:
-            return self.call(work).model_dump()
+            return self.routed(work).model_dump()
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
 
@@ -76,6 +105,9 @@ class Bridge:
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._routed is not None:
+            self._routed.close()
+            self._routed = None
 
     def close(self) -> None:
         """Close the connection."""
@@ -99,7 +131,7 @@ def build(bridge: Bridge) -> MCPServer:
         """Find what other agents learned that bears on a task, best first: each result has the learning's id
         (to rate it later with record_outcome), its insight (the advice), its confidence (0-1, from how it
         fared before) and why it matched."""
-        hits = bridge.call(lambda c: c.search(query, limit=limit, project=project, category=category))
+        hits = bridge.routed(lambda c: c.search(query, limit=limit, project=project, category=category))
         return [
             {
                 "id": h.learning.id,
@@ -129,7 +161,7 @@ def build(bridge: Bridge) -> MCPServer:
         """Store something worth remembering for other agents (a fix that worked, a trap, a convention). The same
         content stored again reinforces the existing learning instead of duplicating it. Returns its id."""
         chosen = scope or (f"{C.SCOPE_PROJECT_PREFIX}{project}" if project else C.SCOPE_GLOBAL)
-        reply = bridge.call(
+        reply = bridge.routed(
             lambda c: c.put_learnings(
                 [{"scope": chosen, "category": category, "description": description, "insight": insight}]
             )
@@ -144,7 +176,7 @@ def build(bridge: Bridge) -> MCPServer:
     ) -> dict[str, Any]:
         """Say how a learning you were given turned out: helpful, ignored or contradicted (it was wrong here).
         This is what moves its confidence, for every agent after you."""
-        applied = bridge.call(lambda c: c.record_outcome([(learning_id, outcome)], session_id=bridge.session_id))
+        applied = bridge.routed(lambda c: c.record_outcome([(learning_id, outcome)], session_id=bridge.session_id))
         if note:
             log.info("outcome %s for %s: %s", outcome, learning_id, note)
         return {"applied": applied}
@@ -156,7 +188,7 @@ def build(bridge: Bridge) -> MCPServer:
     ) -> dict[str, Any]:
         """Get the learnings chosen for this session's task, as a block to follow, and the injection id to give
         end_session when you are done."""
-        reply = bridge.call(lambda c: c.inject(bridge.session_id, task=task, project=project))
+        reply = bridge.routed(lambda c: c.inject(bridge.session_id, task=task, project=project))
         return {
             "injection_id": reply.injection_id,
             "block": reply.markdown,
@@ -173,7 +205,7 @@ def build(bridge: Bridge) -> MCPServer:
         """Close a session started with start_session: whether the task succeeded, and which of its learnings
         helped or were wrong. The learnings you name neither way count as ignored."""
         rated = [(lid, "helpful") for lid in helpful or []] + [(lid, "contradicted") for lid in contradicted or []]
-        reply = bridge.call(
+        reply = bridge.routed(
             lambda c: c.close_session(rated, injection_id=injection_id, success=success, session_id=bridge.session_id)
         )
         return {"applied": reply.applied, "ignored": reply.ignored}

@@ -55,6 +55,20 @@ def put_body(**override: Any) -> dict[str, Any]:
     return {"learnings": [learning(n=5) | override]}
 
 
+def offer(tier: str, learning_tier: str) -> dict[str, Any]:
+    """An `inject.prepare` offer of `tier` with one candidate whose learning says it is of `learning_tier`."""
+    counts = {"times_injected": 0, "times_helpful": 0, "times_ignored": 0, "times_contradicted": 0}
+    usage = counts | {"last_used": None, "confidence_alpha": 1.0, "confidence_beta": 1.0}
+    stored = learning(n=6) | {"id": uuid7(), "confidence": 0.5, "source": {}, "tier": learning_tier}
+    stored |= {"created_at": 1, "updated_at": 1, "usage": usage}
+    candidate = {"learning": stored, "score": 0.5, "relevance": 0.5, "reasoning": "r"}
+    return {"tiers": [tier], "candidates": [candidate]}
+
+
+SHOP = {"project": "/srv/shop"}
+RATED = [{"learning_id": uuid7(), "outcome": "helpful"}]
+
+
 CASES: list[tuple[str, Any, str]] = [
     ("not a map", [1, 2, 3], "bad_request"),
     ("string payload", "hello", "bad_request"),
@@ -99,6 +113,56 @@ CASES: list[tuple[str, Any, str]] = [
         "bad_request",
     ),
     ("get unknown", envelope("learning.get", {"id": uuid7()}), "not_found"),
+    ("offer a tier not read", envelope("inject.candidates", {"tiers": ["project:/srv/shop"]}), "bad_request"),
+    ("offer no tier", envelope("inject.candidates", {"tiers": [], "context": SHOP}), "bad_request"),
+    (
+        "offer a tier twice",
+        envelope("inject.candidates", {"tiers": ["project:/srv/shop"] * 2, "context": SHOP}),
+        "bad_request",
+    ),
+    (
+        "the user tier offered",
+        envelope("inject.prepare", {"session_id": "s", "elsewhere": [offer("user", "user")]}),
+        "bad_request",
+    ),
+    (
+        "an offered learning of another tier",
+        envelope(
+            "inject.prepare",
+            {"session_id": "s", "context": SHOP, "elsewhere": [offer("project:/srv/shop", "project:/srv/api")]},
+        ),
+        "bad_request",
+    ),
+    (
+        "an offer of a tier not read",
+        envelope("inject.prepare", {"session_id": "s", "elsewhere": [offer("project:/srv/shop", "project:/srv/shop")]}),
+        "bad_request",
+    ),
+    (
+        "record an injection of nothing",
+        envelope("injection.record", {"injection_id": uuid7(), "learning_ids": []}),
+        "bad_request",
+    ),
+    (
+        "record a learning twice",
+        envelope("injection.record", {"injection_id": uuid7(), "learning_ids": [RATED[0]["learning_id"]] * 2}),
+        "bad_request",
+    ),
+    (
+        "elsewhere without an injection",
+        envelope("outcome.record", {"attributions": RATED, "elsewhere": RATED}),
+        "bad_request",
+    ),
+    (
+        "injected with an injection",
+        envelope("outcome.record", {"injection_id": uuid7(), "attributions": [RATED[0] | {"injected": True}]}),
+        "bad_request",
+    ),
+    (
+        "rated here and elsewhere",
+        envelope("outcome.record", {"injection_id": uuid7(), "attributions": RATED, "elsewhere": RATED}),
+        "bad_request",
+    ),
 ]
 
 

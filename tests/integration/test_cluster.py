@@ -9,10 +9,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client
 
 from agents import Conflict, GrooveClient, NotFound, WrongCoordinator
 from agents.cluster import GrooveCluster
+from integrations.mcp_server import Bridge, build
 from protocol.cluster import ClusterMap
 from protocol.ids import uuid7
 from tests.helpers import RunningCoordinator, learning, run_groove
@@ -278,3 +281,50 @@ def test_the_cli_injects_and_closes_sessions_across_the_cluster(
     assert again.returncode == 1
     assert again.stderr.startswith("groove: error: conflict: ")
     assert len(again.stderr.splitlines()) == 1
+
+
+def test_the_mcp_server_routes_its_learning_tools_over_the_cluster(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+) -> None:
+    path, _ = cluster_map
+    bridge = Bridge("tcp://127.0.0.1:1", cluster=ClusterMap.load(path))  # the map's home, not this endpoint
+    server = build(bridge)
+
+    async def session() -> None:
+        async with Client(server) as mcp:
+            made = (await mcp.call_tool("record_learning", {
+                "description": "retry the flaky checkout", "insight": "the payment stub is slow to start",
+                "category": "tool_usage", "project": SHOP,
+            })).structured_content  # fmt: skip
+            assert made is not None
+            # every word of the task matches it: always chosen (the best, fresh candidate is spared)
+            started = await mcp.call_tool("start_session", {"project": SHOP, "task": "retry flaky checkout"})
+            assert started.structured_content is not None
+            given = [x["id"] for x in started.structured_content["learnings"]]
+            assert made["id"] in given
+            ended = await mcp.call_tool("end_session", {
+                "injection_id": started.structured_content["injection_id"], "success": True, "helpful": [made["id"]],
+            })  # fmt: skip
+            assert ended.structured_content is not None
+            assert ended.structured_content["applied"] == len(given)
+
+    anyio.run(session)
+    bridge.close()
+    with GrooveCluster(path, timeout=20) as clients:
+        (stored,) = clients.clients["b"].list_learnings(tier=f"project:{SHOP}").learnings  # b owns the shop
+        assert (stored.usage.times_injected, stored.usage.times_helpful) == (1, 1)
+
+
+def test_offers_too_big_for_one_request_are_cut_to_their_better_half(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+) -> None:
+    path, _ = cluster_map
+    pattern = {"code": "x" * 60_000}  # 50 candidates of this size make an offer of ~3 MB; a request is 1 MiB
+    batch = [learning(f"project:{SHOP}", i, pattern=pattern, confidence=0.5 + i / 200) for i in range(50)]
+    with GrooveCluster(path, timeout=30) as clients:
+        ids = [lid for i in range(0, 50, 10) for lid in clients.put_learnings(batch[i : i + 10]).ids]
+        assert len(clients.clients["b"].inject_candidates([f"project:{SHOP}"], project=SHOP).candidates) == 50
+        reply = clients.inject("big", project=SHOP, seed=3)
+        assert reply.learnings
+        # the most confident survive the cuts: the best candidates lead an offer
+        assert {x.learning.id for x in reply.learnings} <= set(ids[-12:])
