@@ -99,11 +99,13 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
     candidates = _pool(tiers, derived, body, own, read)
     if body.task is not None:
         candidates = [c for c in candidates if c.relevance >= min_relevance]
-    best = max(candidates, key=lambda c: c.score, default=None)
+    # best score first, equal scores by id: the order does not depend on which tier (or coordinator) gave what
+    candidates.sort(key=lambda c: (-c.score, c.learning_id))
+    best = candidates[0] if candidates else None
     spared = best if best is not None and best.fresh else None
     candidates = [c for c in candidates if (c.confidence >= min_confidence or c is spared) and not c.harmful]
     candidates = _settle_contradictions(read, body, candidates)
-    chosen = sorted(candidates, key=lambda c: -c.score)[:budget]
+    chosen = candidates[:budget]
     injection_id = uuid7()
     learnings = [{"learning": c.wire(), "score": c.score, "reasoning": c.reasoning} for c in chosen]
     reply = {
