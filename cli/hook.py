@@ -13,13 +13,14 @@ from typing import Any
 
 import click
 
-from cli.options import connection_options, connection_settings, curve_of
+from cli.options import cluster_of, connection_options, connection_settings, curve_of
 from cli.output import fail
 from integrations.hook import (
     EVENTS,
     Hook,
     HookError,
     HookInput,
+    Link,
     Refused,
     Sessions,
     Unreachable,
@@ -50,13 +51,20 @@ def hook_command(ctx: click.Context, event: str, state_dir: Path | None) -> None
     session active; SessionEnd closes its injection (unknown outcome). An unreachable coordinator: no output,
     exit 0. `groove hooks install` writes these commands into the agent's settings."""
     settings: dict[str, Any] = connection_settings(ctx.obj)
-    try:
-        wire = Wire(settings["endpoint"], curve_of(settings), settings["timeout"])
-    except EndpointError as exc:
-        fail(str(exc), 2)
+    link: Link
+    cluster = cluster_of(settings)
+    if cluster is not None:
+        from integrations.hookcluster import ClusterLink  # the client and pydantic: only with a cluster map
+
+        link = ClusterLink(cluster, curve_of(settings), settings["timeout"])
+    else:
+        try:
+            link = Wire(settings["endpoint"], curve_of(settings), settings["timeout"])
+        except EndpointError as exc:
+            fail(str(exc), 2)
     try:
         given = HookInput.read(sys.stdin.buffer.read())
-        said = Hook(wire, Sessions(state_dir or default_state_dir()), now=time.time()).handle(event, given)
+        said = Hook(link, Sessions(state_dir or default_state_dir()), now=time.time()).handle(event, given)
     except Unreachable:
         return  # never block or break the user's session: the learnings sit this one out
     except (HookError, Refused) as exc:
@@ -64,6 +72,6 @@ def hook_command(ctx: click.Context, event: str, state_dir: Path | None) -> None
     except OSError as exc:  # the state directory cannot be written
         fail(f"groove hook {event}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
     finally:
-        wire.close()
+        link.close()
     if said is not None:
         click.echo(said)

@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import zmq
 
@@ -192,6 +192,23 @@ class Sessions:
                 path.unlink(missing_ok=True)
 
 
+class Link(Protocol):
+    """What a hook asks of groove, as the wire's maps: `Wire` talks to one coordinator, and with a cluster map
+    `hookcluster.ClusterLink` routes the same calls over the cluster. Each raises Refused or Unreachable."""
+
+    def inject(self, session_id: str, project: str) -> dict[str, Any]:
+        """`inject.prepare` for a session in a project: the reply's body."""
+
+    def search(self, text: str, limit: int, project: str) -> list[dict[str, Any]]:
+        """`search` in a project's context: the results."""
+
+    def close_session(self, injection_id: str, session_id: str) -> None:
+        """`outcome.record` closing an injection with an unknown outcome."""
+
+    def close(self) -> None:
+        """Close the connections."""
+
+
 class Wire:
     """One request at a time to the coordinator over a DEALER socket, with the envelope of `protocol.envelope`.
 
@@ -258,6 +275,20 @@ class Wire:
         if self._socket is not None:
             self._socket.close(linger=0)
 
+    def inject(self, session_id: str, project: str) -> dict[str, Any]:
+        """`inject.prepare` for a session in a project: the reply's body."""
+        return self.call(C.OP_INJECT_PREPARE, {"session_id": session_id, "context": {"project": project}})
+
+    def search(self, text: str, limit: int, project: str) -> list[dict[str, Any]]:
+        """`search` in a project's context: the results."""
+        body = {"text": text, "limit": limit, "context": {"project": project}}
+        results: list[dict[str, Any]] = self.call(C.OP_SEARCH, body)["results"]
+        return results
+
+    def close_session(self, injection_id: str, session_id: str) -> None:
+        """`outcome.record` closing an injection with an unknown outcome."""
+        self.call(C.OP_OUTCOME_RECORD, {"injection_id": injection_id, "session_id": session_id})
+
 
 def additional_context(event: str, text: str) -> str:
     """The JSON both agents read from a SessionStart or UserPromptSubmit hook to add `text` to the context."""
@@ -291,10 +322,10 @@ def prompt_context(hits: list[dict[str, Any]]) -> str:
 
 
 class Hook:
-    """One event of one session, against the coordinator at `wire` and the sessions remembered in `sessions`."""
+    """One event of one session, against groove over `link` and the sessions remembered in `sessions`."""
 
-    def __init__(self, wire: Wire, sessions: Sessions, now: float) -> None:
-        self.wire = wire
+    def __init__(self, link: Link, sessions: Sessions, now: float) -> None:
+        self.link = link
         self.sessions = sessions
         self.now = now
 
@@ -322,7 +353,7 @@ class Hook:
             except Refused:  # another session's trouble must not cost this one its learnings
                 self.sessions.forget(stale.session_id)
         project = project_root(given.cwd)
-        reply = self.wire.call(C.OP_INJECT_PREPARE, {"session_id": given.session_id, "context": {"project": project}})
+        reply = self.link.inject(given.session_id, project)
         learnings = reply["learnings"]
         context = session_context(reply["injection_id"], learnings) if learnings else ""
         given_ids = [item["learning"]["id"] for item in learnings]
@@ -334,12 +365,9 @@ class Hook:
         if given.prompt is None:
             return None
         session = self.sessions.load(given.session_id) or Session(given.session_id, project_root(given.cwd))
-        body = {
-            "text": given.prompt[: C.MAX_QUERY_CHARS],
-            "limit": min(C.MAX_SEARCH_LIMIT, _PROMPT_MATCHES + len(session.given)),
-            "context": {"project": session.project},
-        }
-        hits = [h for h in self.wire.call(C.OP_SEARCH, body)["results"] if h["learning"]["id"] not in session.given]
+        limit = min(C.MAX_SEARCH_LIMIT, _PROMPT_MATCHES + len(session.given))
+        found = self.link.search(given.prompt[: C.MAX_QUERY_CHARS], limit, session.project)
+        hits = [h for h in found if h["learning"]["id"] not in session.given]
         hits = hits[:_PROMPT_MATCHES]
         if not hits:
             self.sessions.touch(given.session_id)
@@ -354,7 +382,7 @@ class Hook:
         session = self.sessions.load(session_id)
         if session is not None and session.injection_id is not None:
             try:
-                self.wire.call(C.OP_OUTCOME_RECORD, {"injection_id": session.injection_id, "session_id": session_id})
+                self.link.close_session(session.injection_id, session_id)
             except Refused as exc:
                 # conflict: the agent closed it with end_session; not_found: that coordinator never had it
                 if exc.code not in (ErrorCode.CONFLICT, ErrorCode.NOT_FOUND):

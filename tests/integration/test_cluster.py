@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from mcp import Client
 
 from agents import Conflict, GrooveClient, NotFound, WrongCoordinator
 from agents.cluster import GrooveCluster
+from agents.fleet import groove_argv
 from integrations.mcp_server import Bridge, build
 from protocol.cluster import ClusterMap
 from protocol.ids import uuid7
@@ -328,3 +331,33 @@ def test_offers_too_big_for_one_request_are_cut_to_their_better_half(
         assert reply.learnings
         # the most confident survive the cuts: the best candidates lead an offer
         assert {x.learning.id for x in reply.learnings} <= set(ids[-12:])
+
+
+def test_the_session_hooks_inject_and_close_over_the_cluster(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]], tmp_path: Path
+) -> None:
+    path, _ = cluster_map
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    tier = f"project:{repo}"
+    owner = ClusterMap.load(path).owner(tier)
+    assert owner != "a"  # hashed over b and c: not the home
+
+    def hook(name: str, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "GROOVE_CLUSTER": str(path), "GROOVE_STATE_DIR": str(tmp_path / "state")}
+        argv = groove_argv("hook", name, "--timeout", "10")
+        given = json.dumps({"session_id": "s-1", "cwd": str(repo / "src"), "hook_event_name": name, **payload})
+        return subprocess.run(argv, input=given, capture_output=True, text=True, timeout=60, env=env, check=False)
+
+    with GrooveCluster(path, timeout=20) as clients:
+        # the most confident, and never injected: always chosen (the best candidate is spared the threshold)
+        lid = clients.put_learnings([learning(tier, 1, description="retry the flaky checkout", confidence=0.9)]).ids[0]
+        started = hook("SessionStart", {"source": "startup"})
+        assert started.returncode == 0, started.stderr
+        assert lid in json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert clients.clients[owner].get(lid).usage.times_injected == 1  # counted by its owner
+        ended = hook("SessionEnd", {"reason": "prompt_input_exit"})
+        assert (ended.returncode, ended.stdout, ended.stderr) == (0, "", "")
+        usage = clients.clients[owner].get(lid).usage
+        assert (usage.times_injected, usage.times_ignored) == (1, 1)  # closed: unrated, so ignored
