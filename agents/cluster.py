@@ -25,8 +25,15 @@ from agents.errors import GrooveError, NotFound, RequestTooLarge
 from protocol import constants as C
 from protocol.cluster import ClusterMap
 from protocol.keys import CurveClient
-from protocol.loop import GivenLearning, InjectionGetReply, InjectPrepareReply
-from protocol.models import LearningListReply, LearningOut, LearningPutReply, OutcomeRecordReply, StatsReply
+from protocol.loop import GivenLearning, InjectionGetReply, InjectPrepareReply, MaintainReply
+from protocol.models import (
+    LearningListReply,
+    LearningOut,
+    LearningPutReply,
+    OutcomeRecordReply,
+    RelationOut,
+    StatsReply,
+)
 from protocol.scopes import tier_for_scope
 from protocol.search import SearchContext, SearchHit
 
@@ -97,6 +104,44 @@ class GrooveCluster:
             for index, lid, new in zip(owners[name], reply.ids, reply.created, strict=True):
                 ids[index], created[index] = lid, new
         return LearningPutReply(ids=ids, created=created)
+
+    def delete(self, learning_id: str) -> bool:
+        """Delete a learning on whichever coordinator holds it (each drops its relations to it); False if none
+        held it."""
+        return any(self.fan_out(list(self.clients), lambda _, client: client.delete(learning_id)).values())
+
+    def relate(self, from_id: str, relation_type: str, to_id: str, weight: float | None = None) -> None:
+        """Store a relation on the owner of `from_id`'s tier (which must hold `to_id` too); raises NotFound."""
+        where = self._locate([from_id])
+        if from_id not in where:
+            raise NotFound("not_found", f"no coordinator of the cluster holds learning {from_id}")
+        self.client_for(where[from_id]).relate(from_id, relation_type, to_id, weight)
+
+    def relations(
+        self, learning_id: str, relation_type: str | None = None, direction: str = "both"
+    ) -> list[RelationOut]:
+        """Relations from and to one learning, from whichever coordinator holds it; raises NotFound."""
+        found = self.fan_out(
+            list(self.clients),
+            lambda _, client: _or_none(lambda: client.relations(learning_id, relation_type, direction)),
+        )
+        held = [part for part in found.values() if part is not None]
+        if not held:
+            raise NotFound("not_found", f"no coordinator of the cluster holds learning {learning_id}")
+        return [r for part in held for r in part]
+
+    def maintain(self, now: int | None = None, tiers: list[str] | None = None) -> MaintainReply:
+        """Lifecycle maintenance on every coordinator, each over the tiers it owns (or those of `tiers`)."""
+        names = list(self.clients) if tiers is None else list(self.map.by_owner(tiers))
+        wanted = self.map.by_owner(tiers) if tiers is not None else {}
+        runs = self.fan_out(names, lambda name, client: client.maintain(now, wanted.get(name)))
+        done = [t for run in runs.values() for t in run.tiers]
+        return MaintainReply(
+            decayed=sum(t.decayed for t in done),
+            archived=sum(t.archived for t in done),
+            purged=sum(t.purged for t in done),
+            tiers=done,
+        )
 
     # --- the learning loop: the home chooses and closes, each owner counts its own learnings ------------
 
@@ -273,7 +318,12 @@ class GrooveCluster:
 
 
 def _get_or_none(client: GrooveClient, learning_id: str) -> LearningOut | None:
+    return _or_none(lambda: client.get(learning_id))
+
+
+def _or_none(call: Callable[[], T]) -> T | None:
+    """What `call` returns, or None where the coordinator holds no such thing."""
     try:
-        return client.get(learning_id)
+        return call()
     except NotFound:
         return None

@@ -234,8 +234,8 @@ def outcome(
 @click.command()
 @click.argument("learning_id")
 @json_option
-@with_client
-def delete(client: GrooveClient, learning_id: str, as_json: bool) -> None:
+@with_routed_client
+def delete(client: GrooveClient | GrooveCluster, learning_id: str, as_json: bool) -> None:
     """Delete a learning with its usage statistics and relations."""
     if not client.delete(learning_id):
         fail(f"no learning {learning_id}; nothing deleted")
@@ -309,9 +309,14 @@ def stats(client: GrooveClient, as_json: bool) -> None:
 @click.argument("to_id")
 @click.option("--weight", type=click.FloatRange(0.0, 1.0), help="Strength of the relation (default 1.0).")
 @json_option
-@with_client
+@with_routed_client
 def relate(
-    client: GrooveClient, from_id: str, relation_type: str, to_id: str, weight: float | None, as_json: bool
+    client: GrooveClient | GrooveCluster,
+    from_id: str,
+    relation_type: str,
+    to_id: str,
+    weight: float | None,
+    as_json: bool,
 ) -> None:
     """Record FROM_ID --RELATION_TYPE--> TO_ID (e.g. B supersedes A)."""
     client.relate(from_id, relation_type, to_id, weight)
@@ -332,8 +337,10 @@ def relate(
     help="Relations from the learning (out), to it (in), or both.",
 )
 @json_option
-@with_client
-def relations(client: GrooveClient, learning_id: str, relation_type: str | None, direction: str, as_json: bool) -> None:
+@with_routed_client
+def relations(
+    client: GrooveClient | GrooveCluster, learning_id: str, relation_type: str | None, direction: str, as_json: bool
+) -> None:
     """List the relations from and to a learning."""
     found = client.relations(learning_id, relation_type, direction)
     if as_json:

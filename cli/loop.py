@@ -141,8 +141,8 @@ def session(client: GrooveClient | GrooveCluster, injection_id: str, as_json: bo
 )
 @click.option("--now", type=click.IntRange(0), help="Apply the rules as if at this time (ms since the epoch).")
 @json_option
-@with_client
-def maintain(client: GrooveClient, tiers: tuple[str, ...], now: int | None, as_json: bool) -> None:
+@with_routed_client
+def maintain(client: GrooveClient | GrooveCluster, tiers: tuple[str, ...], now: int | None, as_json: bool) -> None:
     """Decay idle learnings, archive cold ones, purge old archive entries; print what was done."""
     reply = client.maintain(now=now, tiers=list(tiers) or None)
     if as_json:

@@ -361,3 +361,30 @@ def test_the_session_hooks_inject_and_close_over_the_cluster(
         assert (ended.returncode, ended.stdout, ended.stderr) == (0, "", "")
         usage = clients.clients[owner].get(lid).usage
         assert (usage.times_injected, usage.times_ignored) == (1, 1)  # closed: unrated, so ignored
+
+
+def test_relations_deletes_and_maintenance_go_to_the_owners(
+    cluster_map: tuple[Path, dict[str, RunningCoordinator]],
+) -> None:
+    path, _ = cluster_map
+    env = {"GROOVE_CLUSTER": str(path)}
+    with GrooveCluster(path, timeout=20) as clients:
+        old, new, mine = clients.put_learnings(
+            [learning(f"project:{SHOP}", 1), learning(f"project:{SHOP}", 2), learning("global", 3)]
+        ).ids
+        related = run_groove("relate", new, "supersedes", old, env=env)  # stored on b, which holds both
+        assert related.returncode == 0, related.stderr
+        assert [(r.from_id, r.tier) for r in clients.clients["b"].relations(old)] == [(new, f"project:{SHOP}")]
+        listed = run_groove("relations", old, "--json", env=env)
+        assert [r["from_id"] for r in json.loads(listed.stdout)] == [new]
+        with pytest.raises(NotFound):
+            clients.relate(str(uuid7()), "related_to", mine)
+        ran = run_groove("maintain", "--json", env=env)
+        assert ran.returncode == 0, ran.stderr
+        assert {t["tier"] for t in json.loads(ran.stdout)["tiers"]} == {"user", f"project:{SHOP}"}  # a's and b's
+        deleted = run_groove("delete", old, env=env)
+        assert deleted.returncode == 0, deleted.stderr
+        assert clients.clients["b"].relations(new) == []  # its relation went with it
+        gone = run_groove("delete", old, env=env)
+        assert gone.returncode == 1
+        assert gone.stderr == f"groove: error: no learning {old}; nothing deleted\n"
