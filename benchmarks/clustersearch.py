@@ -1,7 +1,8 @@
 """A search whose context spans two coordinators, merged by GrooveCluster, against one coordinator holding the
-same learnings (same ids), in the same run:
+same learnings (same ids), in the same run, then an injection chosen across both against one coordinator's:
 
-    python -m benchmarks.clustersearch [--learnings 2308] [--searches 300] [--embedder none|minilm]
+    python -m benchmarks.clustersearch [--learnings 2308] [--searches 300] [--injections 100]
+                                       [--embedder none|minilm]
 
 The corpus's learnings go half to the user tier (the cluster's home, `a`) and half to one project's tier
 (owned by `b`); the single coordinator holds both. Each query (a corpus insight, the project as context) is
@@ -9,7 +10,8 @@ sent to both setups, alternately; the figures are the round trips at the client,
 lists differed from the single coordinator's, and how many had a lower score at some rank. A merge takes
 each owner's candidate pool (the best 50 per index of its own tiers), so it reads at least what one
 coordinator reads: a list differs when the single coordinator's pool, cut over both tiers, left out a
-better match. The last line is JSON.
+better match. Each injection (a corpus query as the task, the same seed on both sides) is timed the same way,
+and its choice compared: the learnings, their scores and the drawn parameters. The last line is JSON.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import click
 
 from agents import GrooveClient
 from agents.cluster import GrooveCluster
-from agents.corpus import load
+from agents.corpus import Corpus, load
 from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine
 from cli.output import table
@@ -41,9 +43,10 @@ PROJECT = "/srv/bench"
 @click.command()
 @click.option("--learnings", type=click.IntRange(10, 2308), default=2308, show_default=True)
 @click.option("--searches", type=click.IntRange(10), default=300, show_default=True)
+@click.option("--injections", type=click.IntRange(0), default=100, show_default=True)
 @click.option("--embedder", type=click.Choice(EMBEDDERS), default="none", show_default=True)
-def main(learnings: int, searches: int, embedder: str) -> None:
-    """Merged and single-coordinator search latency on the same data; a table, then one JSON line."""
+def main(learnings: int, searches: int, injections: int, embedder: str) -> None:
+    """Merged and single-coordinator search and injection latency on the same data; a table, then JSON."""
     sockets = Path(tempfile.mkdtemp(prefix="groove-cs-"))
     work = Path(tempfile.mkdtemp(prefix="groove-clustersearch-"))
     cluster_map = work / "cluster.toml"
@@ -61,24 +64,30 @@ def main(learnings: int, searches: int, embedder: str) -> None:
         (work / "single").mkdir()
         proc, endpoint = start_coordinator(work / "single", serve)
         procs.append(proc)
-        result = measure(cluster_map, endpoint, learnings, searches)
+        result = measure(cluster_map, endpoint, learnings, searches, injections)
     finally:
         for proc in procs:
             stop_process(proc)
         shutil.rmtree(sockets, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
-    rows = [(what, *(result[what][k] for k in ("p50_ms", "p99_ms", "max_ms"))) for what in ("single", "merged")]
-    click.echo(table(("search", "p50 ms", "p99 ms", "max ms"), rows))
+    timed = ("single", "merged", "inject_single", "inject_merged")
+    rows = [(what, *(result[what][k] for k in ("p50_ms", "p99_ms", "max_ms"))) for what in timed if what in result]
+    click.echo(table(("call", "p50 ms", "p99 ms", "max ms"), rows))
     click.echo(
         f"merged p99 / single p99: {result['p99_ratio']}; merged lists unlike the single's: {result['unlike']} "
         f"({result['unlike_beyond_1e-4']} beyond scores equal to 4 places; with a lower score at some rank: "
         f"{result['merged_worse']})"
     )
+    if injections:
+        click.echo(
+            f"injections: merged p99 / single p99: {result['inject_p99_ratio']}; "
+            f"choices unlike the single's: {result['inject_unlike']} of {injections}"
+        )
     click.echo(json.dumps({"bench": "clustersearch", "embedder": embedder, **result, "machine": machine()}))
 
 
-def measure(cluster_map: Path, endpoint: str, learnings: int, searches: int) -> dict[str, Any]:
-    """Load both setups alike, then time each query on each."""
+def measure(cluster_map: Path, endpoint: str, learnings: int, searches: int, injections: int) -> dict[str, Any]:
+    """Load both setups alike, then time each query, and each injection, on each."""
     corpus, rng = load(), random.Random(7)
     entries = rng.sample(corpus.entries, learnings)
     batch = [
@@ -113,8 +122,9 @@ def measure(cluster_map: Path, endpoint: str, learnings: int, searches: int) -> 
             # a merge reads each owner's own candidate pool (the best 50 per index), the union of which holds
             # the single coordinator's: where the lists differ, the merged one should be the better
             worse += any(m.score < a.score - 1e-4 for m, a in zip(merged, alone, strict=False))
+        chosen = _inject(cluster, single, corpus, rng, injections)
     single_s, merged_s = latency_summary(times["single"]), latency_summary(times["merged"])
-    return {
+    return chosen | {
         "learnings": learnings,
         "searches": searches,
         "single": single_s,
@@ -123,6 +133,34 @@ def measure(cluster_map: Path, endpoint: str, learnings: int, searches: int) -> 
         "unlike": unlike,
         "unlike_beyond_1e-4": beyond_noise,
         "merged_worse": worse,
+    }
+
+
+def _inject(
+    cluster: GrooveCluster, single: GrooveClient, corpus: Corpus, rng: random.Random, count: int
+) -> dict[str, Any]:
+    """Time `count` injections on each side (each recorded on both alike, so the sides stay equal)."""
+    if not count:
+        return {}
+    times: dict[str, list[float]] = {"single": [], "merged": []}
+    unlike = 0
+    for n in range(count):
+        task = corpus.query(rng)
+        began = time.perf_counter()
+        alone = single.inject(f"bench-{n}", task=task, project=PROJECT, seed=n)
+        times["single"].append((time.perf_counter() - began) * 1000)
+        began = time.perf_counter()
+        merged = cluster.inject(f"bench-{n}", task=task, project=PROJECT, seed=n)
+        times["merged"].append((time.perf_counter() - began) * 1000)
+        picked = [[(x.learning.id, round(x.score, 4)) for x in side.learnings] for side in (alone, merged)]
+        unlike += picked[0] != picked[1] or alone.params != merged.params
+    single_s, merged_s = latency_summary(times["single"]), latency_summary(times["merged"])
+    return {
+        "injections": count,
+        "inject_single": single_s,
+        "inject_merged": merged_s,
+        "inject_p99_ratio": round(merged_s["p99_ms"] / max(1e-9, single_s["p99_ms"]), 2),
+        "inject_unlike": unlike,
     }
 
 

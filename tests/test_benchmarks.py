@@ -113,10 +113,13 @@ def test_the_load_harness_runs_the_same_agents_against_a_cluster_and_reads_every
     assert "2 coordinators: " in run.stdout
 
 
-def test_a_search_merged_from_two_coordinators_equals_one_coordinators() -> None:
-    run, result = benchmark("clustersearch", "--searches", "50")
+def test_a_search_and_an_injection_across_two_coordinators_equal_one_coordinators() -> None:
+    run, result = benchmark("clustersearch", "--searches", "50", "--injections", "20")
     assert result["searches"] == 50
     # keyword scores over the whole corpus: the pools do not bind, so the same lists in the same order
     assert result["unlike"] == result["merged_worse"] == 0
     assert result["merged"]["p99_ms"] > 0
     assert "merged p99 / single p99: " in run.stdout
+    # and the same injections: the home chose what one coordinator chose, from the same draws
+    assert (result["injections"], result["inject_unlike"]) == (20, 0)
+    assert result["inject_merged"]["p99_ms"] > 0
