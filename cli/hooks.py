@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from cli.hook import HOOK_TIMEOUT_S, state_dir_option
-from cli.options import DEFAULT_ENDPOINT, connection_options, connection_settings
+from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, connection_settings
 from cli.output import fail
 from integrations.hook import default_state_dir, project_root
 from integrations.install import AGENTS, InstallError, Manifest, Setup, plan_install, plan_uninstall
@@ -69,6 +69,8 @@ def install_command(ctx: click.Context, project: Path | None, user: bool, agent:
         if settings.get(name):
             value = str(settings[name])
             options += [flag, str(Path(value).resolve()) if Path(value).exists() else value]
+    if cluster_of(settings) is not None:  # read now: a map the hooks could not use is refused at install
+        options += ["--cluster", str(Path(settings["cluster"]).resolve())]
     chosen = program is None
     if program is None:  # what the agent will find; a groove only in an unactivated venv is not on its PATH
         program = "groove" if shutil.which("groove") else shlex.join([sys.executable, "-m", "cli"])

@@ -193,3 +193,24 @@ def test_without_groove_on_path_the_hooks_run_this_python(home: Path, tmp_path: 
     assert hooks["SessionStart"][0]["hooks"][0]["command"] == f"{sys.executable} -m cli hook SessionStart --timeout 3"
     server = json.loads((home / "shop/.mcp.json").read_text())["mcpServers"]["groove"]
     assert server == {"command": sys.executable, "args": ["-m", "cli", "mcp", "--timeout", "3"]}
+
+
+def test_a_cluster_map_is_written_into_every_command_and_a_bad_one_is_refused(home: Path, tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.toml"
+    cluster.write_text('home = "a"\n[coordinators]\na = "tcp://10.0.0.1:5555"\n')
+    env = {**os.environ, "HOME": str(home), "GROOVE_STATE_DIR": str(tmp_path / "state"), "PATH": "/nowhere"}
+    argv = [sys.executable, "-m", "cli", "--cluster", str(cluster), "hooks", "install", "--project", str(home / "shop")]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((home / "shop/.claude/settings.json").read_text())["hooks"]
+    said = f"{sys.executable} -m cli hook SessionStart --timeout 3 --cluster {cluster}"
+    assert hooks["SessionStart"][0]["hooks"][0]["command"] == said
+    server = json.loads((home / "shop/.mcp.json").read_text())["mcpServers"]["groove"]
+    assert server["args"][-2:] == ["--cluster", str(cluster)]
+    cluster.write_text('home = "b"\n[coordinators]\na = "tcp://10.0.0.1:5555"\n')  # b is no coordinator
+    before = snapshot(home)
+    refused = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith(f"groove: error: cluster map {cluster}: ")
+    assert refused.stderr.count("\n") == 1
+    assert snapshot(home) == before
