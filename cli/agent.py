@@ -17,7 +17,7 @@ from agents import GrooveError
 from agents.corpus import load
 from agents.worker import EXIT_MISMATCHES, SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
 from agents.workloads import DEFAULT_MIX, parse_mix, parse_script
-from cli.options import connection_options, curve_of
+from cli.options import checked_by, connection_options, curve_of
 from cli.output import fail
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,22 +36,9 @@ def _check_workload(_ctx: click.Context, _param: click.Parameter, value: str) ->
     return value
 
 
-def _check_projects(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is not None:
-        try:
-            load().only(value.split(","))
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return value
-
-
-def check_mix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    """Click callback: a mix `parse_mix` accepts, else a usage error naming what is wrong."""
-    try:
-        parse_mix(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
+# Click callbacks: a mix `parse_mix` accepts, and projects the corpus has
+check_mix = checked_by(parse_mix)
+_check_projects = checked_by(lambda value: load().only(value.split(",")))
 
 
 def agent_option(flag: str, **kwargs: Any) -> Callable[[F], F]:

@@ -43,9 +43,9 @@ def status(ctx: click.Context, /, as_json: bool) -> None:
             if s.error is not None:
                 click.echo(f"groove: error: coordinator {s.name} at {s.endpoint}: {s.error}", err=True)
         sys.exit(EXIT_DOWN)
-    misconfigured = [s for s in found if _state(s) != "up"]
-    for s in misconfigured:
-        click.echo(f"groove: error: coordinator {s.name} at {s.endpoint}: {_state(s).removeprefix('up, ')}", err=True)
+    misconfigured = [(s, problem) for s in found if (problem := _problem(s)) is not None]
+    for s, problem in misconfigured:
+        click.echo(f"groove: error: coordinator {s.name} at {s.endpoint}: {problem}", err=True)
     if misconfigured:
         sys.exit(EXIT_MISCONFIGURED)
 
@@ -66,18 +66,20 @@ def _rows(found: list[CoordinatorStatus]) -> list[tuple[Any, ...]]:
             continue
         queue = f"{s.stats.write_queue_depth}/{s.stats.write_queue_capacity}"
         held = ", ".join(s.stats.disk_tiers) or "none yet"
-        rows.append((s.name, s.endpoint, _owns(s), held, queue, f"{s.ping_ms:.1f}", _state(s)))
+        problem = _problem(s)
+        state = "up" if problem is None else f"up, {problem}"
+        rows.append((s.name, s.endpoint, _owns(s), held, queue, f"{s.ping_ms:.1f}", state))
     return rows
 
 
-def _state(s: CoordinatorStatus) -> str:
-    """`up`, or why this coordinator would not refuse a write for another's tier."""
+def _problem(s: CoordinatorStatus) -> str | None:
+    """Why this coordinator (up) would not refuse a write for another's tier, or None."""
     assert s.stats is not None
     if s.stats.cluster_name is None:
-        return "up, started without --cluster: it refuses no tier's writes"
+        return "started without --cluster: it refuses no tier's writes"
     if s.stats.cluster_name != s.name:
-        return f"up, but started as {s.stats.cluster_name!r}"
-    return "up"
+        return f"but started as {s.stats.cluster_name!r}"
+    return None
 
 
 def _json(s: CoordinatorStatus) -> dict[str, Any]:

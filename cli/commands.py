@@ -28,12 +28,12 @@ def connect(ctx: click.Context, routed: bool = False) -> Iterator[Any]:
     endpoint, timeout = ctx.obj["endpoint"], ctx.obj["timeout"]
     client: GrooveClient | GrooveCluster
     try:
-        cluster = cluster_of(ctx.obj)
+        cluster, curve = cluster_of(ctx.obj), curve_of(ctx.obj)
         if cluster is not None and routed:
-            client = GrooveCluster(cluster, timeout=timeout, curve=curve_of(ctx.obj))
+            client = GrooveCluster(cluster, timeout=timeout, curve=curve)
         else:
             endpoint = endpoint if cluster is None else cluster.coordinators[cluster.home]
-            client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=curve_of(ctx.obj))
+            client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=curve)
     except GrooveError as exc:
         fail(str(exc), 2)
     try:

@@ -145,6 +145,21 @@ def curve_of(obj: dict[str, Any]) -> CurveClient | None:
         fail(str(exc), 2)
 
 
+def checked_by(check: Callable[[str], object]) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback: the value as given if `check` accepts it (or it is None), else a usage error saying
+    what `check`'s ValueError said."""
+
+    def callback(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc)) from None
+        return value
+
+    return callback
+
+
 def cluster_of(obj: dict[str, Any]) -> ClusterMap | None:
     """The cluster map --cluster names, or None; exits with a one-line error if it cannot be used."""
     path = obj.get("cluster")

@@ -19,20 +19,14 @@ from agents.fleet import FleetBase, parse_ray_address, stop_process
 from agents.plans import release_plan
 from agents.workloads import DEFAULT_MIX, KINDS, OPS
 from cli.agent import check_mix
+from cli.options import checked_by
 from cli.output import emit_json, fail, pairs, table
 from cli.processes import start_coordinator
 from coordinator.metrics import summarize
 from coordinator.net.config import EMBEDDERS
 from protocol.models import StatsReply
 
-
-def _check_address(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is not None:
-        try:
-            parse_ray_address(value)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return value
+_check_address = checked_by(parse_ray_address)
 
 
 class LiveView:
@@ -103,8 +97,8 @@ class LiveView:
 @click.option(
     "--ray-address",
     callback=_check_address,
-    help="With --backend ray: auto (the cluster this host is in) or ray://HOST:PORT [default: a local Ray "
-    "started for the run].",
+    help="With --backend ray: auto (the cluster this host is in), HOST:PORT (a head node's GCS) or "
+    "ray://HOST:PORT (Ray Client) [default: a local Ray started for the run].",
 )
 @click.option(
     "--cpus-per-agent",
