@@ -112,10 +112,7 @@ class GrooveCluster:
 
     def relate(self, from_id: str, relation_type: str, to_id: str, weight: float | None = None) -> None:
         """Store a relation on the owner of `from_id`'s tier (which must hold `to_id` too); raises NotFound."""
-        where = self._locate([from_id])
-        if from_id not in where:
-            raise NotFound("not_found", f"no coordinator of the cluster holds learning {from_id}")
-        self.client_for(where[from_id]).relate(from_id, relation_type, to_id, weight)
+        self.client_for(self.get(from_id).tier).relate(from_id, relation_type, to_id, weight)
 
     def relations(
         self, learning_id: str, relation_type: str | None = None, direction: str = "both"
@@ -127,14 +124,15 @@ class GrooveCluster:
         )
         held = [part for part in found.values() if part is not None]
         if not held:
-            raise NotFound("not_found", f"no coordinator of the cluster holds learning {learning_id}")
+            raise _nowhere(learning_id)
         return [r for part in held for r in part]
 
     def maintain(self, now: int | None = None, tiers: list[str] | None = None) -> MaintainReply:
         """Lifecycle maintenance on every coordinator, each over the tiers it owns (or those of `tiers`)."""
-        names = list(self.clients) if tiers is None else list(self.map.by_owner(tiers))
-        wanted = self.map.by_owner(tiers) if tiers is not None else {}
-        runs = self.fan_out(names, lambda name, client: client.maintain(now, wanted.get(name)))
+        wanted: dict[str, list[str] | None] = dict.fromkeys(self.clients)
+        if tiers is not None:
+            wanted = dict(self.map.by_owner(tiers))
+        runs = self.fan_out(list(wanted), lambda name, client: client.maintain(now, wanted[name]))
         done = [t for run in runs.values() for t in run.tiers]
         return MaintainReply(
             decayed=sum(t.decayed for t in done),
@@ -204,7 +202,7 @@ class GrooveCluster:
         tier_of |= {lid: tier for lid, tier in given.items() if self.map.owner(tier) == home}
         lost = [lid for lid in rated if lid not in tier_of]
         if lost:
-            raise NotFound("not_found", f"no coordinator of the cluster holds learning {lost[0]}")
+            raise _nowhere(lost[0])
         parts: dict[str, list[dict[str, Any]]] = {}
         for a in items:
             parts.setdefault(self.map.owner(tier_of[a["learning_id"]]), []).append(a)
@@ -242,9 +240,9 @@ class GrooveCluster:
             owner = self.map.owner(given.tier)
             if owner != self.map.home:
                 away.setdefault(owner, []).append(given)
-        found = self.fan_out(list(away), lambda name, client: {g.id: _get_or_none(client, g.id) for g in away[name]})
-        for given in (g for items in away.values() for g in items):
-            given.learning = found[self.map.owner(given.tier)][given.id]
+        found = self.fan_out(list(away), lambda name, client: [(g, _get_or_none(client, g.id)) for g in away[name]])
+        for given, learning in (pair for pairs in found.values() for pair in pairs):
+            given.learning = learning
         return reply
 
     # --- reads ---------------------------------------------------------------------------------------
@@ -263,7 +261,7 @@ class GrooveCluster:
         for learning in found.values():
             if learning is not None:
                 return learning
-        raise NotFound("not_found", f"no coordinator of the cluster holds learning {learning_id}")
+        raise _nowhere(learning_id)
 
     def list_learnings(
         self,
@@ -315,6 +313,10 @@ class GrooveCluster:
             list(self.clients), lambda _, client: [x for lid in ids if (x := _get_or_none(client, lid)) is not None]
         )
         return {x.id: x.tier for held in found.values() for x in held}
+
+
+def _nowhere(learning_id: str) -> NotFound:
+    return NotFound("not_found", f"no coordinator of the cluster holds learning {learning_id}")
 
 
 def _get_or_none(client: GrooveClient, learning_id: str) -> LearningOut | None:

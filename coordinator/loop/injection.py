@@ -79,7 +79,7 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
     """
     foreign = [t for offer in body.elsewhere for t in offer.tiers]
     own = [name for name in body.context.tiers() if name not in foreign]
-    earlier = _applied(tiers, body, request_id, own)
+    earlier = _applied(tiers, body, request_id, own, foreign)
     if earlier is not None:
         return earlier
     rng = random.Random(body.seed)
@@ -166,7 +166,9 @@ def get_injection(tiers: TierSet, archived: Archived, body: InjectionGetRequest)
     }
 
 
-def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str, own: list[str]) -> InjectRecord | None:
+def _applied(
+    tiers: TierSet, body: InjectPrepareRequest, request_id: str, own: list[str], foreign: list[str]
+) -> InjectRecord | None:
     """The injection this request id was given before, from any tier of its own it reads, or None."""
     for name in own:
         tier = tiers.get(name, create=False)
@@ -183,7 +185,7 @@ def _applied(tiers: TierSet, body: InjectPrepareRequest, request_id: str, own: l
                 had_task=body.task is not None,
                 params=reply["params"],
                 reply=reply,
-                elsewhere=[t for offer in body.elsewhere for t in offer.tiers],
+                elsewhere=foreign,
             )
     return None
 
