@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP := $(BIN)/python -m pip
 
+AGENTS_DIR := coding-agents
+AGENTS_STAMP := $(AGENTS_DIR)/node_modules/.installed-stamp
+
 .PHONY: install run test lint contracts typecheck wheels unit bench clean
 
 $(STAMP): pyproject.toml constraints.txt
@@ -13,8 +16,17 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install --quiet -c constraints.txt -e '.[dev,ray]'
 	touch $(STAMP)
 
-## install: .venv with groove, its dependencies and the Ray extra (source .venv/bin/activate to put `groove` on PATH)
-install: $(STAMP)
+## install: .venv with groove, its dependencies and the Ray extra (source .venv/bin/activate to put `groove` on PATH),
+## and the pinned Claude Code and Codex in coding-agents/ (the real agents the swarm tests run, offline)
+install: $(STAMP) $(AGENTS_STAMP)
+
+# npm ci from the lock file; Claude Code's postinstall (it puts the platform's native binary in place) is run
+# by hand, as npm 11 holds back install scripts it was not told to allow
+$(AGENTS_STAMP): $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
+	cd $(AGENTS_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	cd $(AGENTS_DIR)/node_modules/@anthropic-ai/claude-code && node install.cjs
+	$(AGENTS_DIR)/node_modules/.bin/claude --version && $(AGENTS_DIR)/node_modules/.bin/codex --version
+	touch $(AGENTS_STAMP)
 
 ## run: groove swarm — a coordinator on a fresh data dir and agents learning, rating, searching, injecting
 run: $(STAMP)
@@ -44,7 +56,7 @@ wheels:
 	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import coordinator.net.server, agents, cli.main, usearch"
 	rm -rf $(WHEELS_VENV) build
 
-unit: $(STAMP)
+unit: $(STAMP) $(AGENTS_STAMP)
 	$(BIN)/pytest -q
 
 ## bench: the load, search and injection benchmarks (figures in README)
@@ -54,4 +66,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.inject
 
 clean:
-	rm -rf $(VENV) $(WHEELS_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(WHEELS_VENV) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache

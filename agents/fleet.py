@@ -17,13 +17,13 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from agents.coding import groove_argv
 from agents.errors import GrooveError
 from agents.worker import EXIT_MISMATCHES, WorkerSpec
 
@@ -35,11 +35,6 @@ WORKER_OPTIONS = frozenset(f.name for f in fields(WorkerSpec)) - _NOT_OPTIONS
 
 class FleetError(GrooveError):
     """A fleet cannot be started: its backend is missing or cannot place the workers."""
-
-
-def groove_argv(*args: str) -> list[str]:
-    """The command line that runs `groove ARGS` with this interpreter."""
-    return [sys.executable, "-m", "cli", *args]
 
 
 def stop_process(proc: subprocess.Popen[bytes], grace: float = 30.0) -> int:

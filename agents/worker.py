@@ -20,14 +20,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.agentwork import AgentWork
 from agents.boardwork import BoardWork
 from agents.client import GrooveClient
+from agents.coding import CODING_AGENTS
 from agents.errors import Conflict, GrooveError, NotFound
 from agents.workloads import DEFAULT_MIX, Report, Script, Synthetic, VectorSearch, Workload, parse_mix
 from protocol import constants as C
 from protocol.keys import CurveClient
 
 SYNTHETIC, VECTOR_SEARCH, BOARD = "synthetic", "search", "board"
+_HOOK_TIMEOUT_S = 3.0  # what the agent's groove hooks wait for the coordinator: a hook must not stall the agent
 # `groove agent`'s status when it ran to the end but a reply or a read-back was not what it should be: not a
 # crash (its report is printed and kept, it is not restarted), but not a success either
 EXIT_MISMATCHES = 4
@@ -58,6 +61,10 @@ class WorkerSpec:
     lease_ms: int = 60_000
     fail_share: float = 0.0  # of the board's tasks, the share the agent fails (to be retried)
     projects: str | None = None  # comma-separated corpus projects the synthetic workload keeps to (no global)
+    agent: str | None = None  # with `memory`: a real coding agent (claude, codex) does each task (agents.agentwork)
+    repo: str | None = None  # the git repository the agent works in (a worktree per task)
+    agent_timeout: float = 1800.0  # seconds one task's agent may run before it is stopped and the task failed
+    agent_binary: str | None = None  # the agent's program [default: `claude` or `codex` on PATH]
 
     def identity(self) -> dict[str, object]:
         """The `hello` body."""
@@ -110,8 +117,8 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
     (requests in flight are finished), then read back what was acked unless `abort` is set."""
     stop = stop or threading.Event()
     abort = abort or threading.Event()
-    kind = BOARD if spec.memory is not None else spec.workload
-    report = Report(spec.agent_id, kind if kind in (SYNTHETIC, VECTOR_SEARCH, BOARD) else "script")
+    kind = (spec.agent or BOARD) if spec.memory is not None else spec.workload
+    report = Report(spec.agent_id, kind if kind in (SYNTHETIC, VECTOR_SEARCH, BOARD, *CODING_AGENTS) else "script")
     with GrooveClient(spec.endpoint, timeout=spec.timeout, curve=spec.curve) as client:
         client.call(C.OP_HELLO, spec.identity())
         began = time.monotonic()
@@ -121,7 +128,7 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
         def more(done: int) -> bool:
             return done < limit and time.monotonic() < stop_at and not stop.is_set()
 
-        workload = _workload(spec, client, report, more)
+        workload = _workload(spec, client, report, more, stop.is_set)
         heartbeat = Heartbeat(spec, report, lambda: getattr(workload, "holding", None))
         heartbeat.start()
         try:
@@ -133,8 +140,10 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
             report.elapsed_s = time.monotonic() - began
             if isinstance(workload, Synthetic) and spec.verify:
                 workload.verify(abort.is_set)
-            if isinstance(workload, BoardWork) and spec.verify and not abort.is_set():
+            if isinstance(workload, BoardWork | AgentWork) and spec.verify and not abort.is_set():
                 workload.verify()
+            if isinstance(workload, AgentWork):
+                report.sessions = workload.sessions_report()
         finally:
             heartbeat.stop()
     evidence = workload.evidence
@@ -153,7 +162,9 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
     return report
 
 
-def _workload(spec: WorkerSpec, client: GrooveClient, report: Report, more: Callable[[int], bool]) -> Workload:
+def _workload(
+    spec: WorkerSpec, client: GrooveClient, report: Report, more: Callable[[int], bool], stopping: Callable[[], bool]
+) -> Workload:
     common: dict[str, Any] = {
         "client": client,
         "report": report,
@@ -161,6 +172,20 @@ def _workload(spec: WorkerSpec, client: GrooveClient, report: Report, more: Call
         "more": more,
         "agent_id": spec.agent_id,
     }
+    if spec.memory is not None and spec.agent is not None:
+        return AgentWork(
+            **common,
+            memory_id=spec.memory,
+            agent=spec.agent,
+            repo=Path(spec.repo or "."),
+            lease_ms=spec.lease_ms,
+            agent_timeout=spec.agent_timeout,
+            binary=spec.agent_binary,
+            role=None if spec.role == "worker" else spec.role,
+            connection=["--endpoint", spec.endpoint, "--timeout", f"{_HOOK_TIMEOUT_S:g}"],
+            logs=None if spec.latencies_file is None else spec.latencies_file.parent,
+            stopping=stopping,
+        )
     if spec.memory is not None:
         return BoardWork(**common, memory_id=spec.memory, lease_ms=spec.lease_ms, fail_share=spec.fail_share)
     if spec.workload == SYNTHETIC:

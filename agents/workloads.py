@@ -75,6 +75,7 @@ class Report:
     elapsed_s: float = 0.0  # the workload itself
     verify_s: float = 0.0  # reading back everything acked, after the workload
     error_samples: list[str] = field(default_factory=list)
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # a real agent's tasks (agents.agentwork.Session)
 
     def ok(self, kind: str) -> None:
         """Count one acked request of `kind`."""

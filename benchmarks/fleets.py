@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from agents.fleet import groove_argv
+from agents.coding import groove_argv
 from agents.workloads import KINDS
 from benchmarks.common import machine
 from cli.output import table

@@ -24,7 +24,8 @@ from pathlib import Path
 import click
 
 from agents import GrooveClient
-from agents.fleet import groove_argv, stop_process
+from agents.coding import groove_argv
+from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine
 from benchmarks.inject import PROJECT, preload
 from benchmarks.search import wait_for

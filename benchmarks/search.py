@@ -22,7 +22,8 @@ from typing import Any
 import click
 
 from agents import GrooveClient
-from agents.fleet import groove_argv, stop_process
+from agents.coding import groove_argv
+from agents.fleet import stop_process
 from benchmarks.common import machine
 from cli.output import table
 from cli.processes import start_coordinator

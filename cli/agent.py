@@ -14,7 +14,9 @@ from typing import Any, TypeVar
 import click
 
 from agents import GrooveError
+from agents.coding import CODING_AGENTS, AgentNotFound, find_binary
 from agents.corpus import load
+from agents.gitwork import GitError, check_repo
 from agents.worker import EXIT_MISMATCHES, SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
 from agents.workloads import DEFAULT_MIX, parse_mix, parse_script
 from cli.options import checked_by, connection_options, curve_of
@@ -105,6 +107,27 @@ def agent_option(flag: str, **kwargs: Any) -> Callable[[F], F]:
     help="With --memory: the share of tasks to fail (they are retried while attempts are left).",
 )
 @agent_option(
+    "--agent",
+    type=click.Choice(CODING_AGENTS),
+    help="With --memory: a real coding agent does each task, headless, in a git worktree of --repo.",
+)
+@agent_option(
+    "--repo",
+    type=click.Path(exists=True, file_okay=False),
+    help="With --agent: the git repository to work in (each task gets a worktree on its own branch) [default: .].",
+)
+@agent_option(
+    "--agent-timeout",
+    type=click.FloatRange(1),
+    default=1800.0,
+    show_default=True,
+    help="With --agent: seconds one task's agent may run; then it is stopped and the task failed (retried).",
+)
+@agent_option(
+    "--agent-binary",
+    help="With --agent: the agent's program [default: claude or codex on PATH].",
+)
+@agent_option(
     "--projects",
     callback=_check_projects,
     help="Synthetic: keep to these corpus projects (comma-separated), writing no global learning.",
@@ -132,6 +155,14 @@ def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -
     unbounded = options["workload"] in (SYNTHETIC, VECTOR_SEARCH) and options["memory"] is None
     if options["duration"] is None and options["count"] is None and unbounded:
         fail("give --duration or --count (how long the workload runs)", 2)
+    if options["agent"] is not None and options["memory"] is None:
+        fail("--agent works a plan: give --memory ID", 2)
+    if options["agent"] is not None:
+        try:  # before anything is claimed: a missing agent or repository leaves the plan untouched
+            find_binary(options["agent"], options["agent_binary"])
+            check_repo(Path(options["repo"] or "."))
+        except (AgentNotFound, GitError) as exc:
+            fail(f"agent {agent_id or options['agent']}: {exc}", 2)
     spec = WorkerSpec(
         ctx.obj["endpoint"],
         agent_id or f"{socket.gethostname()}-{os.getpid()}",

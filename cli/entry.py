@@ -1,8 +1,8 @@
 """The `groove` console script: runs a verb and turns every failure into one line on stderr.
 
-`groove hook ...` is run without importing the other verbs: an agent runs it before every session, and
-loading the whole CLI (the client's pydantic models, the coordinator's settings) would take most of its
-300 ms budget on a small machine.
+`groove hook ...` and `groove mcp ...` are run without importing the other verbs: an agent runs the hook
+before every session and after every tool call, and waits for the MCP server's tools, and loading the whole
+CLI (the coordinator's settings, every verb's models) would take most of their budget on a small machine.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ def main() -> None:
         from cli.hook import hook_command
 
         run(hook_command, args[1:], "groove hook")
+    if args[:1] == ["mcp"]:  # an agent waits for its tools: the other verbs' imports would delay them
+        from cli.mcp import mcp_command
+
+        run(mcp_command, args[1:], "groove mcp")
     from cli.main import cli
 
     run(cli, args, "groove")

@@ -6,6 +6,7 @@ session, and the other verbs' imports (pydantic models, the client) would cost m
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,8 +49,9 @@ state_dir_option = click.option(
 def hook_command(ctx: click.Context, event: str, state_dir: Path | None) -> None:
     """Answer a Claude Code or Codex hook: reads the event's JSON on stdin. SessionStart gives the session its
     project's learnings as additional context; UserPromptSubmit adds matches for the prompt; Stop marks the
-    session active; SessionEnd closes its injection (unknown outcome). An unreachable coordinator: no output,
-    exit 0. `groove hooks install` writes these commands into the agent's settings."""
+    session active; SessionEnd closes its injection (unknown outcome); PostToolUse hands the agent named by
+    GROOVE_AGENT_ID its nudges. An unreachable coordinator: no output, exit 0. `groove hooks install` writes
+    these commands into the agent's settings."""
     settings: dict[str, Any] = connection_settings(ctx.obj)
     link: Link
     cluster = cluster_of(settings)
@@ -64,7 +66,8 @@ def hook_command(ctx: click.Context, event: str, state_dir: Path | None) -> None
             fail(str(exc), 2)
     try:
         given = HookInput.read(sys.stdin.buffer.read())
-        said = Hook(link, Sessions(state_dir or default_state_dir()), now=time.time()).handle(event, given)
+        hook = Hook(link, Sessions(state_dir or default_state_dir()), now=time.time(), env=os.environ)
+        said = hook.handle(event, given)
     except Unreachable:
         return  # never block or break the user's session: the learnings sit this one out
     except (HookError, Refused) as exc:

@@ -1,14 +1,30 @@
-"""`groove mcp`: serve groove's tools to a coding agent over the Model Context Protocol (integrations/)."""
+"""`groove mcp`: serve groove's tools to a coding agent over the Model Context Protocol (integrations/).
+
+An agent starts it with each session and offers its tools only once it has listed them, so it must start
+fast: the entry point (cli/entry.py) runs this verb without loading the others. An agent stops it with SIGINT
+(Claude Code sends SIGTERM 100 ms later) or by closing its stdin; either ends the process at once, as every
+tool call's write is acknowledged before its answer, and nothing else is held.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import sys
 from typing import Any
 
 import click
 
-from cli.options import cluster_of, connection_options, curve_of
+from cli.options import cluster_of, connection_options, connection_settings, curve_of
 from cli.output import fail
+
+
+def _exit_now(*_: object) -> None:
+    """End the process without waiting for the SDK's tasks or worker threads (a tool call in flight is the
+    agent's to retry: it is stopping the server)."""
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def _host_port(_: click.Context, __: click.Parameter, value: str | None) -> tuple[str, int] | None:
@@ -33,13 +49,17 @@ def mcp_command(ctx: click.Context, http: tuple[str, int] | None) -> None:
 
     # stdout is the protocol's channel on stdio: everything else goes to stderr
     logging.basicConfig(level=logging.WARNING, format="groove mcp: %(levelname)s %(message)s")
-    settings: dict[str, Any] = ctx.obj
+    settings: dict[str, Any] = connection_settings(ctx.obj)
     cluster = cluster_of(settings)  # with a map: the learning tools route by tier, the board's go to the home
     bridge = Bridge(settings["endpoint"], curve_of(settings), timeout=settings["timeout"], cluster=cluster)
     server = build(bridge)
+    if http is None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _exit_now)
     try:
         if http is None:
-            server.run()
+            server.run()  # returns when the client closes stdin
+            _exit_now()
         else:
             server.run("streamable-http", host=http[0], port=http[1])
     except KeyboardInterrupt:

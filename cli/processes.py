@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from agents.fleet import groove_argv
+from agents.coding import groove_argv
 
 _START_TIMEOUT_S = 60.0
 

@@ -12,6 +12,13 @@ The agent runs the command with the event's JSON on stdin and reads what it prin
 - `SessionEnd`: closes the injection with an unknown outcome (PROTOCOL.md, `outcome.record`): the
   learnings the agent did not rate through the MCP server's `end_session` count as ignored. An agent that
   already closed it gets nothing twice (`conflict` is the expected answer).
+- `PostToolUse`: after each tool call, the nudges waiting for this agent (`nudge.poll`), acknowledged and
+  given to the model as additional context, so a nudge sent while the agent works is in front of it at its
+  next step. The agent is the one named by `GROOVE_AGENT_ID` (and `GROOVE_ROLE`) in the environment, as a
+  swarm worker starts it or a person may; without it the hook answers nothing and connects to nothing.
+
+A session a swarm worker runs carries `GROOVE_INJECTION_ID`: the worker prepared it (the learnings are in
+the agent's prompt) and closes it, so the session hooks installed in the repository stand aside.
 Sessions that never ended (Codex has no SessionEnd; a killed terminal sends none) are closed the same way
 by the next SessionStart once idle for `STALE_AFTER_S`.
 
@@ -33,7 +40,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -50,7 +57,8 @@ SESSION_START: Final = "SessionStart"
 PROMPT_SUBMIT: Final = "UserPromptSubmit"
 STOP: Final = "Stop"
 SESSION_END: Final = "SessionEnd"
-EVENTS: Final = (SESSION_START, PROMPT_SUBMIT, STOP, SESSION_END)
+POST_TOOL_USE: Final = "PostToolUse"
+EVENTS: Final = (SESSION_START, PROMPT_SUBMIT, STOP, SESSION_END, POST_TOOL_USE)
 STALE_AFTER_S: Final = 12 * 3600  # a session idle this long is taken for ended
 _SWEEP_AT_MOST: Final = 20  # stale sessions closed per SessionStart, so one start never waits on a backlog
 _PROMPT_MATCHES: Final = 3
@@ -205,6 +213,12 @@ class Link(Protocol):
     def close_session(self, injection_id: str, session_id: str) -> None:
         """`outcome.record` closing an injection with an unknown outcome."""
 
+    def nudges(self, agent_id: str, role: str | None) -> list[dict[str, Any]]:
+        """`nudge.poll` for an agent working (not idle): the nudges not yet delivered to it."""
+
+    def ack(self, agent_id: str, ids: list[str]) -> None:
+        """`nudge.ack` of nudges handed to the agent."""
+
     def close(self) -> None:
         """Close the connections."""
 
@@ -289,6 +303,16 @@ class Wire:
         """`outcome.record` closing an injection with an unknown outcome."""
         self.call(C.OP_OUTCOME_RECORD, {"injection_id": injection_id, "session_id": session_id})
 
+    def nudges(self, agent_id: str, role: str | None) -> list[dict[str, Any]]:
+        """`nudge.poll` for an agent working (not idle): the nudges not yet delivered to it."""
+        body: dict[str, Any] = {"agent_id": agent_id, "idle": False} | ({"role": role} if role else {})
+        nudges: list[dict[str, Any]] = self.call(C.OP_NUDGE_POLL, body)["nudges"]
+        return nudges
+
+    def ack(self, agent_id: str, ids: list[str]) -> None:
+        """`nudge.ack` of nudges handed to the agent."""
+        self.call(C.OP_NUDGE_ACK, {"agent_id": agent_id, "ids": ids})
+
 
 def additional_context(event: str, text: str) -> str:
     """The JSON both agents read from a SessionStart or UserPromptSubmit hook to add `text` to the context."""
@@ -316,21 +340,36 @@ def session_context(injection_id: str, learnings: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def nudge_context(nudges: list[dict[str, Any]]) -> str:
+    """What a PostToolUse adds: the nudges for the agent, most urgent first, with who sent them."""
+    lines = ["## groove: nudges for you (from the swarm, while you work; act on them now)"]
+    lines += [f"- ({n['priority']}) {n['message']} (from {n['created_by']})" for n in nudges]
+    return "\n".join(lines)
+
+
 def prompt_context(hits: list[dict[str, Any]]) -> str:
     """What a UserPromptSubmit adds: learnings matching the prompt that the session was not given yet."""
     return "\n".join(["## groove: learnings matching this prompt", *(_learning_line(hit) for hit in hits)])
 
 
 class Hook:
-    """One event of one session, against groove over `link` and the sessions remembered in `sessions`."""
+    """One event of one session, against groove over `link` and the sessions remembered in `sessions`; `env`
+    is the agent's environment (its identity, when a swarm worker started it)."""
 
-    def __init__(self, link: Link, sessions: Sessions, now: float) -> None:
+    def __init__(self, link: Link, sessions: Sessions, now: float, env: Mapping[str, str]) -> None:
         self.link = link
         self.sessions = sessions
         self.now = now
+        self.agent_id = env.get(C.ENV_AGENT_ID) or None
+        self.role = env.get(C.ENV_ROLE) or None
+        self.worker_session = bool(env.get(C.ENV_INJECTION_ID))
 
     def handle(self, event: str, given: HookInput) -> str | None:
         """What to print for the event (None: nothing). Raises HookError, Refused or Unreachable."""
+        if event == POST_TOOL_USE:
+            return self.nudged()
+        if self.worker_session:  # the worker prepared this session and closes it
+            return None
         if event == SESSION_START:
             return self.start(given)
         if event == PROMPT_SUBMIT:
@@ -359,6 +398,16 @@ class Hook:
         given_ids = [item["learning"]["id"] for item in learnings]
         self.sessions.save(Session(given.session_id, project, reply["injection_id"], context, given_ids))
         return additional_context(SESSION_START, context) if context else None
+
+    def nudged(self) -> str | None:
+        """The agent's nudges not yet delivered, acknowledged: they are in front of its model now."""
+        if self.agent_id is None:
+            return None
+        nudges = self.link.nudges(self.agent_id, self.role)
+        if not nudges:
+            return None
+        self.link.ack(self.agent_id, [n["id"] for n in nudges])
+        return additional_context(POST_TOOL_USE, nudge_context(nudges))
 
     def prompt(self, given: HookInput) -> str | None:
         """The prompt's best matches not shown to this session yet."""

@@ -38,6 +38,16 @@ class ClusterLink:
         """`outcome.record` closing an injection with an unknown outcome, on the home and each owner."""
         _mapped(lambda: self.cluster.close_session(injection_id=injection_id, session_id=session_id))
 
+    def nudges(self, agent_id: str, role: str | None) -> list[dict[str, Any]]:
+        """`nudge.poll` on the home coordinator, which holds the board."""
+        home = self.cluster.clients[self.cluster.map.home]
+        return _mapped(lambda: [n.model_dump() for n in home.poll_nudges(agent_id, role)])
+
+    def ack(self, agent_id: str, ids: list[str]) -> None:
+        """`nudge.ack` on the home coordinator."""
+        home = self.cluster.clients[self.cluster.map.home]
+        _mapped(lambda: home.ack_nudges(agent_id, ids))
+
     def close(self) -> None:
         """Close every connection."""
         self.cluster.close()

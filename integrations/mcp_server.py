@@ -117,7 +117,7 @@ class Bridge:
 
 def build(bridge: Bridge) -> MCPServer:
     """The MCP server with every groove tool and resource, calling the coordinator through `bridge`."""
-    server = MCPServer("groove", instructions=_INSTRUCTIONS)
+    server = MCPServer("groove", instructions=_INSTRUCTIONS, version=C.GROOVE_VERSION)
 
     @server.tool()
     def search_learnings(

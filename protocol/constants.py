@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
+GROOVE_VERSION: Final = "0.1.0"  # the package's version (pyproject.toml reads it from here)
+
 PROTOCOL_VERSION: Final = 1
 
 # Operation names.
@@ -229,3 +231,11 @@ AgentState = Literal["alive", "gone"]
 AgentStatus = Literal["idle", "working", "blocked", "error"]  # what an agent says it is doing (seed 004)
 AGENT_STATUSES: Final = get_args(AgentStatus)
 AGENT_STATES: Final = get_args(AgentState)
+
+# A real coding agent run by a swarm worker learns who it is from its environment: the worker sets these, and
+# groove's hooks and MCP server in the agent read them (a nudge for the agent reaches it at its next tool call).
+ENV_AGENT_ID: Final = "GROOVE_AGENT_ID"
+ENV_MEMORY_ID: Final = "GROOVE_MEMORY_ID"
+ENV_TASK_ID: Final = "GROOVE_TASK_ID"
+ENV_INJECTION_ID: Final = "GROOVE_INJECTION_ID"  # set: the worker prepared and closes the session, not the hooks
+ENV_ROLE: Final = "GROOVE_ROLE"

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 import yaml
 
-from agents.fleet import groove_argv, stop_process
+from agents.coding import groove_argv
+from agents.fleet import stop_process
 from cli.processes import start_coordinator
 
 T = TypeVar("T")

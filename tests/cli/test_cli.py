@@ -11,7 +11,7 @@ import click
 from click.testing import CliRunner
 
 from agents import GrooveClient
-from agents.fleet import groove_argv
+from agents.coding import groove_argv
 from tests.helpers import RunningCoordinator, run_groove, silent_endpoint
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents import GrooveClient
-from agents.fleet import groove_argv
+from agents.coding import groove_argv
 from tests.helpers import run_groove, wait_for
 
 

@@ -17,7 +17,7 @@ from mcp import Client
 
 from agents import Conflict, GrooveClient, NotFound, WrongCoordinator
 from agents.cluster import GrooveCluster
-from agents.fleet import groove_argv
+from agents.coding import groove_argv
 from integrations.mcp_server import Bridge, build
 from protocol.cluster import ClusterMap
 from protocol.ids import uuid7

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agents import GrooveClient
-from agents.fleet import groove_argv
+from agents.coding import groove_argv
 from integrations.hook import STALE_AFTER_S, Hook, HookInput, Sessions, Wire
 from tests.helpers import RunningCoordinator, silent_endpoint
 
@@ -187,7 +187,7 @@ def test_an_unreachable_coordinator_is_silent_and_fast_and_a_stale_session_is_cl
     later = time.time() + STALE_AFTER_S + 60
     wire = Wire(coordinator.endpoint, None, timeout=20)
     try:
-        Hook(wire, sessions, now=later).start(HookInput("next-session", str(repo)))
+        Hook(wire, sessions, now=later, env={}).start(HookInput("next-session", str(repo)))
     finally:
         wire.close()
     assert client.get(lid).usage.times_ignored == 1

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.fleet import groove_argv, stop_process
+from agents.coding import groove_argv
+from agents.fleet import stop_process
 from protocol.keys import generate_key_pair
 
 pytestmark = pytest.mark.slow

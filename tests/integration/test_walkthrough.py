@@ -18,7 +18,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from agents.fleet import groove_argv
+from agents.coding import groove_argv
 from tests.helpers import RunningCoordinator
 
 

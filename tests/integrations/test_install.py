@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.fleet import groove_argv
+from agents.coding import groove_argv
 from integrations.install import InstallError, Manifest, Setup, plan_install, plan_uninstall
 
 # A user's own files, written the way people write them: tabs, inline arrays, no final newline, non-ASCII.
