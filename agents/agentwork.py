@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from agents import gitwork
 from agents.client import GrooveClient
-from agents.coding import Identity, find_binary, launch, prompt_for, read_ending
+from agents.coding import Given, Identity, find_binary, launch, prompt_for, read_ending
 from agents.errors import Conflict, GrooveError
 from agents.workloads import Workload
 from protocol import constants as C
@@ -153,15 +153,19 @@ class AgentWork(Workload):
         session = Session(task.id, task.title, tree.branch)
         self.sessions.append(session)
         identity = Identity(self.agent_id, self.memory_id, task.id, injection.injection_id, self.role)
-        block = injection.markdown.replace(C.INJECT_END, board + C.INJECT_END)
-        start = launch(self.agent, self.binary, prompt_for(task.title, task.description, block, identity, tree.branch),
-                       identity, self.connection)  # fmt: skip
+        given = [Given(i.learning.id, i.learning.description, i.learning.insight) for i in injection.learnings]
+        prompt = prompt_for(task.title, task.description, given, board, identity, tree.branch)
+        start = launch(self.agent, self.binary, prompt, identity, self.connection)
         out_path = self._log(task, "out")
         began = time.monotonic()
         session.overhead_ms = (began - claimed_at) * 1000
         with out_path.open("wb") as out, self._log(task, "err").open("wb") as err:
             proc = subprocess.Popen(start.argv, cwd=tree.path, env=os.environ | start.env, stdout=out, stderr=err,
                                     stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            try:
+                self.client.start_task(task.id, self.agent_id)  # in_progress: its agent is at work
+            except GrooveError as exc:
+                self.report.error("start", exc)
             stopped = self._watch(proc, task)
         exited = time.monotonic()
         session.elapsed_s = exited - began
@@ -211,13 +215,12 @@ class AgentWork(Workload):
                 next_renewal = now + renew_every
                 try:
                     self.client.renew_lease(task.id, self.agent_id, self.lease_ms)
-                except Conflict:
+                except Conflict:  # the task is no longer held under this lease: who ended it?
                     status = self._status(task)
-                    if status in ("completed", "review"):
-                        finished_at = now
-                        continue
-                    _stop(proc)
-                    return CANCELLED if status == "cancelled" else LOST
+                    if status == "cancelled" or status in _HELD:  # called off, or another agent holds it now
+                        _stop(proc)
+                        return CANCELLED if status == "cancelled" else LOST
+                    finished_at = now  # the agent completed or failed it itself: let it wrap up
                 except GrooveError as exc:  # the coordinator is away: the lease may outlive this, try again
                     self.report.error("renew", exc)
         return None

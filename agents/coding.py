@@ -106,6 +106,7 @@ def launch(agent: str, binary: str, prompt: str, identity: Identity, connection:
         "mcp_servers.groove.command": json.dumps(server[0]),
         "mcp_servers.groove.args": json.dumps(server[1:]),
         "mcp_servers.groove.startup_timeout_sec": str(_MCP_STARTUP_TIMEOUT_S),
+        "mcp_servers.groove.required": "true",  # wait for its tools before the first turn, which may call them
         "mcp_servers.groove.default_tools_approval_mode": '"approve"',  # `exec` has no one to ask
     }
     argv = [binary, "exec", "--json", "--dangerously-bypass-hook-trust", "--sandbox", "workspace-write",
@@ -163,8 +164,19 @@ def read_ending(agent: str, output: str) -> Ending:
     return Ending(message.strip(), error)
 
 
-def prompt_for(title: str, description: str, block: str, identity: Identity, branch: str) -> str:
-    """What the agent is asked to do: its task, the learnings and the board's context, and how to finish."""
+@dataclass(frozen=True)
+class Given:
+    """A learning a session was given, as the agent is shown it."""
+
+    id: str
+    description: str
+    insight: str
+
+
+def prompt_for(title: str, description: str, given: list[Given], board: str, identity: Identity, branch: str) -> str:
+    """What the agent is asked to do: its task, the learnings chosen for it (with the ids to rate them by), the
+    board's context, and how to finish."""
+    learnings = [f"- **{' '.join(g.description.split())}** {' '.join(g.insight.split())} (id `{g.id}`)" for g in given]
     return "\n".join(
         [
             f"You are agent `{identity.agent_id}`, working task `{identity.task_id}` of the groove working "
@@ -173,7 +185,10 @@ def prompt_for(title: str, description: str, block: str, identity: Identity, bra
             f"# Task: {title}",
             *([description] if description else []),
             "",
-            block.strip(),
+            "## Learnings from groove",
+            "What other agents learned in this project, best first; follow them where they apply.",
+            *(learnings or ["_None matched this task yet._"]),
+            board.rstrip(),
             "",
             "## When you are done",
             f"- Call the groove MCP tool `complete_task` with task_id `{identity.task_id}`, agent_id "

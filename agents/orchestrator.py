@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.agentwork import board_context
 from agents.backends import LOCAL, open_fleet
 from agents.client import GrooveClient
 from agents.errors import GrooveError
@@ -131,14 +132,25 @@ class Orchestrator:
         duration: float | None = None,
         fail_share: float = 0.0,
         backend: str = LOCAL,
+        agent: str | None = None,
+        repo: Path | None = None,
+        agent_timeout: float = 1800.0,
         **ray_options: Any,
     ) -> FleetBase:
         """Start `n` workers on the memory's plan (as `spawn_workers` does); each stops when nothing is left
-        to do (or at `duration`). `fleet.wait()` waits for them; `fleet.reports()` has what each did."""
+        to do (or at `duration`). With `agent` ("claude" or "codex") each task is done by that real coding agent,
+        headless, in a worktree of the git repository `repo` (agents.agentwork); else the workers are synthetic,
+        failing `fail_share` of their tasks. `fleet.wait()` waits for them; `fleet.reports()` has what each did
+        (a real agent's tasks under `sessions`)."""
         fleet = self._fleet(n, backend, ray_options)
+        work: dict[str, Any] = (
+            {"fail_share": fail_share}
+            if agent is None
+            else {"agent": agent, "repo": str(repo or Path.cwd()), "agent_timeout": agent_timeout}
+        )
         for i in range(n):
-            name = f"board-{len(self.fleets) - 1}-{i}"
-            fleet.spawn(name, memory=memory_id, fail_share=fail_share, seed=i, duration=duration)
+            name = f"{agent or 'board'}-{len(self.fleets) - 1}-{i}"
+            fleet.spawn(name, memory=memory_id, seed=i, duration=duration, **work)
         return fleet
 
     def _fleet(self, n: int, backend: str, ray_options: dict[str, Any]) -> FleetBase:
@@ -167,32 +179,11 @@ class Orchestrator:
         path = workdir / CONTEXT_FILE
         block = reply.markdown
         if memory_id is not None:
-            board = self._board_context(memory_id, task_id, agent_id)
+            board = board_context(self.client, memory_id, task_id, agent_id, idle=False)
             block = block.replace(C.INJECT_END, board + C.INJECT_END)
         write_block(path, block)
         ids = tuple(item.learning.id for item in reply.learnings)
         return Session(session_id, reply.injection_id, ids, path)
-
-    def _board_context(self, memory_id: str, task_id: str | None, agent_id: str | None) -> str:
-        """The board's part of the block, as markdown."""
-        memory = self.client.memory(memory_id)
-        lines = [f"\n## The plan: {memory.name}\n", f"Goal: {memory.goal}"]
-        lines += [f"- Constraint: {constraint}" for constraint in memory.constraints]
-        if task_id is not None:
-            mine = self.client.task(task_id)
-            lines += ["", f"### Your task: {mine.title} (`{mine.id}`)"] + (
-                [mine.description] if mine.description else []
-            )
-        decisions = self.client.decisions(memory_id, standing=True)
-        if decisions:
-            lines += ["", "### Decisions standing"]
-            lines += [f"- {d.question} **{d.choice}**: {d.rationale}" for d in decisions]
-        if agent_id is not None:
-            nudges = self.client.poll_nudges(agent_id, again=True)
-            if nudges:
-                lines += ["", "### Nudges for you"]
-                lines += [f"- ({n.priority}) {n.message} — {n.created_by}" for n in nudges]
-        return "\n".join(lines) + "\n"
 
     def record(
         self,

@@ -104,6 +104,11 @@ def tasks_group() -> None:
 
 def read_plan(path: Path) -> list[dict[str, Any]]:
     """The tasks of a plan file: YAML or JSON, a list of tasks or a map with `tasks`."""
+    return load_plan(path)[1]
+
+
+def load_plan(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A plan file's map (`name`, `goal`, `constraints`: empty for a bare list of tasks) and its tasks."""
     try:
         text = path.read_text()
     except OSError as exc:
@@ -117,7 +122,7 @@ def read_plan(path: Path) -> list[dict[str, Any]]:
     tasks = plan.get("tasks") if isinstance(plan, dict) else plan
     if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
         raise click.BadParameter(f"{path} holds no list of tasks (a list, or a map with `tasks`)")
-    return tasks
+    return (plan if isinstance(plan, dict) else {}), tasks
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

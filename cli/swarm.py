@@ -15,13 +15,15 @@ import click
 
 from agents import GrooveClient, GrooveError
 from agents.backends import BACKENDS, LOCAL, RAY, open_fleet
+from agents.coding import CODING_AGENTS
 from agents.fleet import FleetBase, parse_ray_address, stop_process
 from agents.plans import release_plan
 from agents.workloads import DEFAULT_MIX, KINDS, OPS
 from cli.agent import check_mix
-from cli.options import checked_by
+from cli.options import checked_by, connection_options, connection_settings
 from cli.output import emit_json, fail, pairs, table
 from cli.processes import start_coordinator
+from cli.realswarm import RealSwarm, run_real_swarm
 from coordinator.metrics import summarize
 from coordinator.net.config import EMBEDDERS
 from protocol.models import StatsReply
@@ -107,8 +109,44 @@ class LiveView:
     show_default=True,
     help="With --backend ray: the CPUs Ray reserves for each agent.",
 )
+@click.option(
+    "--agent",
+    type=click.Choice(CODING_AGENTS),
+    help="Real coding agents instead: --workers of them work a plan (--memory or --plan) in --repo, against the "
+    "coordinator at --endpoint.",
+)
+@click.option("--memory", help="With --agent: the working memory whose plan the agents work.")
+@click.option(
+    "--plan",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="With --agent: a plan file (YAML or JSON; name, goal, constraints, tasks) made into a new working memory.",
+)
+@click.option("--workers", type=click.IntRange(1, 256), default=3, show_default=True, help="With --agent: agents.")
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="With --agent: the git repository they work in, a worktree and branch per task [default: .].",
+)
+@click.option(
+    "--agent-timeout",
+    type=click.FloatRange(1),
+    default=1800.0,
+    show_default=True,
+    help="With --agent: seconds an agent may spend on one task before it is stopped and the task failed.",
+)
+@click.option("--agent-binary", help="With --agent: the agent's program [default: claude or codex on PATH].")
+@click.option(
+    "--lease-ms",
+    type=click.IntRange(1000, 3_600_000),
+    default=60_000,
+    show_default=True,
+    help="With --agent: each task's lease, renewed while its agent runs; a worker gone that long loses it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@connection_options
+@click.pass_context
 def swarm_command(
+    ctx: click.Context,
     n_agents: int,
     duration: float,
     data_dir: Path | None,
@@ -119,6 +157,14 @@ def swarm_command(
     backend: str,
     ray_address: str | None,
     cpus_per_agent: float,
+    agent: str | None,
+    memory: str | None,
+    plan: Path | None,
+    workers: int,
+    repo: Path | None,
+    agent_timeout: float,
+    agent_binary: str | None,
+    lease_ms: int,
     as_json: bool,
 ) -> None:
     """Start a coordinator and N agent workers running the synthetic mix, and board agents working a plan
@@ -129,9 +175,22 @@ def swarm_command(
     With --backend ray the agents run as Ray actors, spread over the nodes, restarted by Ray if their
     process dies; the coordinator still runs here, on loopback, so the nodes are this host's (a local Ray,
     or several raylets on one machine). Across hosts, run `groove serve` where the nodes reach it and use
-    Orchestrator.spawn_workers(backend="ray") (see the README)."""
+    Orchestrator.spawn_workers(backend="ray") (see the README).
+
+    With --agent claude|codex, real coding agents work a plan instead: --workers of them, each claiming a task,
+    running the agent headless in a worktree of --repo on the task's own branch, and completing or failing
+    it, against the coordinator at --endpoint; a live line per second shows the plan and each agent's task,
+    and the report each task's result, branch and commit. It exits 0 when every task is completed."""
     if backend == LOCAL and (ray_address is not None or cpus_per_agent != 1.0):
         fail("--ray-address and --cpus-per-agent go with --backend ray", 2)
+    ray_options: dict[str, Any] = {"address": ray_address, "cpus_per_agent": cpus_per_agent} if backend == RAY else {}
+    if agent is not None:
+        job = RealSwarm(agent, workers, repo, memory, plan, agent_timeout, agent_binary, lease_ms, backend, ray_options)
+        settings = connection_settings(ctx.obj)
+        run_real_swarm(job, settings["endpoint"], settings["timeout"], as_json)
+        return
+    if memory is not None or plan is not None or repo is not None:
+        fail("--memory, --plan and --repo go with --agent (real coding agents working a plan)", 2)
     temporary = data_dir is None
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="groove-swarm-"))
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -139,7 +198,6 @@ def swarm_command(
         coordinator, endpoint = start_coordinator(data_dir, ["--embedder", embedder])
     except RuntimeError as exc:
         fail(str(exc) + (f" (its log is in {data_dir})" if temporary else ""))
-    ray_options: dict[str, Any] = {"address": ray_address, "cpus_per_agent": cpus_per_agent} if backend == RAY else {}
     try:
         fleet = open_fleet(backend, endpoint, data_dir / "agents", agents=n_agents + board_agents, **ray_options)
     except GrooveError as exc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 import uuid
@@ -143,8 +144,7 @@ class ScriptedModel:
         self.script = script
         self.requests: list[Logged] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, port), _handler(self))
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-model", daemon=True)
 
     @property
@@ -271,6 +271,15 @@ def responses_events(turn: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         *(("response.output_item.done", {"type": "response.output_item.done", "item": item}) for item in items),
         ("response.completed", {"type": "response.completed", "response": {"id": response_id, "usage": usage}}),
     ]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """An agent killed mid-request resets its connection: nothing to report."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:

@@ -25,7 +25,10 @@ def drive(scenario: str, endpoint: str, workdir: Path, *keys: str) -> dict[str, 
     argv = [sys.executable, "-m", "tests.integration.ray_driver", scenario, endpoint, str(workdir), *keys]
     run = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
-    seen: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
+    # Ray's raylets may print to the driver's stdout too (an actor restarting): the driver's own line is JSON
+    mine = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    assert mine, run.stdout[-3000:]
+    seen: dict[str, Any] = json.loads(mine[-1])
     return seen
 
 

@@ -1,0 +1,221 @@
+"""A swarm of real coding agents on the board: the real `claude` and `codex` binaries (installed by `make`), run
+headless by groove's workers against a scripted model on loopback, draining a plan with dependencies, with a
+learning passed on, a nudge delivered mid-task and a worker killed mid-task."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from agents import GrooveClient
+from agents.coding import groove_argv
+from integrations.scripted_model import Scene, ScriptedModel
+from tests.helpers import RunningCoordinator, wait_for
+from tests.realagents import agent_env, binary, complete, git_repo, script
+
+pytestmark = pytest.mark.slow
+
+LESSON = {"description": "Refund amounts lost cents when stored as floats",
+          "insight": "Store refund amounts as integer cents", "category": "solution", "scope": "project:{repo}"}  # fmt: skip
+NUDGE = "NUDGE: run the refund linter before you finish"
+# the plan: (id, depends on, role); the two `codex` tasks go to the Codex worker, the rest to whoever is free
+PLAN = [
+    ("t01", [], None), ("t02", ["t01"], None), ("t03", ["t01"], "codex"), ("t04", ["t02", "t03"], None),
+    ("t05", [], None), ("t06", ["t05"], None), ("t07", [], None), ("t08", ["t07"], "codex"),
+    ("t09", ["t04"], None), ("t10", ["t08"], None), ("t11", ["t09", "t10"], None), ("t12", ["t06"], None),
+]  # fmt: skip
+
+
+def _write(task: str) -> dict[str, object]:
+    return {"shell": f"echo {task} > {task}.txt"}
+
+
+def _busy(seconds: int) -> dict[str, object]:
+    """A command that takes `seconds` (Claude Code refuses a bare `sleep`)."""
+    return {"shell": f'python3 -c "import time; time.sleep({seconds})"'}
+
+
+def _until(path: Path) -> dict[str, object]:
+    """A command that waits until the file `path` exists."""
+    return {"shell": f"until test -f {path}; do sleep 0.2; done"}
+
+
+def _scenes(repo: Path, marker: Path) -> list[Scene]:
+    lesson = {k: v.replace("{repo}", str(repo)) for k, v in LESSON.items()}
+    special = {
+        # records the lesson the later refund task is given
+        "t01": [_write("t01"), {"tool": "mcp__groove__record_learning", "input": lesson}, complete(), {"text": "ok"}],
+        # is given it (the learnings in its prompt), rates it helpful, and ends without calling complete_task
+        "t04": [_write("t04"), {"tool": "mcp__groove__end_session", "input": {
+            "injection_id": "{injection_id}", "success": True, "helpful": ["{learning_id}"]}}, {"text": "t04 done"}],
+        # works long enough for a nudge to arrive, then makes another tool call
+        "t05": [_busy(4), _write("t05"), complete(), {"text": "ok"}],
+        # hangs until the test has killed the worker that holds it; the next attempt goes through
+        "t07": [_until(marker), _write("t07"), complete(), {"text": "ok"}],
+    }  # fmt: skip
+    scenes = [Scene([rf"working task `{task}`"], turns) for task, turns in special.items()]
+    for task, _, _ in PLAN:
+        if task not in special:  # half complete through the tool, half by exiting with a final message
+            ending = [complete(), {"text": "ok"}] if int(task[1:]) % 2 else [{"text": f"{task} finished"}]
+            scenes.append(Scene([rf"working task `{task}`"], [_write(task), *ending]))
+    return scenes
+
+
+def _worker_tree(root: psutil.Process, agent_id: str) -> list[psutil.Process]:
+    """The worker process named `agent_id` under `root` (a swarm, or the worker itself), and its agent's tree."""
+    candidates = [root, *root.children(recursive=True)]
+    worker = next(p for p in candidates if f"--agent-id\x00{agent_id}\x00" in "\x00".join(p.cmdline()) + "\x00")
+    return [worker, *worker.children(recursive=True)]
+
+
+def test_claude_and_codex_workers_drain_a_plan(
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+) -> None:
+    claude, codex = binary("claude"), binary("codex")
+    repo, marker = git_repo(tmp_path / "shop"), tmp_path / "killed"
+    memory = client.create_memory(str(repo), "refunds", "refunds without a ticket", max_attempts=3)
+    client.add_tasks(memory, [{"id": t, "title": f"refund step {t}: store refund amounts", "depends_on": deps}
+                              | ({"role": role} if role else {}) for t, deps, role in PLAN])  # fmt: skip
+    common = ["--memory", memory, "--repo", str(repo), "--lease-ms", "3000"]
+    with ScriptedModel(script(*_scenes(repo, marker))) as model:
+        env = os.environ | agent_env(tmp_path / "home", model)
+        swarm = subprocess.Popen(
+            groove_argv("--endpoint", coordinator.endpoint, "swarm", "--agent", "claude", "--workers", "3",
+                        "--agent-binary", str(claude), "--json", *common),
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        worker = subprocess.Popen(
+            groove_argv("--endpoint", coordinator.endpoint, "agent", "--agent", "codex", "--agent-id", "codex-0",
+                        "--role", "codex", "--agent-binary", str(codex), *common),
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            # a nudge sent while t05's agent works is in front of its model at its next request
+            holder = wait_for(lambda: client.task("t05").assigned_to, "t05 claimed", timeout=120)
+            wait_for(lambda: any(model.seen("working task `t05`")), "t05's agent running", timeout=60)
+            client.send_nudge(holder, memory, NUDGE, "lead", priority="high", delivery="immediate")
+            # kill -9 the worker holding t07 and its agent, mid-task
+            victim = wait_for(lambda: client.task("t07").assigned_to, "t07 claimed", timeout=120)
+            wait_for(lambda: any(model.seen("working task `t07`")), "t07's agent running", timeout=60)
+            root = psutil.Process(worker.pid if victim == "codex-0" else swarm.pid)
+            for proc in _worker_tree(root, victim):
+                proc.send_signal(signal.SIGKILL)
+            marker.touch()
+            out, err = swarm.communicate(timeout=300)
+            worker.communicate(timeout=120)
+        finally:
+            for proc in (swarm, worker):
+                if proc.poll() is None:
+                    proc.kill()
+    tasks = {t.id: t for t in client.tasks(memory)}
+    assert {t.status for t in tasks.values()} == {"completed"}, (err[-3000:], {t.id: t.status for t in tasks.values()})
+    # never claimed before its dependencies were done; its agent said it started
+    for task, deps, _ in PLAN:
+        assert tasks[task].started_at is not None
+        for dep in deps:
+            assert tasks[task].assigned_at is not None and tasks[dep].completed_at is not None
+            assert tasks[task].assigned_at >= tasks[dep].completed_at, (task, dep)
+    # the killed worker's task lapsed once and was finished by another worker, once
+    assert tasks["t07"].attempts == 1 and tasks["t07"].assigned_to != victim
+    report = json.loads(out)
+    assert report["workers_without_report"] == (0 if victim == "codex-0" else 1)
+    # the Codex worker did the codex tasks; their commits are on its branches
+    for task in ("t03", "t08"):
+        assert tasks[task].assigned_to == "codex-0"
+    for task, t in tasks.items():
+        branch = f"groove/{task}/{t.assigned_to}"
+        shown = subprocess.run(["git", "show", f"{branch}:{task}.txt"], cwd=repo, capture_output=True, text=True)
+        assert shown.stdout.strip() == task, (branch, shown.stderr)
+    # each task's file is an artifact of it, and each finished attempt left a checkpoint
+    assert {a.path for a in client.artifacts(memory)} == {f"{task}.txt" for task, _, _ in PLAN}
+    assert {c.task_id for c in client.checkpoints(memory)} >= set(tasks)
+    # the lesson t01 recorded was given to t04 and rated helpful there
+    lesson = client.search("refund amounts as integer cents", project=str(repo))[0].learning
+    assert lesson.insight == LESSON["insight"]
+    assert any(lesson.id in r.text for r in model.seen("working task `t04`"))
+    assert client.get(lesson.id).usage.times_helpful == 1
+    # the nudge reached t05's agent at its next model request, and was acknowledged
+    assert any(NUDGE in r.text for r in model.seen("working task `t05`"))
+    assert all(holder in n.acked_by for n in client.nudges(memory) if n.message == NUDGE)
+
+
+def _run_one(coordinator: RunningCoordinator, home: Path, model: ScriptedModel, memory: str, repo: Path,
+             *args: str) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run(
+        groove_argv("--endpoint", coordinator.endpoint, "agent", "--agent", "claude", "--agent-id", "w",
+                    "--memory", memory, "--repo", str(repo), "--agent-binary", str(binary("claude")), *args),
+        env=os.environ | agent_env(home, model), capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+
+
+def test_a_missing_agent_binary_is_refused_before_anything_is_claimed(
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "shop")
+    memory = client.create_memory(str(repo), "m", "g")
+    client.add_tasks(memory, [{"id": "only", "title": "one task"}])
+    with ScriptedModel(script()) as model:
+        done = _run_one(coordinator, tmp_path / "home", model, memory, repo, "--agent-binary", "/nowhere/claude")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "not found" in done.stderr and "Traceback" not in done.stderr
+    assert client.task("only").status == "pending" and client.task("only").attempts == 0
+
+
+@pytest.mark.parametrize(
+    ("turns", "options", "error"),
+    [
+        ([{"error": 400}], [], "exited with status"),  # the model endpoint answers errors
+        ([_busy(120)], ["--agent-timeout", "4"], "time-out of 4 s"),  # a hung agent
+        ([{"tool": "mcp__groove__fail_task", "input": {"task_id": "{task_id}", "agent_id": "{agent_id}",
+                                                       "error": "the tests do not build"}}, {"text": "gave up"}],
+         [], "the tests do not build"),  # the agent fails the task itself
+    ],
+    ids=["model-errors", "hung-agent", "agent-fails-it"],
+)  # fmt: skip
+def test_a_task_the_agent_cannot_do_is_failed_and_retried(
+    coordinator: RunningCoordinator,
+    client: GrooveClient,
+    tmp_path: Path,
+    turns: list[dict[str, object]],
+    options: list[str],
+    error: str,
+) -> None:
+    repo = git_repo(tmp_path / "shop")
+    memory = client.create_memory(str(repo), "m", "g", max_attempts=2)
+    client.add_tasks(memory, [{"id": "doomed", "title": "a task that cannot be done"}])
+    with ScriptedModel(script(Scene(["working task `doomed`"], turns))) as model:
+        done = _run_one(coordinator, tmp_path / "home", model, memory, repo, "--lease-ms", "5000", *options)
+        tried = len(list(model.seen("working task `doomed`")))
+    assert done.returncode == 0, done.stderr
+    task = client.task("doomed")
+    assert (task.status, task.attempts) == ("failed", 2)  # retried once, then failed for good
+    assert error in (task.last_error or ""), task.last_error
+    assert tried >= 2  # the agent ran once per attempt
+    results = [s["result"] for s in json.loads(done.stdout.splitlines()[-1])["sessions"]]
+    assert results == ["retried", "failed"]
+
+
+def test_a_cancelled_task_stops_its_agent(coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path,
+                                          ) -> None:  # fmt: skip
+    repo = git_repo(tmp_path / "shop")
+    memory = client.create_memory(str(repo), "m", "g")
+    client.add_tasks(memory, [{"id": "dropped", "title": "work that will be called off"}])
+    with ScriptedModel(script(Scene(["working task `dropped`"], [_busy(120)]))) as model:
+        proc = subprocess.Popen(
+            groove_argv("--endpoint", coordinator.endpoint, "agent", "--agent", "claude", "--agent-id", "w",
+                        "--memory", memory, "--repo", str(repo), "--agent-binary", str(binary("claude")),
+                        "--lease-ms", "3000"),
+            env=os.environ | agent_env(tmp_path / "home", model), stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        wait_for(lambda: any(model.seen("working task `dropped`")), "the agent running", timeout=60)
+        client.cancel_task("dropped")
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert [s["result"] for s in json.loads(out.splitlines()[-1])["sessions"]] == ["cancelled"]
+    assert client.task("dropped").status == "cancelled"
