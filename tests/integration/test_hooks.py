@@ -71,11 +71,13 @@ def event(shape: dict[str, Any], repo: Path, **changes: Any) -> dict[str, Any]:
     return {**shape, "cwd": str(repo / "src"), **changes}
 
 
-def hook(name: str, given: dict[str, Any] | str, endpoint: str, state: Path) -> subprocess.CompletedProcess[str]:
-    """Run `groove hook NAME` as the agent does: JSON on stdin, endpoint by argument."""
+def hook(
+    name: str, given: dict[str, Any] | str, endpoint: str, state: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `groove hook NAME` as the agent does: JSON on stdin, endpoint by argument, `env` over this one's."""
     stdin = given if isinstance(given, str) else json.dumps(given)
     argv = groove_argv("hook", name, "--endpoint", endpoint, "--timeout", "5")
-    env = {**os.environ, "GROOVE_STATE_DIR": str(state)}
+    env = {**os.environ, "GROOVE_STATE_DIR": str(state), **(env or {})}
     return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60, env=env, check=False)
 
 
@@ -229,3 +231,51 @@ def test_the_hook_path_loads_neither_pydantic_nor_the_other_verbs(tmp_path: Path
         env={**os.environ, "GROOVE_STATE_DIR": str(tmp_path / "state")},
     )  # fmt: skip
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+CLAUDE_POST_TOOL_USE = {
+    "session_id": "abc123",
+    "transcript_path": "/home/alex/.claude/projects/shop/abc123.jsonl",
+    "cwd": "REPO",
+    "hook_event_name": "PostToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "make test"},
+    "tool_response": {"stdout": "ok", "stderr": ""},
+    "tool_use_id": "toolu_01",
+}
+
+
+def test_post_tool_use_hands_an_agent_its_nudges_once(
+    coordinator: RunningCoordinator, client: GrooveClient, repo: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    memory = client.create_memory(str(repo), "m", "g")
+    client.send_nudge("claude-1", memory, "the build is red: rebase on main", "lead", priority="high")
+    client.send_nudge("role:qa", memory, "check the refund flow", "lead")
+    client.send_nudge("codex-9", memory, "not for claude-1", "lead")
+    me = {"GROOVE_AGENT_ID": "claude-1", "GROOVE_ROLE": "qa"}
+    given = context_of(hook("PostToolUse", event(CLAUDE_POST_TOOL_USE, repo), coordinator.endpoint, state, me),
+                       "PostToolUse")  # fmt: skip
+    assert given.index("(high) the build is red: rebase on main (from lead)") < given.index("check the refund flow")
+    assert "not for claude-1" not in given
+    # acknowledged once handed over: the next tool call adds nothing, and the nudge shows who has it
+    again = hook("PostToolUse", event(CLAUDE_POST_TOOL_USE, repo), coordinator.endpoint, state, me)
+    assert (again.returncode, again.stdout) == (0, "")
+    assert all("claude-1" in n.acked_by for n in client.nudges(memory) if n.target != "codex-9")
+    # a session with no agent identity (a person's own) gets nothing and leaves the nudges alone
+    anonymous = hook("PostToolUse", event(CLAUDE_POST_TOOL_USE, repo), coordinator.endpoint, state)
+    assert (anonymous.returncode, anonymous.stdout) == (0, "")
+    assert client.poll_nudges("codex-9")[0].message == "not for claude-1"
+
+
+def test_a_worker_run_session_leaves_preparing_and_closing_to_the_worker(
+    coordinator: RunningCoordinator, client: GrooveClient, repo: Path, tmp_path: Path
+) -> None:
+    client.learn(f"project:{repo}", "solution", "orders tests share a database", "give each test its own schema")
+    state = tmp_path / "state"
+    worker = {"GROOVE_AGENT_ID": "claude-1", "GROOVE_INJECTION_ID": "01a21217-ec82-7661-a855-1ad0c187189e"}
+    for name, shape in (("SessionStart", CLAUDE_SESSION_START), ("SessionEnd", CLAUDE_SESSION_END)):
+        done = hook(name, event(shape, repo), coordinator.endpoint, state, worker)
+        assert (done.returncode, done.stdout) == (0, "")
+    assert client.stats().op_counts.get("inject.prepare", 0) == 0
+    assert not (state / "sessions").exists()

@@ -6,7 +6,10 @@ argument, and a coordinator that goes down and comes back."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,7 +21,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 
 from agents import GrooveClient
+from agents.coding import groove_argv
 from integrations.mcp_server import Bridge, build
+from protocol import constants as C
 from tests.helpers import RunningCoordinator
 
 PROJECT = "/srv/shop"
@@ -148,3 +153,33 @@ def test_over_stdio_a_session_survives_a_bad_argument_and_a_coordinator_that_goe
 
     anyio.run(session)
     assert client_factory(coordinator.endpoint).get(made["id"]).insight == "Write a down migration with every up"
+
+
+def _spawned(endpoint: str) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """`groove mcp` over stdio, initialized: the process and its `initialize` result."""
+    proc = subprocess.Popen(groove_argv("mcp", "--endpoint", endpoint), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    proc.stdin.write(json.dumps(hello).encode() + b"\n")
+    proc.stdin.flush()
+    result: dict[str, Any] = json.loads(proc.stdout.readline())["result"]
+    return proc, result
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "end of stdin"])
+def test_the_server_says_its_version_and_ends_at_once_when_the_agent_stops_it(
+    coordinator: RunningCoordinator, how: str
+) -> None:
+    proc, result = _spawned(coordinator.endpoint)
+    assert (result["serverInfo"]["name"], result["serverInfo"]["version"]) == ("groove", C.GROOVE_VERSION)
+    asked = time.monotonic()
+    if how == "SIGINT":
+        proc.send_signal(signal.SIGINT)  # Claude Code's way; it sends SIGTERM 100 ms later
+    else:
+        assert proc.stdin is not None
+        proc.stdin.close()
+    assert proc.wait(10) == 0
+    # the 100 ms an agent allows is measured by benchmarks.mcp; a loaded test machine only bounds it loosely
+    assert time.monotonic() - asked < 5
