@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Final
 
 MESSAGES_PATH: Final = "/v1/messages"
@@ -164,6 +165,26 @@ class ScriptedModel:
         """Stop serving."""
         self._server.shutdown()
         self._server.server_close()
+
+    def environment(self, home: Path) -> dict[str, str]:
+        """The environment that points both agents at this server, with nothing of the machine's own
+        configuration: `home` as HOME, a CODEX_HOME under it whose config.toml names this server as the
+        provider (Codex reads its providers only from there), any API key."""
+        codex_home = home / ".codex"
+        codex_home.mkdir(parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(
+            f'model_provider = "scripted"\nmodel = "{MODEL}"\n'
+            f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{self.url}/v1"\n'
+            'wire_api = "responses"\nenv_key = "SCRIPTED_MODEL_KEY"\n'
+        )
+        return {
+            "HOME": str(home),
+            "CODEX_HOME": str(codex_home),
+            "SCRIPTED_MODEL_KEY": "offline",
+            "ANTHROPIC_BASE_URL": self.url,
+            "ANTHROPIC_API_KEY": "offline",
+            "DISABLE_AUTOUPDATER": "1",
+        }
 
     def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """The turn for a request (logged), its `{field}`s filled."""

@@ -39,24 +39,8 @@ def complete(summary: str = "done: {task_id}") -> dict[str, object]:
 
 
 def agent_env(home: Path, model: ScriptedModel) -> dict[str, str]:
-    """The environment that runs both agents offline against `model`, with nothing of this machine's own
-    configuration: a scratch HOME and CODEX_HOME, the scripted provider, the installed binaries on PATH."""
-    codex_home = home / ".codex"
-    codex_home.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(
-        'model_provider = "scripted"\nmodel = "scripted-model"\n'
-        f'[model_providers.scripted]\nname = "scripted"\nbase_url = "{model.url}/v1"\n'
-        'wire_api = "responses"\nenv_key = "SCRIPTED_MODEL_KEY"\n'
-    )
-    return {
-        "HOME": str(home),
-        "CODEX_HOME": str(codex_home),
-        "SCRIPTED_MODEL_KEY": "offline",
-        "ANTHROPIC_BASE_URL": model.url,
-        "ANTHROPIC_API_KEY": "offline",
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "DISABLE_AUTOUPDATER": "1",
-    }
+    """The environment that runs both agents offline against `model`, with the installed binaries on PATH."""
+    return model.environment(home) | {"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
 
 
 def git_repo(path: Path) -> Path:

@@ -123,3 +123,13 @@ def test_a_search_and_an_injection_across_two_coordinators_equal_one_coordinator
     # and the same injections: the home chose what one coordinator chose, from the same draws
     assert (result["injections"], result["inject_unlike"]) == (20, 0)
     assert result["inject_merged"]["p99_ms"] > 0
+
+
+def test_the_real_swarm_benchmark_drains_a_plan_with_claude_code() -> None:
+    _, result = benchmark("realswarm", "--tasks", "4", "--workers", "2", "--nudges", "1", "--spawns", "2")
+    figures = result["result"]
+    assert figures["tasks"] == {"completed": 4}
+    assert figures["overhead"]["p50_ms"] > 0
+    assert figures["nudge"]["sent"] == figures["nudge"]["seen"] == 1
+    assert figures["mcp_startup"]["groove_mcp"]["p50_ms"] > figures["mcp_startup"]["bare_python"]["p50_ms"]
+    assert figures["worker_rss_mb_max"] > 0
