@@ -52,13 +52,16 @@ def _place(func: Any) -> Any:
 @hooks_group.command(name="install")
 @_place
 @click.option("--prompts", is_flag=True, help="Also add a prompt's best new matches to it (UserPromptSubmit).")
+@click.option("--nudges", is_flag=True,
+              help="Also hand a session started with GROOVE_AGENT_ID=NAME that agent's nudges after each tool call "
+                   "(PostToolUse).")  # fmt: skip
 @click.option("--command", "program",
               help="How the agent runs groove, e.g. /opt/venv/bin/groove or 'uvx groove' [default: groove if it is on "
                    "PATH, else this Python with -m cli].")  # fmt: skip
 @connection_options
 @click.pass_context
 def install_command(ctx: click.Context, project: Path | None, user: bool, agent: str, dry_run: bool,
-                    state_dir: Path | None, prompts: bool, program: str | None) -> None:  # fmt: skip
+                    state_dir: Path | None, prompts: bool, nudges: bool, program: str | None) -> None:  # fmt: skip
     """Install groove's hooks, MCP server entry and instructions for an agent. The connection options given
     (or set in the environment) are written into every command, with --timeout 3 unless another is given: an
     agent waits for its hooks before the session starts."""
@@ -81,7 +84,7 @@ def install_command(ctx: click.Context, project: Path | None, user: bool, agent:
     if not command:
         raise click.BadParameter("give the command that runs groove", param_hint="--command")
     _change(project, user, agent, dry_run, state_dir, removing=False, program=command, options=options,
-            prompts=prompts)  # fmt: skip
+            prompts=prompts, nudges=nudges)  # fmt: skip
     if chosen and program != "groove":  # said once the install is done: an error stays the only line
         click.echo(f"groove is not on PATH: the agent runs it as `{program}` (--command chooses)", err=True)
 
@@ -91,7 +94,8 @@ def install_command(ctx: click.Context, project: Path | None, user: bool, agent:
 def uninstall_command(project: Path | None, user: bool, agent: str, dry_run: bool, state_dir: Path | None) -> None:
     """Take out what `groove hooks install` added: files unchanged since are restored byte for byte; in files
     edited since, only groove's entries and block are removed."""
-    _change(project, user, agent, dry_run, state_dir, removing=True, program=["groove"], options=[], prompts=False)
+    _change(project, user, agent, dry_run, state_dir, removing=True, program=["groove"], options=[], prompts=False,
+            nudges=False)  # fmt: skip
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -101,9 +105,9 @@ def _given(ctx: click.Context, name: str) -> bool:
 
 
 def _change(project: Path | None, user: bool, agent: str, dry_run: bool, state_dir: Path | None, *,
-            removing: bool, program: list[str], options: list[str], prompts: bool) -> None:  # fmt: skip
+            removing: bool, program: list[str], options: list[str], prompts: bool, nudges: bool) -> None:  # fmt: skip
     root = _where(project, user)
-    setup = Setup(agent, Path.home(), root, program, options, prompts)
+    setup = Setup(agent, Path.home(), root, program, options, prompts, nudges)
     manifest = Manifest(state_dir or default_state_dir())
     try:
         changes = (plan_uninstall if removing else plan_install)(setup, manifest)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from integrations.hook import EVENTS, PROMPT_SUBMIT, SESSION_END, SESSION_START, STOP
+from integrations.hook import EVENTS, POST_TOOL_USE, PROMPT_SUBMIT, SESSION_END, SESSION_START, STOP
 
 AGENTS: Final = ("claude", "codex")
 SERVER: Final = "groove"
@@ -83,10 +83,12 @@ class Setup:
     program: list[str]  # how the agent runs groove: ["groove"], ["/opt/venv/bin/groove"], ["uvx", "groove"]
     options: list[str]  # connection options given to every groove command (--endpoint ...)
     prompts: bool = False  # also add the prompt's matches on every UserPromptSubmit
+    nudges: bool = False  # also hand the agent named by GROOVE_AGENT_ID its nudges after every tool call
 
     def events(self) -> list[str]:
         """The hook events to install."""
-        return [SESSION_START, *([PROMPT_SUBMIT] if self.prompts else []), STOP, SESSION_END]
+        return [SESSION_START, *([PROMPT_SUBMIT] if self.prompts else []), STOP, SESSION_END,
+                *([POST_TOOL_USE] if self.nudges else [])]  # fmt: skip
 
     def hook_command(self, event: str) -> str:
         """The command the agent runs for `event`."""

@@ -57,7 +57,8 @@ def test_install_merges_reinstall_changes_nothing_and_uninstall_restores_every_b
     home: Path, tmp_path: Path, agent: str, for_user: bool
 ) -> None:
     before = snapshot(home)
-    setup = Setup(agent, home, None if for_user else home / "shop", ["groove"], ["--timeout", "3"], prompts=True)
+    setup = Setup(agent, home, None if for_user else home / "shop", ["groove"], ["--timeout", "3"], prompts=True,
+                  nudges=True)  # fmt: skip
     manifest = Manifest(tmp_path / "state")
     assert run(setup, manifest) == (4 if agent == "claude" and not for_user else 3)
     files = setup.files()
@@ -66,6 +67,7 @@ def test_install_merges_reinstall_changes_nothing_and_uninstall_restores_every_b
         "SessionStart": ["groove hook SessionStart --timeout 3"],
         "UserPromptSubmit": ["groove hook UserPromptSubmit --timeout 3"],
         "SessionEnd": ["groove hook SessionEnd --timeout 3"],
+        "PostToolUse": ["groove hook PostToolUse --timeout 3"],
     }.items()
     if agent == "claude" and not for_user:
         settings = json.loads(files["hooks"].read_text())
