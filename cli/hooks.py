@@ -3,6 +3,7 @@ coding agent's own configuration, and take them out again (integrations/install.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import sys
@@ -14,6 +15,7 @@ import click
 from cli.hook import HOOK_TIMEOUT_S, state_dir_option
 from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, connection_settings
 from cli.output import fail
+from integrations.codextrust import TrustError, install_trust, remove_trust
 from integrations.hook import default_state_dir, project_root
 from integrations.install import AGENTS, InstallError, Manifest, Setup, plan_install, plan_uninstall
 
@@ -83,8 +85,10 @@ def install_command(ctx: click.Context, project: Path | None, user: bool, agent:
         raise click.BadParameter(str(exc), param_hint="--command") from None
     if not command:
         raise click.BadParameter("give the command that runs groove", param_hint="--command")
-    _change(project, user, agent, dry_run, state_dir, removing=False, program=command, options=options,
-            prompts=prompts, nudges=nudges)  # fmt: skip
+    setup = _change(project, user, agent, dry_run, state_dir, removing=False, program=command, options=options,
+                    prompts=prompts, nudges=nudges)  # fmt: skip
+    if agent == "codex" and not dry_run:
+        _trust_codex(setup)
     if chosen and program != "groove":  # said once the install is done: an error stays the only line
         click.echo(f"groove is not on PATH: the agent runs it as `{program}` (--command chooses)", err=True)
 
@@ -105,11 +109,13 @@ def _given(ctx: click.Context, name: str) -> bool:
 
 
 def _change(project: Path | None, user: bool, agent: str, dry_run: bool, state_dir: Path | None, *,
-            removing: bool, program: list[str], options: list[str], prompts: bool, nudges: bool) -> None:  # fmt: skip
+            removing: bool, program: list[str], options: list[str], prompts: bool, nudges: bool) -> Setup:  # fmt: skip
     root = _where(project, user)
     setup = Setup(agent, Path.home(), root, program, options, prompts, nudges)
     manifest = Manifest(state_dir or default_state_dir())
     try:
+        if removing and agent == "codex" and not dry_run and remove_trust(_codex_config(), setup.files()["hooks"]):
+            click.echo(f"updated {_codex_config()} (groove's hooks no longer trusted)")
         changes = (plan_uninstall if removing else plan_install)(setup, manifest)
         if not dry_run:
             manifest.apply(changes, removing)
@@ -121,7 +127,7 @@ def _change(project: Path | None, user: bool, agent: str, dry_run: bool, state_d
     if not changes:
         state = "not installed" if removing else "already installed"
         click.echo(f"groove is {state} for {agent} {where}: nothing to change")
-        return
+        return setup
     for change in changes:
         if dry_run:
             click.echo(change.diff(), nl=False)
@@ -133,3 +139,32 @@ def _change(project: Path | None, user: bool, agent: str, dry_run: bool, state_d
     elif not removing:
         click.echo(f"next: keep `groove serve` running, then start {agent} {where}; each session is given the "
                    "project's learnings")  # fmt: skip
+    return setup
+
+
+def _codex_config() -> Path:
+    """The Codex user config: where Codex keeps what a person trusts."""
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
+
+
+def _trust_codex(setup: Setup) -> None:
+    """Have Codex trust the hooks just written (and their project), asking the installed Codex for their
+    hashes; without a Codex on PATH, say how to trust them by hand."""
+    hooks_file = setup.files()["hooks"]
+    codex = shutil.which("codex")
+    if codex is None:
+        click.echo(
+            f"codex is not on PATH: Codex skips the hooks in {hooks_file} until you trust them in its /hooks "
+            "view (and the project with `codex --trust`), or run this again with codex on PATH",
+            err=True,
+        )
+        return
+    try:
+        commands = {setup.hook_command(event) for event in setup.events()}
+        trusted = install_trust(codex, _codex_config(), hooks_file, setup.project, commands)
+    except TrustError as exc:
+        fail(f"the hooks are written, but Codex will not run them: {exc}", 1)
+    except OSError as exc:
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), 1)
+    click.echo(f"updated {_codex_config()}: Codex trusts groove's {trusted} hooks"
+               + ("" if setup.project is None else f" and {setup.project}"))  # fmt: skip

@@ -116,7 +116,8 @@ def _quote(part: str) -> str:
     return part if re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]+", part) else json.dumps(part)
 
 
-_OUR_HOOK = re.compile(r"groove\"?\s+hook\s+(" + "|".join(EVENTS) + r")\b")
+# `groove hook EVENT`, or `python -m cli hook EVENT` where groove was not on PATH at install time
+_OUR_HOOK = re.compile(r"(?:groove\"?|-m\s+cli)\s+hook\s+(" + "|".join(EVENTS) + r")\b")
 
 
 def _ours(group: Any) -> bool:
