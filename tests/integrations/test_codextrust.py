@@ -11,7 +11,7 @@ from integrations.codextrust import Trusted, TrustError, ours, with_block, witho
 
 HOOKS = Path("/home/alex/shop/.codex/hooks.json")
 PROJECT = Path("/home/alex/shop")
-USER_CONFIG = 'model = "gpt-5-codex"\n\n[hooks.state."/home/alex/shop/.codex/hooks.json:stop:0:0"]\ntrusted_hash = "sha256:mine"\n'
+USER_CONFIG = f'model = "gpt-5-codex"\n\n[hooks.state."{HOOKS}:stop:0:0"]\ntrusted_hash = "sha256:mine"\n'
 HASHES = {f"{HOOKS}:session_start:0:0": "sha256:aa", f"{HOOKS}:stop:0:0": "sha256:bb"}
 
 
