@@ -56,8 +56,11 @@ wheels:
 	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import coordinator.net.server, agents, cli.main, usearch"
 	rm -rf $(WHEELS_VENV) build
 
+# two workers (pytest-xdist): most tests wait on processes and sockets; Ray's tests share one worker, and the few
+# that need the machine to themselves run after the rest
 unit: $(STAMP) $(AGENTS_STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not serial"
+	$(BIN)/pytest -q -m serial
 
 ## bench: the load, search and injection benchmarks (figures in README)
 bench: $(STAMP)

@@ -41,6 +41,7 @@ _FINISH_GRACE_S: Final = 15.0  # an agent that completed its task gets this long
 _DONE: Final = {"completed", "failed", "cancelled", "blocked"}
 _HELD: Final = {"assigned", "in_progress"}
 _ERROR_CHARS: Final = 2000
+_MAX_ARTIFACTS: Final = 100  # changed files recorded per task (`task.complete` takes as many artifact names)
 
 
 @dataclass
@@ -147,11 +148,16 @@ class AgentWork(Workload):
 
     def _work(self, task: Task, project: str, claimed_at: float) -> None:
         session_id = f"{self.agent_id}:{task.id}:{task.attempts}"
-        injection = self.client.inject(session_id, task=f"{task.title}\n{task.description}".strip(), project=project)
-        board = board_context(self.client, self.memory_id, task.id, self.agent_id, idle=True)
-        tree = gitwork.add_worktree(self.repo, task.id, self.agent_id)
-        session = Session(task.id, task.title, tree.branch)
+        session = Session(task.id, task.title, gitwork.branch_name(task.id, self.agent_id))
         self.sessions.append(session)
+        try:  # everything the agent needs before it starts; a failure here fails the task (retried), not the worker
+            injection = self.client.inject(session_id, task=f"{task.title}\n{task.description}".strip(),
+                                           project=project)  # fmt: skip
+            board = board_context(self.client, self.memory_id, task.id, self.agent_id, idle=True)
+            tree = gitwork.add_worktree(self.repo, task.id, self.agent_id)
+        except (GrooveError, gitwork.GitError, OSError) as exc:
+            self._give_up(task, session, f"the worker could not prepare {self.agent}'s session: {exc}")
+            return
         identity = Identity(self.agent_id, self.memory_id, task.id, injection.injection_id, self.role)
         given = [Given(i.learning.id, i.learning.description, i.learning.insight) for i in injection.learnings]
         prompt = prompt_for(task.title, task.description, given, board, identity, tree.branch)
@@ -160,8 +166,12 @@ class AgentWork(Workload):
         began = time.monotonic()
         session.overhead_ms = (began - claimed_at) * 1000
         with out_path.open("wb") as out, self._log(task, "err").open("wb") as err:
-            proc = subprocess.Popen(start.argv, cwd=tree.path, env=os.environ | start.env, stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            try:
+                proc = subprocess.Popen(start.argv, cwd=tree.path, env=os.environ | start.env, stdout=out,
+                                        stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            except OSError as exc:
+                self._give_up(task, session, f"cannot run {self.binary}: {exc.strerror or exc}")
+                return
             try:
                 self.client.start_task(task.id, self.agent_id)  # in_progress: its agent is at work
             except GrooveError as exc:
@@ -175,9 +185,7 @@ class AgentWork(Workload):
             session.result = stopped
             self.report.ok(LOST)
         else:
-            head = gitwork.commit_all(tree, f"{task.title}\n\ngroove task {task.id}, by {self.agent_id} ({self.agent})")
-            session.commit = head
-            self._record_work(task, tree, head)
+            self._record_work(task, tree, session)
             success = self._end_task(task, session, proc.returncode, stopped, ending.message, ending.error)
             session.overhead_ms += (time.monotonic() - exited) * 1000
         try:
@@ -186,6 +194,17 @@ class AgentWork(Workload):
             pass  # the agent closed it itself, with its own ratings (end_session)
         except GrooveError as exc:
             self.report.error("outcome", exc)
+
+    def _give_up(self, task: Task, session: Session, why: str) -> None:
+        """Fail the task (retried while attempts last) for a reason on the worker's side."""
+        session.error = why[:_ERROR_CHARS]
+        try:
+            failed = self.client.fail_task(task.id, self.agent_id, session.error)
+            session.result = "failed" if failed.status == "failed" else "retried"
+            self.report.ok(FAIL)
+        except GrooveError as exc:  # the lease lapses instead, and the task goes back all the same
+            self.report.error(FAIL, exc)
+            session.result = "failed"
 
     def _log(self, task: Task, kind: str) -> Path:
         directory = self.logs or self.repo / ".git" / "groove-logs"
@@ -231,18 +250,20 @@ class AgentWork(Workload):
         except GrooveError:
             return "unknown"
 
-    def _record_work(self, task: Task, tree: gitwork.Worktree, head: str) -> None:
-        """The checkpoint of where the work stands, and each changed file as an artifact."""
+    def _record_work(self, task: Task, tree: gitwork.Worktree, session: Session) -> None:
+        """Commit what the agent left; the checkpoint of where the work stands, each changed file an artifact."""
         try:
-            files = gitwork.changed_files(tree, head)
-            for name in files[:100]:
+            head = gitwork.commit_all(tree, f"{task.title}\n\ngroove task {task.id}, by {self.agent_id} ({self.agent})")
+            session.commit = head
+            files = gitwork.changed_files(tree, head)[:_MAX_ARTIFACTS]
+            for name in files:
                 self.client.record_artifact(self.memory_id, task.id, gitwork.artifact_type(name), name[:200],
                                             gitwork.checksum(tree.path / name), self.agent_id,
                                             git_commit=head, git_branch=tree.branch)  # fmt: skip
             self.client.record_checkpoint(self.memory_id, self.agent_id, tree.branch, head, str(tree.path),
                                           task_id=task.id, trigger="milestone",
                                           description=f"{self.agent} finished work on {task.title}")  # fmt: skip
-            self.sessions[-1].artifacts = len(files[:100])
+            session.artifacts = len(files)
         except (GrooveError, gitwork.GitError, OSError) as exc:
             self.report.error("record", exc)
 
@@ -274,14 +295,7 @@ class AgentWork(Workload):
             TIMEOUT: f"{self.agent} ran past its time-out of {self.agent_timeout:g} s",
             STOPPED: f"the worker {self.agent_id} was stopped while {self.agent} worked",
         }.get(stopped or "", f"{self.agent} exited with status {status}: {error or message or 'no message'}")
-        session.error = why[:_ERROR_CHARS]
-        try:
-            failed = self.client.fail_task(task.id, self.agent_id, session.error)
-            session.result = "failed" if failed.status == "failed" else "retried"
-            self.report.ok(FAIL)
-        except GrooveError as exc:
-            self.report.error(FAIL, exc)
-            session.result = "failed"
+        self._give_up(task, session, why)
         return False
 
     def verify(self) -> None:

@@ -105,7 +105,18 @@ def no_room(endpoint: str, workdir: Path) -> dict[str, Any]:
     return {"refused": ""}
 
 
+def real_agents(endpoint: str, workdir: Path, memory: str, repo: str) -> dict[str, Any]:
+    """Two Claude Code workers on a local Ray drain a plan (the scripted model's address is in the environment,
+    which the actors inherit)."""
+    ray.init(num_cpus=2, logging_level=logging.ERROR, log_to_driver=False)
+    with Orchestrator(endpoint, workdir=workdir) as orchestra:
+        fleet = orchestra.run(memory, 2, agent="claude", repo=Path(repo), backend="ray", cpus_per_agent=0.5)
+        fleet.wait(timeout=180)
+        return _seen(fleet, []) | {"backend": fleet.backend}
+
+
 SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
+    "real_agents": real_agents,
     "restart": restart,
     "orchestrator": orchestrator,
     "two_nodes": two_nodes,

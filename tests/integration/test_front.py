@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
 from agents import GrooveClient
 from tests.helpers import RunningCoordinator, learning
@@ -24,6 +25,7 @@ def link_dir(front: psutil.Process) -> Path:
     return Path(next(arg for arg in front.cmdline() if arg.startswith("ipc://")).removeprefix("ipc://")).parent
 
 
+@pytest.mark.serial  # any coordinator starting meanwhile would sweep the dead one's link first
 def test_the_front_dies_with_a_killed_coordinator_and_a_restart_gets_the_port_and_sweeps_the_link(
     coordinator_factory: Callable[..., RunningCoordinator],
 ) -> None:

@@ -7,6 +7,7 @@ saw, and read every acked write back from the coordinator themselves."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -16,14 +17,19 @@ from typing import Any
 import pytest
 
 from agents import GrooveClient, NotFound
+from integrations.scripted_model import Scene, Script, ScriptedModel
 from protocol.keys import CurveClient, generate_key_pair
 from tests.helpers import RunningCoordinator, run_groove
+from tests.realagents import FIELDS, agent_env, binary, complete, git_repo
+
+# one local Ray at a time: under pytest-xdist these tests share a worker
+pytestmark = pytest.mark.xdist_group("ray")
 
 
-def drive(scenario: str, endpoint: str, workdir: Path, *keys: str) -> dict[str, Any]:
-    """Run a scenario of the Ray driver; what it printed."""
+def drive(scenario: str, endpoint: str, workdir: Path, *keys: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a scenario of the Ray driver (`env` over this environment); what it printed."""
     argv = [sys.executable, "-m", "tests.integration.ray_driver", scenario, endpoint, str(workdir), *keys]
-    run = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False, env=os.environ | (env or {}))
     assert run.returncode == 0, run.stderr[-3000:]
     # Ray's raylets may print to the driver's stdout too (an actor restarting): the driver's own line is JSON
     mine = [line for line in run.stdout.splitlines() if line.startswith("{")]
@@ -113,3 +119,21 @@ def test_groove_swarm_on_ray_reports_each_agents_node(tmp_path: Path) -> None:
     assert len({a["node"] for a in report["per_agent"]}) == 1
     assert all(len(a["node"]) == 12 for a in report["per_agent"])
     assert "Ray ready, with room for every agent" in run.stderr
+
+
+@pytest.mark.slow
+def test_real_claude_code_workers_run_as_ray_actors(
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+) -> None:
+    binary("claude")
+    repo = git_repo(tmp_path / "shop")
+    memory = client.create_memory(str(repo), "m", "g")
+    client.add_tasks(memory, [{"id": f"r{i}", "title": f"ray task {i}"} for i in range(4)])
+    work = Scene([], [{"shell": "echo {task_id} > {task_id}.txt"}, complete(), {"text": "done"}])
+    with ScriptedModel(Script(default=work, fields=FIELDS)) as model:
+        seen = drive("real_agents", coordinator.endpoint, tmp_path / "fleet", memory, str(repo),
+                     env=agent_env(tmp_path / "home", model))  # fmt: skip
+    assert seen["backend"] == "ray"
+    done = sorted(s["task_id"] for r in seen["reports"] for s in r["sessions"] if s["result"] == "completed")
+    assert done == ["r0", "r1", "r2", "r3"]
+    assert {t.status for t in client.tasks(memory)} == {"completed"}
