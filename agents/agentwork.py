@@ -155,7 +155,7 @@ class AgentWork(Workload):
                                            project=project)  # fmt: skip
             board = board_context(self.client, self.memory_id, task.id, self.agent_id, idle=True)
             tree = gitwork.add_worktree(self.repo, task.id, self.agent_id)
-        except (GrooveError, gitwork.GitError, OSError) as exc:
+        except (GrooveError, OSError) as exc:  # GitError is one
             self._give_up(task, session, f"the worker could not prepare {self.agent}'s session: {exc}")
             return
         identity = Identity(self.agent_id, self.memory_id, task.id, injection.injection_id, self.role)
@@ -264,7 +264,7 @@ class AgentWork(Workload):
                                           task_id=task.id, trigger="milestone",
                                           description=f"{self.agent} finished work on {task.title}")  # fmt: skip
             session.artifacts = len(files)
-        except (GrooveError, gitwork.GitError, OSError) as exc:
+        except (GrooveError, OSError) as exc:  # GitError is one
             self.report.error("record", exc)
 
     def _end_task(self, task: Task, session: Session, status: int | None, stopped: str | None, message: str,

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Final
 
+from agents.errors import GrooveError
 from protocol import constants as C
 
 CLAUDE, CODEX = "claude", "codex"
@@ -38,7 +39,7 @@ def groove_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "cli", *args]
 
 
-class AgentNotFound(Exception):
+class AgentNotFound(GrooveError):
     """The coding agent's program is not installed where it was looked for."""
 
 

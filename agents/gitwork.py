@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from agents.errors import GrooveError
+
 _GIT_TIMEOUT_S: Final = 60
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # the artifact types of `artifact.record`, guessed from a path
@@ -23,7 +25,7 @@ _DOCS: Final = (".md", ".rst", ".txt", ".adoc")
 _CONFIGS: Final = (".json", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".conf", ".env")
 
 
-class GitError(Exception):
+class GitError(GrooveError):
     """A git command failed: its stderr says why."""
 
 

@@ -29,6 +29,8 @@ LESSON = {
     "scope": "project:{repo}",
 }
 NUDGE = "NUDGE: run the refund linter before you finish"
+WHEN_IDLE = "WHEN IDLE: the staging database was reset overnight"
+TITLES = {"t01": "the checkout page", "t04": "store refund amounts in integer cents"}
 # the plan: (id, depends on, role); the two `codex` tasks go to the Codex worker, the rest to whoever is free
 PLAN = [
     ("t01", [], None), ("t02", ["t01"], None), ("t03", ["t01"], "codex"), ("t04", ["t02", "t03"], None),
@@ -85,8 +87,11 @@ def test_claude_and_codex_workers_drain_a_plan(
     claude, codex = binary("claude"), binary("codex")
     repo, marker = git_repo(tmp_path / "shop"), tmp_path / "killed"
     memory = client.create_memory(str(repo), "refunds", "refunds without a ticket", max_attempts=3)
-    client.add_tasks(memory, [{"id": t, "title": f"refund step {t}: store refund amounts", "depends_on": deps}
+    # only t04's title matches the lesson, so it is the first session given it (a first match is never held back)
+    client.add_tasks(memory, [{"id": t, "title": TITLES.get(t, f"checkout step {t}"), "depends_on": deps}
                               | ({"role": role} if role else {}) for t, deps, role in PLAN])  # fmt: skip
+    # held for an idle agent: it reaches the Codex worker with its next session, not in the middle of one
+    client.send_nudge("codex-0", memory, WHEN_IDLE, "lead", delivery="when_idle")
     common = ["--memory", memory, "--repo", str(repo), "--lease-ms", "3000"]
     with ScriptedModel(script(*_scenes(repo, marker))) as model:
         env = os.environ | agent_env(tmp_path / "home", model)
@@ -149,6 +154,10 @@ def test_claude_and_codex_workers_drain_a_plan(
     # the nudge reached t05's agent at its next model request, and was acknowledged
     assert any(NUDGE in r.text for r in model.seen("working task `t05`"))
     assert all(holder in n.acked_by for n in client.nudges(memory) if n.message == NUDGE)
+    # the when_idle nudge was in the Codex worker's first session's prompt, and handed over with it
+    first = next(iter(model.seen("You are agent `codex-0`")))
+    assert WHEN_IDLE in first.text
+    assert all("codex-0" in n.acked_by for n in client.nudges(memory) if n.message == WHEN_IDLE)
 
 
 def _run_one(coordinator: RunningCoordinator, home: Path, model: ScriptedModel, memory: str, repo: Path,
