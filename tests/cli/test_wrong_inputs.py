@@ -43,6 +43,10 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | swarm | no agents, bad mix | `swarm --agents 0`, `swarm --mix fly=1` | 2 |
 | swarm | unknown backend, Ray options without Ray | `--backend k8s`, `--ray-address auto`, `--cpus-per-agent 2` | 2 |
 | swarm | Ray cluster unreachable | `--backend ray --ray-address 127.0.0.1:1` | 1 |
+| agent, swarm | real agents: no plan, both plans | `--agent claude`, `--memory M --plan P` | 2 |
+| agent, swarm | real agents: agent missing, not a git repo | `--agent-binary /nowhere`, `--repo NOGIT` | 2 |
+| swarm | real agents: plan broken, unknown memory | `--plan BAD`, `--memory GONE` | 2, 1 |
+| swarm | a plan without --agent | `swarm --memory M` | 2 |
 | memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
 | tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
 | tasks | bad verdict, unknown task, not in review | `review t maybe`, `cancel nope`, `review T approved` | 2, 1, 1 |
@@ -66,6 +70,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -104,6 +109,12 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
     memory = client.create_memory("/srv/x", "plan", "a goal")
     client.add_tasks(memory, [{"id": "pending-task", "title": "t"}])
     (tmp_path / "plan.yaml").write_text("tasks: [unclosed")
+    repo = tmp_path / "repo"  # a git repository with a commit, for the real agents' rows
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "i"],
+                   cwd=repo, check=True)  # fmt: skip
+    agent_bin = ("--agent-binary", "/bin/true")  # a program that exists: the rows get past the binary check
     (tmp_path / "dangling.yaml").write_text("- {title: t, depends_on: [ghost]}\n")
     ep = ("--endpoint", coordinator.endpoint)
     serve = ("serve", "--data-dir", str(tmp_path / "never"))
@@ -186,6 +197,29 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "agent", "--count", "1", "--mix", "fly=1"), 2),
             ((*ep, "agent", "--memory", GONE), 1),
             ((*ep, "agent", "--memory", memory, "--fail-share", "2"), 2),
+            ((*ep, "agent", "--agent", "claude"), 2),
+            ((*ep, "agent", "--memory", memory, "--agent", "claude", "--agent-binary", "/nowhere/claude"), 2),
+            ((*ep, "agent", "--memory", memory, "--agent", "codex", *agent_bin, "--repo", str(tmp_path)), 2),
+            ((*ep, "swarm", "--agent", "claude", *agent_bin), 2),
+            ((*ep, "swarm", "--agent", "claude", *agent_bin, "--memory", memory, "--plan", "p.yaml"), 2),
+            ((*ep, "swarm", "--memory", memory), 2),
+            ((*ep, "swarm", "--agent", "claude", "--agent-binary", "/nowhere/claude", "--memory", memory), 2),
+            ((*ep, "swarm", "--agent", "codex", *agent_bin, "--memory", memory, "--repo", str(tmp_path)), 2),
+            (
+                (
+                    *ep,
+                    "swarm",
+                    "--agent",
+                    "claude",
+                    *agent_bin,
+                    "--plan",
+                    str(tmp_path / "plan.yaml"),
+                    "--repo",
+                    str(repo),
+                ),
+                2,
+            ),
+            ((*ep, "swarm", "--agent", "claude", *agent_bin, "--memory", GONE, "--repo", str(repo)), 1),
             (("cluster", "status"), 2),
             (("cluster", "status", "--cluster", str(tmp_path / "missing.toml")), 2),
             (("--cluster", str(broken_map), "cluster", "status"), 2),
