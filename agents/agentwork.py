@@ -57,6 +57,7 @@ class Session:
     commit: str = ""
     artifacts: int = 0
     error: str = ""
+    injection_id: str = ""  # the session's learnings, closed with the task's success
 
 
 def board_context(client: GrooveClient, memory_id: str, task_id: str | None, agent_id: str | None, idle: bool) -> str:
@@ -153,6 +154,7 @@ class AgentWork(Workload):
         try:  # everything the agent needs before it starts; a failure here fails the task (retried), not the worker
             injection = self.client.inject(session_id, task=f"{task.title}\n{task.description}".strip(),
                                            project=project)  # fmt: skip
+            session.injection_id = injection.injection_id
             board = board_context(self.client, self.memory_id, task.id, self.agent_id, idle=True)
             tree = gitwork.add_worktree(self.repo, task.id, self.agent_id)
         except (GrooveError, OSError) as exc:  # GitError is one

@@ -107,7 +107,9 @@ class RayFleet(FleetBase):
             _probe(address)
             cpus = None if address is not None else _local_cpus(agents * cpus_per_agent)
             try:
-                ray.init(address=address, num_cpus=cpus, logging_level=logging.ERROR, log_to_driver=False)
+                # `local`: a Ray of the fleet's own, even if another runs on this machine (with no address, Ray
+                # joins one started by `ray start` here, and refuses the CPU count given for a new one)
+                ray.init(address=address or "local", num_cpus=cpus, logging_level=logging.ERROR, log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise FleetError(f"cannot reach the Ray cluster at {address}: {exc}") from None
         self.group = placement_group([{"CPU": cpus_per_agent}] * agents, strategy="SPREAD")

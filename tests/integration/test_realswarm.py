@@ -135,6 +135,8 @@ def test_claude_and_codex_workers_drain_a_plan(
     assert tasks["t07"].assigned_to != victim
     report = json.loads(out)
     assert report["workers_without_report"] == (0 if victim == "codex-0" else 1)
+    for session in report["sessions"]:  # every finished session's injection is closed
+        assert client.get_injection(session["injection_id"]).closed_at is not None, session
     # the Codex worker did the codex tasks; their commits are on its branches
     for task in ("t03", "t08"):
         assert tasks[task].assigned_to == "codex-0"
@@ -187,7 +189,7 @@ def test_a_missing_agent_binary_is_refused_before_anything_is_claimed(
     ("turns", "options", "error"),
     [
         ([{"error": 400}], [], "exited with status"),  # the model endpoint answers errors
-        ([_busy(120)], ["--agent-timeout", "4"], "time-out of 4 s"),  # a hung agent
+        ([_busy(120)], ["--agent-timeout", "6"], "time-out of 6 s"),  # a hung agent
         ([{"tool": "mcp__groove__fail_task", "input": {"task_id": "{task_id}", "agent_id": "{agent_id}",
                                                        "error": "the tests do not build"}}, {"text": "gave up"}],
          [], "the tests do not build"),  # the agent fails the task itself
@@ -207,14 +209,16 @@ def test_a_task_the_agent_cannot_do_is_failed_and_retried(
     client.add_tasks(memory, [{"id": "doomed", "title": "a task that cannot be done"}])
     with ScriptedModel(script(Scene(["working task `doomed`"], turns))) as model:
         done = _run_one(coordinator, tmp_path / "home", model, memory, repo, "--lease-ms", "5000", *options)
-        tried = len(list(model.seen("working task `doomed`")))
+        asked = len(list(model.seen("working task `doomed`")))
     assert done.returncode == 0, done.stderr
     task = client.task("doomed")
     assert (task.status, task.attempts) == ("failed", 2)  # retried once, then failed for good
     assert error in (task.last_error or ""), task.last_error
-    assert tried >= 2  # the agent ran once per attempt
-    results = [s["result"] for s in json.loads(done.stdout.splitlines()[-1])["sessions"]]
-    assert results == ["retried", "failed"]
+    assert asked >= (1 if options else 2)  # the agent ran each attempt (a loaded machine may time out one early)
+    sessions = json.loads(done.stdout.splitlines()[-1])["sessions"]
+    assert [s["result"] for s in sessions] == ["retried", "failed"]
+    for session in sessions:  # each attempt's injection closed, as a failure
+        assert client.get_injection(session["injection_id"]).closed_at is not None
 
 
 def test_a_cancelled_task_stops_its_agent(coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path,
