@@ -31,6 +31,7 @@ from agents.errors import Conflict, GrooveError
 from agents.workloads import Workload
 from protocol import constants as C
 from protocol.board import Task
+from protocol.keys import CurveClient
 
 CLAIM, COMPLETE, FAIL, LOST = "claim", "complete", "fail", "lost"
 CANCELLED, TIMEOUT, STOPPED = "cancelled", "timeout", "stopped"
@@ -100,6 +101,7 @@ class AgentWork(Workload):
         connection: list[str],
         logs: Path | None,
         stopping: Callable[[], bool],
+        curve: CurveClient | None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -110,8 +112,8 @@ class AgentWork(Workload):
         self.lease_ms = lease_ms
         self.agent_timeout = agent_timeout
         self.role = role
-        self.connection = connection
         self.logs = logs
+        self.connection = connection + (self._curve_options(curve) if curve is not None else [])
         self.stopping = stopping  # the worker was asked to stop: the agent is stopped, its task given back
         self.holding: str | None = None  # the task held now, for the heartbeat's status
         self.sessions: list[Session] = []
@@ -208,10 +210,19 @@ class AgentWork(Workload):
             self.report.error(FAIL, exc)
             session.result = "failed"
 
-    def _log(self, task: Task, kind: str) -> Path:
+    def _logs(self) -> Path:
         directory = self.logs or self.repo / ".git" / "groove-logs"
         directory.mkdir(parents=True, exist_ok=True)
-        return directory / f"{gitwork.branch_name(task.id, self.agent_id).replace('/', '--')}.{task.attempts}.{kind}"
+        return directory
+
+    def _log(self, task: Task, kind: str) -> Path:
+        return self._logs() / f"{gitwork.branch_name(task.id, self.agent_id).replace('/', '--')}.{task.attempts}.{kind}"
+
+    def _curve_options(self, curve: CurveClient) -> list[str]:
+        """The agent's hooks and MCP server talk CURVE with this worker's keys: the server's public key as its
+        40 characters, the client's pair in a file only this user can read."""
+        secret = curve.write_secret(self._logs() / f"{gitwork.safe_name(self.agent_id)}.key_secret")
+        return ["--server-key", curve.server_public.decode("ascii"), "--key", str(secret)]
 
     def _watch(self, proc: subprocess.Popen[bytes], task: Task) -> str | None:
         """Wait for the agent, renewing the lease; stop it when the lease is lost, the task is cancelled or

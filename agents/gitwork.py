@@ -58,9 +58,14 @@ class Worktree:
     base: str
 
 
+def safe_name(text: str) -> str:
+    """`text` as a branch, path or file name part: what is not a letter, digit or `._-` becomes `-`."""
+    return _UNSAFE.sub("-", text)
+
+
 def branch_name(task_id: str, agent_id: str) -> str:
     """The branch an agent's attempt at a task is committed on."""
-    return f"groove/{_UNSAFE.sub('-', task_id)}/{_UNSAFE.sub('-', agent_id)}"
+    return f"groove/{safe_name(task_id)}/{safe_name(agent_id)}"
 
 
 def add_worktree(repo: Path, task_id: str, agent_id: str) -> Worktree:

@@ -185,6 +185,7 @@ def _workload(
             connection=["--endpoint", spec.endpoint, "--timeout", f"{_HOOK_TIMEOUT_S:g}"],
             logs=None if spec.latencies_file is None else spec.latencies_file.parent,
             stopping=stopping,
+            curve=spec.curve,
         )
     if spec.memory is not None:
         return BoardWork(**common, memory_id=spec.memory, lease_ms=spec.lease_ms, fail_share=spec.fail_share)

@@ -5,6 +5,7 @@ what one does with a task); the coordinator is the running one at `--endpoint`.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from agents.errors import GrooveTimeout
 from agents.fleet import FleetBase
 from agents.gitwork import GitError, check_repo
 from cli.board import load_plan
+from cli.options import curve_of
 from cli.output import emit_json, fail, pairs, table
 
 _TICK_S = 1.0
@@ -45,8 +47,11 @@ class RealSwarm:
     ray_options: dict[str, Any]
 
 
-def run_real_swarm(job: RealSwarm, endpoint: str, timeout: float, as_json: bool) -> None:
-    """Check the job, make the plan's memory if asked, start the workers, show them working, report."""
+def run_real_swarm(job: RealSwarm, settings: dict[str, Any], as_json: bool) -> None:
+    """Check the job, make the plan's memory if asked, start the workers, show them working, report.
+    `settings` are the connection's (cli.options.connection_settings)."""
+    endpoint, timeout = settings["endpoint"], settings["timeout"]
+    curve = curve_of(settings)
     if (job.memory is None) == (job.plan is None):
         fail("--agent works a plan: give --memory ID (an existing working memory) or --plan FILE (a new one)", 2)
     try:
@@ -56,7 +61,8 @@ def run_real_swarm(job: RealSwarm, endpoint: str, timeout: float, as_json: bool)
         fail(str(exc), 2)
     except GitError as exc:
         fail(f"--repo: {exc}", 2)
-    with GrooveClient(endpoint, timeout=timeout) as client:
+    _hand_down_keys(settings)
+    with GrooveClient(endpoint, timeout=timeout, curve=curve) as client:
         try:
             memory_id = job.memory or _make_memory(client, job.plan, repo)
             memory = client.memory(memory_id)
@@ -99,6 +105,15 @@ def run_real_swarm(job: RealSwarm, endpoint: str, timeout: float, as_json: bool)
         sys.exit(130)
     if unfinished or summary["workers_without_report"]:
         sys.exit(1)
+
+
+def _hand_down_keys(settings: dict[str, Any]) -> None:
+    """The CURVE keys given as options, in the environment the workers (and their agents' hooks and MCP
+    servers, through them) inherit: a worker process reads GROOVE_SERVER_KEY and GROOVE_KEY."""
+    for name, variable in (("server_key", "GROOVE_SERVER_KEY"), ("client_key", "GROOVE_KEY")):
+        value = settings.get(name)
+        if value:
+            os.environ[variable] = str(Path(value).resolve()) if Path(value).exists() else str(value)
 
 
 def _make_memory(client: GrooveClient, plan: Path | None, repo: Path) -> str:

@@ -186,8 +186,7 @@ def swarm_command(
     ray_options: dict[str, Any] = {"address": ray_address, "cpus_per_agent": cpus_per_agent} if backend == RAY else {}
     if agent is not None:
         job = RealSwarm(agent, workers, repo, memory, plan, agent_timeout, agent_binary, lease_ms, backend, ray_options)
-        settings = connection_settings(ctx.obj)
-        run_real_swarm(job, settings["endpoint"], settings["timeout"], as_json)
+        run_real_swarm(job, connection_settings(ctx.obj), as_json)
         return
     if memory is not None or plan is not None or repo is not None:
         fail("--memory, --plan and --repo go with --agent (real coding agents working a plan)", 2)

@@ -62,6 +62,15 @@ class CurveClient:
             raise KeyFileError(f"{client_key}: holds no secret key; give the client's {SECRET_SUFFIX} file")
         return cls(server_public_key(server_key), mine.public, mine.secret)
 
+    def write_secret(self, path: Path) -> Path:
+        """Write the client's key pair as a `.key_secret` file (mode 0600) for a child process to load, as a
+        worker hands its keys to its coding agent's hooks and MCP server; overwrites a previous copy."""
+        path.unlink(missing_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(_render(self.public, self.secret, {}))
+        return path
+
     def apply(self, sock: zmq.Socket[bytes]) -> None:
         """Make `sock` a CURVE client of the server; call before connecting."""
         sock.curve_serverkey = self.server_public

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from agents import GrooveClient
 from agents.coding import groove_argv
 from integrations.scripted_model import Scene, ScriptedModel
+from protocol.keys import CurveClient, generate_key_pair
 from tests.helpers import RunningCoordinator, wait_for
 from tests.realagents import agent_env, binary, complete, git_repo, script
 
@@ -239,3 +241,44 @@ def test_a_cancelled_task_stops_its_agent(coordinator: RunningCoordinator, clien
     assert proc.returncode == 0
     assert [s["result"] for s in json.loads(out.splitlines()[-1])["sessions"]] == ["cancelled"]
     assert client.task("dropped").status == "cancelled"
+
+
+def test_a_swarm_against_a_curve_coordinator_hands_its_keys_to_the_agents_hooks_and_mcp_server(
+    coordinator_factory: Callable[..., RunningCoordinator], tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys"
+    generate_key_pair(keys, "swarm", {"role": "curator", "orgs": "acme"})  # plans need a curator
+    authorized = tmp_path / "authorized"
+    authorized.mkdir()
+    (authorized / "swarm.key").write_bytes((keys / "swarm.key").read_bytes())
+    secured = coordinator_factory("--curve", "--authorized-keys", str(authorized))
+    secret = str(keys / "swarm.key_secret")
+    curve = CurveClient.load(str(secured.data_dir / "server.key"), secret)
+    repo = git_repo(tmp_path / "shop")
+    (repo / "plan.yaml").write_text("name: keys\ngoal: work over CURVE\ntasks:\n  - {id: sealed, title: sealed work}\n")
+    # its tool call takes a while (the nudge is sent meanwhile), then it completes through groove's MCP server
+    turns = [_busy(3), complete("done over curve"), {"text": "ok"}]
+    with (
+        ScriptedModel(script(Scene(["working task `sealed`"], turns))) as model,
+        GrooveClient(secured.endpoint, timeout=20, curve=curve) as client,
+    ):
+        swarm = subprocess.Popen(
+            groove_argv("--endpoint", secured.endpoint, "--server-key", str(secured.data_dir / "server.key"),
+                        "--key", secret, "swarm", "--agent", "claude", "--workers", "1", "--plan", "plan.yaml",
+                        "--agent-binary", str(binary("claude")), "--repo", str(repo), "--json"),
+            cwd=repo, env=os.environ | agent_env(tmp_path / "home", model), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: any(model.seen("working task `sealed`")), "the agent running", timeout=60)
+            client.send_nudge("claude-0", client.task("sealed").memory_id, NUDGE, "lead", delivery="immediate")
+            out, err = swarm.communicate(timeout=120)
+        finally:
+            if swarm.poll() is None:
+                swarm.kill()
+        assert swarm.returncode == 0, err[-2000:]
+        task = client.task("sealed")
+        assert task.status == "completed"
+        assert (task.result or {})["summary"] == "done over curve"  # the MCP server's call, over CURVE
+        assert any(NUDGE in r.text for r in model.seen("working task `sealed`"))  # the hook's, over CURVE
+    assert json.loads(out)["tasks"] == {"completed": 1}
