@@ -29,6 +29,7 @@ POST_TOOL_USE: Final = "PostToolUse"
 # What a Claude Code worker may do without a person to ask (`-p` refuses anything else; as root Claude Code
 # refuses to skip permissions altogether): edit the worktree, run commands, use groove's tools.
 CLAUDE_TOOLS: Final = "Bash,Edit,MultiEdit,Write,Read,Glob,Grep,NotebookEdit,TodoWrite,mcp__groove__*"
+AGENT_TIMEOUT_S: Final = 1800.0  # what one task's agent may take by default before it is stopped (and the task failed)
 _HOOK_TIMEOUT_S: Final = 10
 # the first turn may already call groove's tools, and the agents only offer tools their MCP servers listed
 _MCP_STARTUP_TIMEOUT_S: Final = 20

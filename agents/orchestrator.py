@@ -24,6 +24,7 @@ from typing import Any
 from agents.agentwork import board_context
 from agents.backends import LOCAL, open_fleet
 from agents.client import GrooveClient
+from agents.coding import AGENT_TIMEOUT_S
 from agents.errors import GrooveError
 from agents.fleet import FleetBase
 from agents.workloads import DEFAULT_MIX
@@ -134,7 +135,7 @@ class Orchestrator:
         backend: str = LOCAL,
         agent: str | None = None,
         repo: Path | None = None,
-        agent_timeout: float = 1800.0,
+        agent_timeout: float = AGENT_TIMEOUT_S,
         **ray_options: Any,
     ) -> FleetBase:
         """Start `n` workers on the memory's plan (as `spawn_workers` does); each stops when nothing is left

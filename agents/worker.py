@@ -23,7 +23,7 @@ from typing import Any
 from agents.agentwork import AgentWork
 from agents.boardwork import BoardWork
 from agents.client import GrooveClient
-from agents.coding import CODING_AGENTS
+from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
 from agents.errors import Conflict, GrooveError, NotFound
 from agents.workloads import DEFAULT_MIX, Report, Script, Synthetic, VectorSearch, Workload, parse_mix
 from protocol import constants as C
@@ -63,7 +63,7 @@ class WorkerSpec:
     projects: str | None = None  # comma-separated corpus projects the synthetic workload keeps to (no global)
     agent: str | None = None  # with `memory`: a real coding agent (claude, codex) does each task (agents.agentwork)
     repo: str | None = None  # the git repository the agent works in (a worktree per task)
-    agent_timeout: float = 1800.0  # seconds one task's agent may run before it is stopped and the task failed
+    agent_timeout: float = AGENT_TIMEOUT_S  # seconds one task's agent may run before it is stopped and failed
     agent_binary: str | None = None  # the agent's program [default: `claude` or `codex` on PATH]
 
     def identity(self) -> dict[str, object]:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from agents import GrooveError
-from agents.coding import CODING_AGENTS, AgentNotFound, find_binary
+from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS, AgentNotFound, find_binary
 from agents.corpus import load
 from agents.gitwork import GitError, check_repo
 from agents.worker import EXIT_MISMATCHES, SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
@@ -119,7 +119,7 @@ def agent_option(flag: str, **kwargs: Any) -> Callable[[F], F]:
 @agent_option(
     "--agent-timeout",
     type=click.FloatRange(1),
-    default=1800.0,
+    default=AGENT_TIMEOUT_S,
     show_default=True,
     help="With --agent: seconds one task's agent may run; then it is stopped and the task failed (retried).",
 )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from agents import GrooveClient, GrooveError
 from agents.backends import open_fleet
@@ -26,6 +27,7 @@ from agents.gitwork import GitError, check_repo
 from cli.board import load_plan
 from cli.options import curve_of
 from cli.output import emit_json, fail, pairs, table
+from protocol.board import TaskIn
 
 _TICK_S = 1.0
 _HELD = ("assigned", "in_progress")
@@ -117,18 +119,33 @@ def _hand_down_keys(settings: dict[str, Any]) -> None:
 
 
 def _make_memory(client: GrooveClient, plan: Path | None, repo: Path) -> str:
+    """A working memory for the plan file, in `repo`, with its tasks. The tasks are checked here first (fields,
+    and dependencies within the plan), so a broken plan leaves nothing behind; if the coordinator still refuses
+    them (a task id another memory has), the memory made for them is cancelled."""
     assert plan is not None
     try:
         meta, tasks = load_plan(plan)
+        checked = [TaskIn.model_validate(task) for task in tasks]
     except click.BadParameter as exc:
         fail(f"--plan: {exc.format_message()}", 2)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        fail(f"--plan: {plan}: task {first['loc'][0] if first['loc'] else ''}: {first['msg']}", 2)
+    ids = {task.id for task in checked}
+    dangling = sorted({dep for task in checked for dep in task.depends_on if dep not in ids})
+    if dangling:
+        fail(f"--plan: {plan}: depends on tasks the plan does not have: {', '.join(dangling)}", 2)
     memory = client.create_memory(
         str(repo),
         str(meta.get("name") or plan.stem),
         str(meta.get("goal") or f"the plan in {plan.name}"),
         [str(c) for c in meta.get("constraints") or []],
     )
-    client.add_tasks(memory, tasks)
+    try:
+        client.add_tasks(memory, tasks)
+    except GrooveError:
+        client.set_memory_status(memory, "cancelled")
+        raise
     return memory
 
 
@@ -137,10 +154,8 @@ def live_line(client: GrooveClient, memory_id: str, elapsed: float) -> str:
     counts = client.memory(memory_id).tasks
     now_ms = time.time() * 1000
     held = [t for status in _HELD for t in client.tasks(memory_id, status)]
-    working = "  ".join(
-        f"{t.assigned_to}: {t.id} {(now_ms - (t.assigned_at or now_ms)) / 1000:.0f}s" for t in sorted(
-            held, key=lambda t: t.assigned_to or "")
-    )  # fmt: skip
+    held.sort(key=lambda t: t.assigned_to or "")
+    working = "  ".join(f"{t.assigned_to}: {t.id} {(now_ms - (t.assigned_at or now_ms)) / 1000:.0f}s" for t in held)
     plan = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     return f"{elapsed:6.1f}s  {plan}" + (f"  |  {working}" if working else "")
 

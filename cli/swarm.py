@@ -15,7 +15,7 @@ import click
 
 from agents import GrooveClient, GrooveError
 from agents.backends import BACKENDS, LOCAL, RAY, open_fleet
-from agents.coding import CODING_AGENTS
+from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
 from agents.fleet import FleetBase, parse_ray_address, stop_process
 from agents.plans import release_plan
 from agents.workloads import DEFAULT_MIX, KINDS, OPS
@@ -130,7 +130,7 @@ class LiveView:
 @click.option(
     "--agent-timeout",
     type=click.FloatRange(1),
-    default=1800.0,
+    default=AGENT_TIMEOUT_S,
     show_default=True,
     help="With --agent: seconds an agent may spend on one task before it is stopped and the task failed.",
 )

@@ -45,7 +45,7 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | swarm | Ray cluster unreachable | `--backend ray --ray-address 127.0.0.1:1` | 1 |
 | agent, swarm | real agents: no plan, both plans | `--agent claude`, `--memory M --plan P` | 2 |
 | agent, swarm | real agents: agent missing, not a git repo | `--agent-binary /nowhere`, `--repo NOGIT` | 2 |
-| swarm | real agents: plan broken, unknown memory | `--plan BAD`, `--memory GONE` | 2, 1 |
+| swarm | real agents: plan broken, unknown memory | `--plan BAD`, `--plan DANGLING`, `--memory GONE` | 2, 1 |
 | swarm | a plan without --agent | `swarm --memory M` | 2 |
 | memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
 | tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
@@ -220,6 +220,20 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
                 2,
             ),
             ((*ep, "swarm", "--agent", "claude", *agent_bin, "--memory", GONE, "--repo", str(repo)), 1),
+            (
+                (
+                    *ep,
+                    "swarm",
+                    "--agent",
+                    "claude",
+                    *agent_bin,
+                    "--plan",
+                    str(tmp_path / "dangling.yaml"),
+                    "--repo",
+                    str(repo),
+                ),
+                2,
+            ),
             (("cluster", "status"), 2),
             (("cluster", "status", "--cluster", str(tmp_path / "missing.toml")), 2),
             (("--cluster", str(broken_map), "cluster", "status"), 2),
