@@ -3,7 +3,9 @@
 A process that has loaded usearch (as the test process has, from the coordinator's tests) aborts in
 `ray.init` (`std::regex_error`: the two libraries' C++ runtimes clash). groove never loads both in one process:
 the coordinator holds usearch, and a fleet's driver (`groove swarm`, an orchestrator) never imports it. So the
-tests drive Ray from here, as an orchestrator would, and assert on what it printed.
+tests drive Ray from here, as an orchestrator would, and assert on what it printed. Each scenario starts a
+Ray of its own (`address="local"`): without it Ray joins one still running on the machine, as the two-node
+scenario's can be for a moment after it shut down.
 
     python -m tests.integration.ray_driver SCENARIO ENDPOINT WORKDIR [SERVER_KEY CLIENT_SECRET]
 """
@@ -41,7 +43,7 @@ def _seen(fleet: FleetBase, events: list[str]) -> dict[str, Any]:
 
 def restart(endpoint: str, workdir: Path) -> dict[str, Any]:
     """Three workers on a local Ray; one actor killed once every worker is writing."""
-    ray.init(num_cpus=4, logging_level=logging.ERROR, log_to_driver=False)
+    ray.init(address="local", num_cpus=4, logging_level=logging.ERROR, log_to_driver=False)
     fleet = RayFleet(endpoint, workdir, agents=3)
     for i in range(3):  # the acked ids come back through Ray and land here, not in a directory the nodes share
         fleet.spawn(f"w{i}", mix="learn=1", seed=i, duration=15, acked_file=workdir / f"w{i}.{{run}}.acked.json")
@@ -62,7 +64,7 @@ def restart(endpoint: str, workdir: Path) -> dict[str, Any]:
 
 def orchestrator(endpoint: str, workdir: Path) -> dict[str, Any]:
     """The orchestrator's workers on Ray, and its refusal of a Ray option for the local backend."""
-    ray.init(num_cpus=2, logging_level=logging.ERROR, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, logging_level=logging.ERROR, log_to_driver=False)
     with Orchestrator(endpoint, workdir=workdir) as orchestra:
         fleet = orchestra.spawn_workers(2, count=20, mix="learn=1", backend="ray", cpus_per_agent=0.5)
         fleet.wait(timeout=60)
@@ -97,7 +99,7 @@ def two_nodes(endpoint: str, workdir: Path, server_key: str, client_secret: str)
 
 def no_room(endpoint: str, workdir: Path) -> dict[str, Any]:
     """Two agents of one CPU each on a Ray with one CPU."""
-    ray.init(num_cpus=1, logging_level=logging.ERROR, log_to_driver=False)
+    ray.init(address="local", num_cpus=1, logging_level=logging.ERROR, log_to_driver=False)
     try:
         RayFleet(endpoint, workdir, agents=2, place_timeout=2)
     except FleetError as exc:
@@ -108,7 +110,7 @@ def no_room(endpoint: str, workdir: Path) -> dict[str, Any]:
 def real_agents(endpoint: str, workdir: Path, memory: str, repo: str) -> dict[str, Any]:
     """Two Claude Code workers on a local Ray drain a plan (the scripted model's address is in the environment,
     which the actors inherit)."""
-    ray.init(num_cpus=2, logging_level=logging.ERROR, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, logging_level=logging.ERROR, log_to_driver=False)
     with Orchestrator(endpoint, workdir=workdir) as orchestra:
         fleet = orchestra.run(memory, 2, agent="claude", repo=Path(repo), backend="ray", cpus_per_agent=0.5)
         fleet.wait(timeout=180)

@@ -55,7 +55,7 @@ def _until(path: Path) -> dict[str, Any]:
     return {"shell": f"until test -f {path}; do sleep 0.2; done"}
 
 
-def _scenes(repo: Path, marker: Path) -> list[Scene]:
+def _scenes(repo: Path, marker: Path, nudged: Path) -> list[Scene]:
     lesson = {k: v.replace("{repo}", str(repo)) for k, v in LESSON.items()}
     special = {
         # records the lesson the later refund task is given
@@ -63,8 +63,8 @@ def _scenes(repo: Path, marker: Path) -> list[Scene]:
         # is given it (the learnings in its prompt), rates it helpful, and ends without calling complete_task
         "t04": [_write("t04"), {"tool": "mcp__groove__end_session", "input": {
             "injection_id": "{injection_id}", "success": True, "helpful": ["{learning_id}"]}}, {"text": "t04 done"}],
-        # works long enough for a nudge to arrive, then makes another tool call
-        "t05": [_busy(4), _write("t05"), complete(), {"text": "ok"}],
+        # works until the nudge has been sent, then makes more tool calls
+        "t05": [_until(nudged), _write("t05"), complete(), {"text": "ok"}],
         # hangs until the test has killed the worker that holds it; the next attempt goes through
         "t07": [_until(marker), _write("t07"), complete(), {"text": "ok"}],
     }  # fmt: skip
@@ -87,7 +87,7 @@ def test_claude_and_codex_workers_drain_a_plan(
     coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
 ) -> None:
     claude, codex = binary("claude"), binary("codex")
-    repo, marker = git_repo(tmp_path / "shop"), tmp_path / "killed"
+    repo, marker, nudged = git_repo(tmp_path / "shop"), tmp_path / "killed", tmp_path / "nudged"
     memory = client.create_memory(str(repo), "refunds", "refunds without a ticket", max_attempts=3)
     # only t04's title matches the lesson, so it is the first session given it (a first match is never held back)
     client.add_tasks(memory, [{"id": t, "title": TITLES.get(t, f"checkout step {t}"), "depends_on": deps}
@@ -95,7 +95,7 @@ def test_claude_and_codex_workers_drain_a_plan(
     # held for an idle agent: it reaches the Codex worker with its next session, not in the middle of one
     client.send_nudge("codex-0", memory, WHEN_IDLE, "lead", delivery="when_idle")
     common = ["--memory", memory, "--repo", str(repo), "--lease-ms", "3000"]
-    with ScriptedModel(script(*_scenes(repo, marker))) as model:
+    with ScriptedModel(script(*_scenes(repo, marker, nudged))) as model:
         env = os.environ | agent_env(tmp_path / "home", model)
         swarm = subprocess.Popen(
             groove_argv("--endpoint", coordinator.endpoint, "swarm", "--agent", "claude", "--workers", "3",
@@ -112,6 +112,7 @@ def test_claude_and_codex_workers_drain_a_plan(
             holder = wait_for(lambda: client.task("t05").assigned_to or "", "t05 claimed", timeout=120)
             wait_for(lambda: any(model.seen("working task `t05`")), "t05's agent running", timeout=60)
             client.send_nudge(holder, memory, NUDGE, "lead", priority="high", delivery="immediate")
+            nudged.touch()
             # kill -9 the worker holding t07 and its agent, mid-task
             victim = wait_for(lambda: client.task("t07").assigned_to or "", "t07 claimed", timeout=120)
             wait_for(lambda: any(model.seen("working task `t07`")), "t07's agent running", timeout=60)
@@ -256,8 +257,9 @@ def test_a_swarm_against_a_curve_coordinator_hands_its_keys_to_the_agents_hooks_
     curve = CurveClient.load(str(secured.data_dir / "server.key"), secret)
     repo = git_repo(tmp_path / "shop")
     (repo / "plan.yaml").write_text("name: keys\ngoal: work over CURVE\ntasks:\n  - {id: sealed, title: sealed work}\n")
-    # its tool call takes a while (the nudge is sent meanwhile), then it completes through groove's MCP server
-    turns = [_busy(3), complete("done over curve"), {"text": "ok"}]
+    # its first tool call lasts until the nudge is sent, then it completes through groove's MCP server
+    sent = tmp_path / "sent"
+    turns = [_until(sent), {"shell": "true"}, complete("done over curve"), {"text": "ok"}]
     with (
         ScriptedModel(script(Scene(["working task `sealed`"], turns))) as model,
         GrooveClient(secured.endpoint, timeout=20, curve=curve) as client,
@@ -272,6 +274,7 @@ def test_a_swarm_against_a_curve_coordinator_hands_its_keys_to_the_agents_hooks_
         try:
             wait_for(lambda: any(model.seen("working task `sealed`")), "the agent running", timeout=60)
             client.send_nudge("claude-0", client.task("sealed").memory_id, NUDGE, "lead", delivery="immediate")
+            sent.touch()
             out, err = swarm.communicate(timeout=120)
         finally:
             if swarm.poll() is None:
