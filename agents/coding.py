@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -90,7 +91,8 @@ class Launch:
 def launch(agent: str, binary: str, prompt: str, identity: Identity, connection: list[str]) -> Launch:
     """The command that runs `agent` headless on `prompt`, with groove's PostToolUse hook and MCP server;
     `connection` are the connection options every groove command gets (`--endpoint URL`, ...)."""
-    hook = " ".join(_quote(part) for part in groove_argv("hook", POST_TOOL_USE, *connection))
+    # the agents run a hook through a shell: single quotes keep a key's `$` or `!` from being expanded
+    hook = shlex.join(groove_argv("hook", POST_TOOL_USE, *connection))
     server = groove_argv("mcp", *connection)
     env = identity.env()
     if agent == CLAUDE:
@@ -125,10 +127,6 @@ def _command_hook(command: str) -> dict[str, Any]:
 def _toml_inline(table: dict[str, Any]) -> str:
     """A flat map as a TOML inline table (strings are JSON-quoted, which TOML reads the same)."""
     return "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in table.items()) + "}"
-
-
-def _quote(part: str) -> str:
-    return part if all(c.isalnum() or c in "/._:@%+=,-" for c in part) else json.dumps(part)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ import difflib
 import hashlib
 import json
 import re
+import shlex
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,7 +93,7 @@ class Setup:
 
     def hook_command(self, event: str) -> str:
         """The command the agent runs for `event`."""
-        return " ".join(_quote(part) for part in [*self.program, "hook", event, *self.options])
+        return shlex.join([*self.program, "hook", event, *self.options])  # run by a shell: `$` stays as it is
 
     def server(self) -> dict[str, Any]:
         """The MCP server entry: how the agent starts `groove mcp`."""
@@ -112,12 +113,8 @@ class Setup:
                 "instructions": (home / ".codex" if root is None else root) / "AGENTS.md"}  # fmt: skip
 
 
-def _quote(part: str) -> str:
-    return part if re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]+", part) else json.dumps(part)
-
-
 # `groove hook EVENT`, or `python -m cli hook EVENT` where groove was not on PATH at install time
-_OUR_HOOK = re.compile(r"(?:groove\"?|-m\s+cli)\s+hook\s+(" + "|".join(EVENTS) + r")\b")
+_OUR_HOOK = re.compile(r"(?:groove[\"']?|-m\s+cli)\s+hook\s+(" + "|".join(EVENTS) + r")\b")
 
 
 def _ours(group: Any) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import tomllib
 
 import pytest
@@ -70,3 +71,12 @@ def test_changed_files_are_filed_by_kind(path: str, kind: str) -> None:
 
 def test_a_branch_name_is_safe_for_any_task_id() -> None:
     assert branch_name("release:2.0/api", "claude 1") == "groove/release-2.0-api/claude-1"
+
+
+def test_the_hook_command_reaches_the_shell_intact_whatever_a_key_holds() -> None:
+    # a CURVE key in Z85 may hold `$`, `!`, `&`...: the agents run a hook through `sh -c`
+    key = "rq:rM>}U?@Lns47E1$kR.o@n%FcmmsL/@{H8]yf!"
+    hook = launch(CLAUDE, "/bin/claude", "x", WHO, ["--endpoint", "tcp://127.0.0.1:5555", "--server-key", key])
+    command = json.loads(hook.argv[hook.argv.index("--settings") + 1])["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    words = subprocess.run(["sh", "-c", f"printf '%s\\n' {command}"], capture_output=True, text=True, check=True)
+    assert words.stdout.splitlines()[-2:] == ["--server-key", key]
