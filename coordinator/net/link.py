@@ -36,7 +36,13 @@ def _sweep() -> None:
     """Remove the link directories of coordinators that are gone (killed before they could)."""
     for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
         pid = path.name[len(_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not psutil.pid_exists(int(pid)) and path.stat().st_uid == os.getuid():
+        if not pid.isdigit() or psutil.pid_exists(int(pid)):
+            continue
+        try:
+            mine = path.stat().st_uid == os.getuid()
+        except FileNotFoundError:  # another coordinator starting at the same time swept it first
+            continue
+        if mine:
             shutil.rmtree(path, ignore_errors=True)
 
 
