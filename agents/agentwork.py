@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from agents import gitwork
+from agents.boardwork import HELD, PlanWork
 from agents.client import GrooveClient
 from agents.coding import Given, Identity, find_binary, launch, prompt_for, read_ending
 from agents.errors import Conflict, GrooveError
-from agents.workloads import Workload
 from protocol import constants as C
 from protocol.board import Task
 from protocol.keys import CurveClient
@@ -39,8 +39,6 @@ _IDLE_S: Final = 0.25  # nothing ready: look again after this
 _POLL_S: Final = 0.1  # how often the worker looks at its running agent
 _STOP_GRACE_S: Final = 3.0  # SIGTERM, then SIGKILL after this
 _FINISH_GRACE_S: Final = 15.0  # an agent that completed its task gets this long to exit on its own
-_DONE: Final = {"completed", "failed", "cancelled", "blocked"}
-_HELD: Final = {"assigned", "in_progress"}
 _ERROR_CHARS: Final = 2000
 _MAX_ARTIFACTS: Final = 100  # changed files recorded per task (`task.complete` takes as many artifact names)
 
@@ -59,6 +57,12 @@ class Session:
     artifacts: int = 0
     error: str = ""
     injection_id: str = ""  # the session's learnings, closed with the task's success
+
+
+def ready(agent: str, binary: str | None, repo: Path) -> tuple[str, Path]:
+    """The agent's program and the repository's top directory, before anything is claimed; raises
+    AgentNotFound or GitError (GrooveErrors) saying what is missing."""
+    return find_binary(agent, binary), gitwork.check_repo(repo)
 
 
 def board_context(client: GrooveClient, memory_id: str, task_id: str | None, agent_id: str | None, idle: bool) -> str:
@@ -85,7 +89,7 @@ def board_context(client: GrooveClient, memory_id: str, task_id: str | None, age
     return "\n".join(lines) + "\n"
 
 
-class AgentWork(Workload):
+class AgentWork(PlanWork):
     """Claim a task, have the coding agent do it in a worktree, end the task; until the memory is done."""
 
     def __init__(
@@ -104,20 +108,15 @@ class AgentWork(Workload):
         curve: CurveClient | None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)
-        self.memory_id = memory_id
+        super().__init__(*args, memory_id=memory_id, lease_ms=lease_ms, **kwargs)
         self.agent = agent
-        self.binary = find_binary(agent, binary)
-        self.repo = gitwork.check_repo(repo)
-        self.lease_ms = lease_ms
+        self.binary, self.repo = ready(agent, binary, repo)
         self.agent_timeout = agent_timeout
         self.role = role
         self.logs = logs
         self.connection = connection + (self._curve_options(curve) if curve is not None else [])
         self.stopping = stopping  # the worker was asked to stop: the agent is stopped, its task given back
-        self.holding: str | None = None  # the task held now, for the heartbeat's status
         self.sessions: list[Session] = []
-        self.completed: list[str] = []  # tasks whose completion was acked (by the worker or its agent)
 
     def run(self) -> None:
         """Work the plan until it is done or `more` says stop."""
@@ -141,13 +140,6 @@ class AgentWork(Workload):
                 self._work(task, project, started)
             finally:
                 self.holding = None
-
-    def _plan_done(self) -> bool:
-        try:
-            return set(self.client.memory(self.memory_id).tasks) <= _DONE
-        except GrooveError as exc:
-            self.report.error(CLAIM, exc)
-            return False
 
     def _work(self, task: Task, project: str, claimed_at: float) -> None:
         session_id = f"{self.agent_id}:{task.id}:{task.attempts}"
@@ -249,7 +241,7 @@ class AgentWork(Workload):
                     self.client.renew_lease(task.id, self.agent_id, self.lease_ms)
                 except Conflict:  # the task is no longer held under this lease: who ended it?
                     status = self._status(task)
-                    if status == "cancelled" or status in _HELD:  # called off, or another agent holds it now
+                    if status == "cancelled" or status in HELD:  # called off, or another agent holds it now
                         _stop(proc)
                         return CANCELLED if status == "cancelled" else LOST
                     finished_at = now  # the agent completed or failed it itself: let it wrap up
@@ -310,19 +302,6 @@ class AgentWork(Workload):
         }.get(stopped or "", f"{self.agent} exited with status {status}: {error or message or 'no message'}")
         self._give_up(task, session, why)
         return False
-
-    def verify(self) -> None:
-        """Every completion acked is stored (the task completed or in review)."""
-        for task_id in self.completed:
-            try:
-                status = self.client.task(task_id).status
-            except GrooveError as exc:
-                self.report.error("verify", exc)
-                continue
-            if status in ("completed", "review"):
-                self.report.verified += 1
-            else:
-                self.report.mismatches += 1
 
     def sessions_report(self) -> list[dict[str, Any]]:
         """Each task this worker's agent worked, as maps."""

@@ -25,20 +25,50 @@ COMPLETE, FAIL, CLAIM, NUDGE, NOTE = "complete", "fail", "claim", "nudge", "note
 _NUDGES_EVERY = 5  # tasks between two looks at the agent's nudges
 _NOTE_EVERY = 4  # completions between two notes
 _IDLE_S = 0.05  # nothing ready: poll again after this
-_DONE = {"completed", "failed", "cancelled", "blocked"}  # statuses of a task no one will work on again
+DONE = frozenset({"completed", "failed", "cancelled", "blocked"})  # statuses of a task no one will work on again
+HELD = frozenset({"assigned", "in_progress"})  # statuses of a task an agent holds under a lease
 
 
-class BoardWork(Workload):
-    """Claim, work, complete (or fail) until the memory is done."""
+class PlanWork(Workload):
+    """What every workload that works a memory's plan shares: the task it holds, the completions it was acked,
+    when the plan is done, and the read-back of those completions."""
 
-    def __init__(self, *args: Any, memory_id: str, lease_ms: int, fail_share: float, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, memory_id: str, lease_ms: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.memory_id = memory_id
         self.lease_ms = lease_ms
-        self.fail_share = fail_share
-        self.corpus = load()
         self.holding: str | None = None  # the task held now, for the heartbeat's status
         self.completed: list[str] = []  # tasks whose completion was acked
+
+    def _plan_done(self) -> bool:
+        """Whether no task of the memory is left for anyone to work on."""
+        try:
+            return set(self.client.memory(self.memory_id).tasks) <= DONE
+        except GrooveError as exc:
+            self.report.error(CLAIM, exc)
+            return False
+
+    def verify(self) -> None:
+        """Every acked completion is stored (the task completed or in review)."""
+        for task_id in self.completed:
+            try:
+                status = self.client.task(task_id).status
+            except GrooveError as exc:
+                self.report.error("verify", exc)
+                continue
+            if status in ("completed", "review"):
+                self.report.verified += 1
+            else:
+                self.report.mismatches += 1
+
+
+class BoardWork(PlanWork):
+    """Claim, work, complete (or fail) until the memory is done."""
+
+    def __init__(self, *args: Any, fail_share: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fail_share = fail_share
+        self.corpus = load()
         self.noted: dict[str, str] = {}  # note id -> its task, for the notes acked
         self.polled = False  # the first poll after connecting asks for unacknowledged nudges again
 
@@ -85,13 +115,6 @@ class BoardWork(Workload):
         self.report.ok(CLAIM)
         self.evidence.latency(CLAIM, time.monotonic() - started)
         return task
-
-    def _plan_done(self) -> bool:
-        try:
-            return set(self.client.memory(self.memory_id).tasks) <= _DONE
-        except GrooveError as exc:
-            self.report.error(CLAIM, exc)
-            return False
 
     def _finish(self, task: Task) -> Task | None:
         """Work the task, then complete it (claiming the next) or fail it; returns the next task held."""
@@ -146,14 +169,5 @@ class BoardWork(Workload):
                     self.report.verified += 1
                 else:
                     self.report.mismatches += 1
-        for task_id in self.completed:
-            try:
-                status = self.client.task(task_id).status
-            except GrooveError as exc:
-                self.report.error("verify", exc)
-                continue
-            if status in ("completed", "review"):
-                self.report.verified += 1
-            else:
-                self.report.mismatches += 1
+        super().verify()
         self.report.verify_s = time.monotonic() - started

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.agentwork import AgentWork
-from agents.boardwork import BoardWork
+from agents.boardwork import BoardWork, PlanWork
 from agents.client import GrooveClient
 from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
 from agents.errors import Conflict, GrooveError, NotFound
@@ -30,6 +30,7 @@ from protocol import constants as C
 from protocol.keys import CurveClient
 
 SYNTHETIC, VECTOR_SEARCH, BOARD = "synthetic", "search", "board"
+LEASE_MS = 60_000  # a board worker's lease on the task it holds, unless told otherwise
 _HOOK_TIMEOUT_S = 3.0  # what the agent's groove hooks wait for the coordinator: a hook must not stall the agent
 # `groove agent`'s status when it ran to the end but a reply or a read-back was not what it should be: not a
 # crash (its report is printed and kept, it is not restarted), but not a success either
@@ -58,7 +59,7 @@ class WorkerSpec:
     heartbeat_s: float = C.HEARTBEAT_INTERVAL_S
     curve: CurveClient | None = None  # keys for a coordinator running with --curve
     memory: str | None = None  # a working memory to work the plan of (the board workload) instead
-    lease_ms: int = 60_000
+    lease_ms: int = LEASE_MS
     fail_share: float = 0.0  # of the board's tasks, the share the agent fails (to be retried)
     projects: str | None = None  # comma-separated corpus projects the synthetic workload keeps to (no global)
     agent: str | None = None  # with `memory`: a real coding agent (claude, codex) does each task (agents.agentwork)
@@ -140,7 +141,7 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
             report.elapsed_s = time.monotonic() - began
             if isinstance(workload, Synthetic) and spec.verify:
                 workload.verify(abort.is_set)
-            if isinstance(workload, BoardWork | AgentWork) and spec.verify and not abort.is_set():
+            if isinstance(workload, PlanWork) and spec.verify and not abort.is_set():
                 workload.verify()
             if isinstance(workload, AgentWork):
                 report.sessions = workload.sessions_report()

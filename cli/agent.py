@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import click
 
 from agents import GrooveError
-from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS, AgentNotFound, find_binary
+from agents.agentwork import ready
+from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
 from agents.corpus import load
-from agents.gitwork import GitError, check_repo
-from agents.worker import EXIT_MISMATCHES, SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
+from agents.worker import EXIT_MISMATCHES, LEASE_MS, SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
 from agents.workloads import DEFAULT_MIX, parse_mix, parse_script
 from cli.options import checked_by, connection_options, curve_of
 from cli.output import fail
@@ -95,7 +95,7 @@ def agent_option(flag: str, **kwargs: Any) -> Callable[[F], F]:
 @agent_option(
     "--lease-ms",
     type=click.IntRange(1000, 3_600_000),
-    default=60_000,
+    default=LEASE_MS,
     show_default=True,
     help="With --memory: each claim's lease, renewed by the heartbeat.",
 )
@@ -159,9 +159,8 @@ def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -
         fail("--agent works a plan: give --memory ID", 2)
     if options["agent"] is not None:
         try:  # before anything is claimed: a missing agent or repository leaves the plan untouched
-            find_binary(options["agent"], options["agent_binary"])
-            check_repo(Path(options["repo"] or "."))
-        except (AgentNotFound, GitError) as exc:
+            ready(options["agent"], options["agent_binary"], Path(options["repo"] or "."))
+        except GrooveError as exc:
             fail(f"agent {agent_id or options['agent']}: {exc}", 2)
     spec = WorkerSpec(
         ctx.obj["endpoint"],

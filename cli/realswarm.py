@@ -19,18 +19,18 @@ import click
 from pydantic import ValidationError
 
 from agents import GrooveClient, GrooveError
+from agents.agentwork import ready
 from agents.backends import open_fleet
-from agents.coding import AgentNotFound, find_binary
+from agents.boardwork import HELD
 from agents.errors import GrooveTimeout
 from agents.fleet import FleetBase
-from agents.gitwork import GitError, check_repo
+from agents.gitwork import GitError
 from cli.board import load_plan
 from cli.options import curve_of
 from cli.output import emit_json, fail, pairs, table
 from protocol.board import TaskIn
 
 _TICK_S = 1.0
-_HELD = ("assigned", "in_progress")
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,11 @@ def run_real_swarm(job: RealSwarm, settings: dict[str, Any], as_json: bool) -> N
     if (job.memory is None) == (job.plan is None):
         fail("--agent works a plan: give --memory ID (an existing working memory) or --plan FILE (a new one)", 2)
     try:
-        find_binary(job.agent, job.agent_binary)
-        repo = check_repo((job.repo or Path.cwd()).resolve())
-    except AgentNotFound as exc:
-        fail(str(exc), 2)
+        _, repo = ready(job.agent, job.agent_binary, (job.repo or Path.cwd()).resolve())
     except GitError as exc:
         fail(f"--repo: {exc}", 2)
+    except GrooveError as exc:  # the agent's program is missing
+        fail(str(exc), 2)
     _hand_down_keys(settings)
     with GrooveClient(endpoint, timeout=timeout, curve=curve) as client:
         try:
@@ -153,7 +152,7 @@ def live_line(client: GrooveClient, memory_id: str, elapsed: float) -> str:
     """The plan's tasks by status, and what each worker's agent is doing: its task and for how long."""
     counts = client.memory(memory_id).tasks
     now_ms = time.time() * 1000
-    held = [t for status in _HELD for t in client.tasks(memory_id, status)]
+    held = [t for status in sorted(HELD) for t in client.tasks(memory_id, status)]
     held.sort(key=lambda t: t.assigned_to or "")
     working = "  ".join(f"{t.assigned_to}: {t.id} {(now_ms - (t.assigned_at or now_ms)) / 1000:.0f}s" for t in held)
     plan = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))

@@ -18,6 +18,7 @@ from agents.backends import BACKENDS, LOCAL, RAY, open_fleet
 from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
 from agents.fleet import FleetBase, parse_ray_address, stop_process
 from agents.plans import release_plan
+from agents.worker import LEASE_MS
 from agents.workloads import DEFAULT_MIX, KINDS, OPS
 from cli.agent import check_mix
 from cli.options import checked_by, connection_options, connection_settings
@@ -138,7 +139,7 @@ class LiveView:
 @click.option(
     "--lease-ms",
     type=click.IntRange(1000, 3_600_000),
-    default=60_000,
+    default=LEASE_MS,
     show_default=True,
     help="With --agent: each task's lease, renewed while its agent runs; a worker gone that long loses it.",
 )

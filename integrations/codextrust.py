@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from integrations.install import write_atomically
+
 _LIST_TIMEOUT_S: Final = 30.0
 
 
@@ -132,13 +134,6 @@ def ours(hooks: list[dict[str, Any]], hooks_file: Path, commands: set[str]) -> d
     }
 
 
-def _write(config: Path, text: str) -> None:
-    config.parent.mkdir(parents=True, exist_ok=True)
-    tmp = config.with_name(config.name + ".groove-tmp")
-    tmp.write_text(text)
-    tmp.replace(config)
-
-
 def install_trust(codex: str, config: Path, hooks_file: Path, project: Path | None, commands: set[str]) -> int:
     """Trust groove's hooks (those running `commands`) in `hooks_file`, and the project for a project's file, in
     the Codex config `config`; how many hooks Codex now trusts. The project is trusted first: until then Codex
@@ -147,11 +142,11 @@ def install_trust(codex: str, config: Path, hooks_file: Path, project: Path | No
     cwd = project or hooks_file.parent
     if project is not None:
         current = with_block(current, Trusted(hooks_file, project, {}))
-        _write(config, current)
+        write_atomically(config, current.encode())
     hashes = ours(list_hooks(codex, cwd), hooks_file, commands)
     if not hashes:
         raise TrustError(f"{codex} does not list groove's hooks in {hooks_file}; is this Codex 0.169 or newer?")
-    _write(config, with_block(current, Trusted(hooks_file, project, hashes)))
+    write_atomically(config, with_block(current, Trusted(hooks_file, project, hashes)).encode())
     listed = [h for h in list_hooks(codex, cwd) if h["key"] in hashes]
     return sum(1 for h in listed if h.get("trustStatus") == "trusted")
 
@@ -165,7 +160,7 @@ def remove_trust(config: Path, hooks_file: Path) -> bool:
     if left == text:
         return False
     if left.strip():
-        _write(config, left)
+        write_atomically(config, left.encode())
     else:
         config.unlink()
     return True

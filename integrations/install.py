@@ -380,7 +380,12 @@ class Manifest:
                     with contextlib.suppress(OSError):
                         change.path.parent.rmdir()
                 continue
-            change.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = change.path.with_name(change.path.name + ".groove-tmp")
-            tmp.write_bytes(change.after)
-            tmp.replace(change.path)
+            write_atomically(change.path, change.after)
+
+
+def write_atomically(path: Path, content: bytes) -> None:
+    """Write `path` whole or not at all (its directory made if missing): an agent may read it meanwhile."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".groove-tmp")
+    tmp.write_bytes(content)
+    tmp.replace(path)
