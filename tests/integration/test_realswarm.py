@@ -4,6 +4,7 @@ learning passed on, a nudge delivered mid-task and a worker killed mid-task."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -76,10 +77,18 @@ def _scenes(repo: Path, marker: Path, nudged: Path) -> list[Scene]:
     return scenes
 
 
+def _argv(process: psutil.Process) -> list[str]:
+    """Its command line, or none when it exited after it was listed (an agent's git or shell comes and goes)."""
+    try:
+        return process.cmdline()
+    except psutil.NoSuchProcess:
+        return []
+
+
 def _worker_tree(root: psutil.Process, agent_id: str) -> list[psutil.Process]:
     """The worker process named `agent_id` under `root` (a swarm, or the worker itself), and its agent's tree."""
     candidates = [root, *root.children(recursive=True)]
-    worker = next(p for p in candidates if f"--agent-id\x00{agent_id}\x00" in "\x00".join(p.cmdline()) + "\x00")
+    worker = next(p for p in candidates if f"--agent-id\x00{agent_id}\x00" in "\x00".join(_argv(p)) + "\x00")
     return [worker, *worker.children(recursive=True)]
 
 
@@ -118,7 +127,9 @@ def test_claude_and_codex_workers_drain_a_plan(
             wait_for(lambda: any(model.seen("working task `t07`")), "t07's agent running", timeout=60)
             root = psutil.Process(worker.pid if victim == "codex-0" else swarm.pid)
             for doomed in _worker_tree(root, victim):
-                doomed.send_signal(signal.SIGKILL)
+                # a short-lived child of the agent (a shell, git) may have exited since the tree was listed
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    doomed.send_signal(signal.SIGKILL)
             marker.touch()
             out, err = swarm.communicate(timeout=300)
             worker.communicate(timeout=120)
