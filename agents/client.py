@@ -27,8 +27,10 @@ from protocol.keys import CurveClient
 from protocol.loop import (
     InjectCandidatesReply,
     InjectionGetReply,
+    InjectionListReply,
     InjectionRecordReply,
     InjectPrepareReply,
+    LearningHistoryReply,
     MaintainReply,
     Offer,
     ParamOut,
@@ -268,6 +270,16 @@ class GrooveClient(BoardCalls):
     def get_injection(self, injection_id: str) -> InjectionGetReply:
         """What a session was given (each learning as it is now) and whether its outcome was recorded."""
         return InjectionGetReply.model_validate(self.call(C.OP_INJECTION_GET, {"injection_id": injection_id}))
+
+    def injections(self, limit: int | None = None, before: int | None = None) -> InjectionListReply:
+        """The newest injections (older than `before`), each with how its learnings turned out."""
+        body = {k: v for k, v in (("limit", limit), ("before", before)) if v is not None}
+        return InjectionListReply.model_validate(self.call(C.OP_INJECTION_LIST, body))
+
+    def history(self, learning_id: str, limit: int | None = None) -> LearningHistoryReply:
+        """A learning's outcomes with its confidence after each, and the sessions it was given to."""
+        body: dict[str, Any] = {"id": learning_id} | ({} if limit is None else {"limit": limit})
+        return LearningHistoryReply.model_validate(self.call(C.OP_LEARNING_HISTORY, body))
 
     def maintain(self, now: int | None = None, tiers: list[str] | None = None) -> MaintainReply:
         """Run lifecycle maintenance (decay, archive, purge) now, or as if at `now` (milliseconds)."""

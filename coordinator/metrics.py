@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections import deque
+from typing import Any
 
 import psutil
 
 _WINDOW = 2048
+# Upper bounds of the cumulative histograms (`stats` sends them; the dashboard's /metrics turns them into
+# Prometheus histograms): milliseconds for times, requests for batch sizes.
+MS_BOUNDS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0)
+SIZE_BOUNDS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0)
+OK = "ok"  # the outcome of an answered request that succeeded; otherwise its error code
+
+
+class Histogram:
+    """Counts by bucket since the start (not a window): what a scraper needs to compute rates and quantiles."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last bucket: above every bound
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    def out(self) -> dict[str, Any]:
+        return {"bounds": list(self.bounds), "counts": list(self.counts), "sum": self.sum}
 
 
 def percentile(ordered: list[float], q: float) -> float:
@@ -36,6 +59,11 @@ class Metrics:
         self._commit_ms: deque[float] = deque(maxlen=_WINDOW)
         self._op_ms: dict[str, deque[float]] = {}
         self.op_counts: dict[str, int] = {}
+        self._outcomes: dict[tuple[str, str], int] = {}  # (op, "ok" or error code) -> requests answered
+        self._op_hist: dict[str, Histogram] = {}
+        self._batch_hist = Histogram(SIZE_BOUNDS)
+        self._commit_hist = Histogram(MS_BOUNDS)
+        self._events: dict[str, int] = {}
         self.batches_committed = 0
         self.writes_committed = 0
         self.writes_rejected = 0
@@ -50,6 +78,8 @@ class Metrics:
         with self._lock:
             self._batch_sizes.append(float(size))
             self._commit_ms.append(commit_ms)
+            self._batch_hist.observe(size)
+            self._commit_hist.observe(commit_ms)
             self.batches_committed += 1
             self.writes_committed += committed
             self.writes_rejected += size - committed
@@ -65,14 +95,37 @@ class Metrics:
             sizes, times = list(self._batch_sizes), list(self._commit_ms)
         return summarize(sizes), summarize(times)
 
-    def record_op(self, op: str, ms: float) -> None:
-        """One request of `op` answered, `ms` after the socket loop received it."""
+    def record_op(self, op: str, ms: float, outcome: str = OK) -> None:
+        """One request of `op` answered, `ms` after the socket loop received it; `outcome` is "ok" or the
+        error code it was answered with."""
         with self._lock:
             window = self._op_ms.get(op)
             if window is None:
                 window = self._op_ms[op] = deque(maxlen=_WINDOW)
+                self._op_hist[op] = Histogram(MS_BOUNDS)
             window.append(ms)
+            self._op_hist[op].observe(ms)
             self.op_counts[op] = self.op_counts.get(op, 0) + 1
+            self._outcomes[op, outcome] = self._outcomes.get((op, outcome), 0) + 1
+
+    def count(self, event: str, n: int = 1) -> None:
+        """`n` more of a counted event (leases expired, outcomes by kind, nudges acknowledged)."""
+        if n:
+            with self._lock:
+                self._events[event] = self._events.get(event, 0) + n
+
+    def totals(self) -> dict[str, Any]:
+        """Counts since start: requests by operation and outcome, events, and the cumulative histograms."""
+        with self._lock:
+            by_op: dict[str, dict[str, int]] = {}
+            for (op, outcome), n in sorted(self._outcomes.items()):
+                by_op.setdefault(op, {})[outcome] = n
+            return {
+                "op_outcomes": by_op,
+                "events": dict(sorted(self._events.items())),
+                "histograms": {"batch_size": self._batch_hist.out(), "commit_ms": self._commit_hist.out()},
+                "op_histograms": {op: h.out() for op, h in sorted(self._op_hist.items())},
+            }
 
     def op_summaries(self) -> dict[str, dict[str, float]]:
         """Service time by operation (received -> reply handed to the socket loop), over recent requests."""

@@ -30,6 +30,8 @@ OP_REEMBED: Final = "embeddings.rebuild"
 OP_PARAMS_LIST: Final = "params.list"
 OP_INJECT_PREPARE: Final = "inject.prepare"
 OP_INJECTION_GET: Final = "injection.get"
+OP_INJECTION_LIST: Final = "injection.list"
+OP_LEARNING_HISTORY: Final = "learning.history"
 OP_INJECT_CANDIDATES: Final = "inject.candidates"
 OP_INJECTION_RECORD: Final = "injection.record"
 OP_MAINTAIN: Final = "maintain"
@@ -122,6 +124,8 @@ MAX_LEARNINGS_PER_PUT: Final = 500
 MAX_ATTRIBUTIONS_PER_OUTCOME: Final = 500
 MAX_LIST_LIMIT: Final = 1000
 DEFAULT_LIST_LIMIT: Final = 100
+MAX_HISTORY_LIMIT: Final = 500  # injections or outcomes in one `injection.list` or `learning.history` reply
+DEFAULT_HISTORY_LIMIT: Final = 50
 MAX_AGENT_FIELD_CHARS: Final = 256
 
 # Embeddings (seed 000, decision 6): 384-dim, L2-normalised, from this model unless a client sends its own.

@@ -194,6 +194,67 @@ class InjectionGetReply(Reply):
     learnings: list[GivenLearning]
 
 
+class InjectionListRequest(Body):
+    """`injection.list`: the newest injections, one page at a time (`before`: older than this time)."""
+
+    limit: Annotated[int, Field(ge=1, le=C.MAX_HISTORY_LIMIT)] = C.DEFAULT_HISTORY_LIMIT
+    before: Millis | None = None
+
+
+class InjectionSummary(Reply):
+    """One session's injection: what it was given, the parameters it drew, and how each learning turned out."""
+
+    injection_id: str
+    session_id: str
+    created_at: int
+    had_task: bool
+    params: dict[str, float]
+    closed_at: int | None
+    learnings: list[str]
+    outcomes: dict[str, C.OutcomeKind]  # learning id -> its outcome in this session (once closed)
+
+
+class InjectionListReply(Reply):
+    """Newest first; `before` for the next page is the last one's `created_at` (null: no more)."""
+
+    injections: list[InjectionSummary]
+    before: int | None
+
+
+class LearningHistoryRequest(Body):
+    """`learning.history`: a learning's outcomes with its confidence after each, and the sessions given it."""
+
+    id: LearningId
+    limit: Annotated[int, Field(ge=1, le=C.MAX_HISTORY_LIMIT)] = C.DEFAULT_HISTORY_LIMIT
+
+
+class OutcomeEntry(Reply):
+    """One outcome of a learning, and its confidence once that outcome counted."""
+
+    at: int
+    outcome: C.OutcomeKind
+    injection_id: str | None
+    confidence: float
+
+
+class GivenTo(Reply):
+    """A session whose injection held the learning."""
+
+    injection_id: str
+    session_id: str
+    created_at: int
+    closed_at: int | None
+
+
+class LearningHistoryReply(Reply):
+    """The newest `limit` outcomes, oldest first (a confidence curve reads left to right), and the newest
+    `limit` sessions given it, newest first."""
+
+    id: str
+    outcomes: list[OutcomeEntry]
+    given_to: list[GivenTo]
+
+
 class MaintainRequest(Body):
     """`maintain`: decay, archive and purge now (the coordinator also runs it periodically)."""
 

@@ -408,6 +408,15 @@ class UnavailableTier(Reply):
     reason: str
 
 
+class HistogramOut(Reply):
+    """Counts since start by bucket: `counts[i]` fell at or below `bounds[i]` and above the bound before it;
+    the last count is above every bound."""
+
+    bounds: list[float]
+    counts: list[int]
+    sum: float
+
+
 class StatsReply(Reply):
     """The coordinator's state and recent performance."""
 
@@ -447,3 +456,9 @@ class StatsReply(Reply):
     auth: str
     handshakes_refused: int
     requests_unauthorized: int
+    # counts since start, for a scraper: requests by op and outcome ("ok" or the error code), events (leases
+    # expired or released, outcomes by kind, nudges acknowledged), and cumulative histograms
+    op_outcomes: dict[str, dict[str, int]]
+    events: dict[str, int]
+    histograms: dict[str, HistogramOut]
+    op_histograms: dict[str, HistogramOut]

@@ -53,10 +53,14 @@ from protocol.loop import (
     InjectCandidatesRequest,
     InjectionGetReply,
     InjectionGetRequest,
+    InjectionListReply,
+    InjectionListRequest,
     InjectionRecordReply,
     InjectionRecordRequest,
     InjectPrepareReply,
     InjectPrepareRequest,
+    LearningHistoryReply,
+    LearningHistoryRequest,
     MaintainReply,
     MaintainRequest,
     ParamsListReply,
@@ -170,6 +174,8 @@ OPS: dict[str, Op] = {
         # reads to choose a session's learnings, then writes the choice: a write on the wire
         Op(C.OP_INJECT_PREPARE, InjectPrepareRequest, InjectPrepareReply, write=True, role=_AGENT),
         Op(C.OP_INJECTION_GET, InjectionGetRequest, InjectionGetReply, write=False, role=_AGENT),
+        Op(C.OP_INJECTION_LIST, InjectionListRequest, InjectionListReply, write=False, role=_AGENT),
+        Op(C.OP_LEARNING_HISTORY, LearningHistoryRequest, LearningHistoryReply, write=False, role=_AGENT),
         # an injection over a cluster: the owners of its other tiers offer candidates, then count the choice
         Op(C.OP_INJECT_CANDIDATES, InjectCandidatesRequest, InjectCandidatesReply, write=False, role=_AGENT),
         Op(C.OP_INJECTION_RECORD, InjectionRecordRequest, InjectionRecordReply, write=True, role=_AGENT),

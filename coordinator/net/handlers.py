@@ -33,6 +33,7 @@ from coordinator.board.reads import (
     list_tasks,
 )
 from coordinator.errors import Rejected
+from coordinator.loop.history import learning_history, list_injections
 from coordinator.loop.injection import get_injection, params_list, prepare
 from coordinator.loop.offers import offer
 from coordinator.net.agents import AgentRegistry
@@ -59,7 +60,14 @@ from protocol.codec import encode_push
 from protocol.curation import ReviewListRequest
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms
-from protocol.loop import InjectCandidatesRequest, InjectionGetRequest, InjectPrepareRequest, ParamsListRequest
+from protocol.loop import (
+    InjectCandidatesRequest,
+    InjectionGetRequest,
+    InjectionListRequest,
+    InjectPrepareRequest,
+    LearningHistoryRequest,
+    ParamsListRequest,
+)
 from protocol.models import (
     AgentsListRequest,
     HeartbeatRequest,
@@ -221,6 +229,8 @@ HANDLERS: dict[str, Handler] = {
         lambda s, b, rid: prepare(s.tiers, s.derived, b, rid), writes.INJECT
     ),
     C.OP_INJECTION_GET: Read[InjectionGetRequest](lambda s, b: get_injection(s.tiers, s.derived.archive.archived, b)),
+    C.OP_INJECTION_LIST: Read[InjectionListRequest](lambda s, b: list_injections(s.tiers, b)),
+    C.OP_LEARNING_HISTORY: Read[LearningHistoryRequest](lambda s, b: learning_history(s.tiers, b)),
     C.OP_INJECT_CANDIDATES: Read[InjectCandidatesRequest](lambda s, b: offer(s.tiers, s.derived, b)),
     C.OP_INJECTION_RECORD: Write(writes.INJECTION_RECORD),
     C.OP_MAINTAIN: Write(writes.MAINTAIN),

@@ -11,6 +11,7 @@ Processes, threads and who owns what:
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -28,7 +29,7 @@ from pydantic import BaseModel
 
 from coordinator import __version__
 from coordinator.errors import Rejected, StorageError, TierUnavailable
-from coordinator.metrics import Metrics
+from coordinator.metrics import OK, Metrics
 from coordinator.net import stats
 from coordinator.net.agents import AgentRegistry
 from coordinator.net.auth import ADMIN, Principal, body_refusal, load_authorized, op_refusal, server_keys
@@ -63,6 +64,7 @@ log = logging.getLogger(__name__)
 _OUTBOX = "inproc://groove-outbox"
 RUNNING_MARKER = "coordinator.running"  # in the data dir while a coordinator runs; left behind by a crash
 _READ, _WRITE, _CHOSEN, _PUSH = b"R", b"W", b"C", b"P"
+_OK = OK.encode()  # a write's outcome frame: "ok", or the error code it was answered with
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # replies taken from the writer and readers per loop turn, so neither direction starves the other
 _DRAIN_BATCHES = 1  # batches of requests (of up to 64, front._DRAIN) taken from the front per loop turn
@@ -291,9 +293,9 @@ class Coordinator:
                     self._write(peer, request_id, digest, write, prepared, received)
                 continue
             for i in range(1, len(frames), 3):
-                request_id, payload, cacheable = frames[i].decode(), frames[i + 1], frames[i + 2]
-                waiting = self.resends.done(request_id, payload, cacheable == b"1")
-                self.metrics.record_op(waiting.op, (time.perf_counter() - waiting.received) * 1000)
+                request_id, payload, outcome = frames[i].decode(), frames[i + 1], frames[i + 2].decode()
+                waiting = self.resends.done(request_id, payload, outcome == OK)
+                self.metrics.record_op(waiting.op, (time.perf_counter() - waiting.received) * 1000, outcome)
                 for peer in waiting.peers:
                     self._send(peer, payload)
 
@@ -457,10 +459,11 @@ class Coordinator:
                 frames += [
                     item.request_id.encode(),
                     encode_error(item.request_id, result.code, result.message, detail=result.detail),
-                    b"0",
+                    result.code.value.encode(),
                 ]
             else:
-                frames += [item.request_id.encode(), encode_ok(item.request_id, result), b"1"]
+                frames += [item.request_id.encode(), encode_ok(item.request_id, result), _OK]
+                stats.count_write(self.metrics, item.body, result)
                 handler = HANDLERS.get(item.op.name)  # internal writes have none
                 if isinstance(handler, Write) and handler.acked is not None:
                     pushes += [[_PUSH, peer, push] for peer, push in handler.acked(self, item.body, result)]
@@ -478,20 +481,18 @@ class Coordinator:
                 self._outbox().send(_CHOSEN)
                 return
             assert isinstance(handler, Read)
-            if handler.held:
-                with self.batcher.held():
-                    result = handler.run(self, body)
-            else:
+            with self.batcher.held() if handler.held else contextlib.nullcontext():
                 result = handler.run(self, body)
             if "took_ms" in OPS[request.op].reply.model_fields:
                 result["took_ms"] = (time.perf_counter() - received) * 1000
-            payload = encode_ok(request.id, result)
+            payload, outcome = encode_ok(request.id, result), OK
         except Rejected as exc:
-            payload = encode_error(request.id, exc.code, exc.message, detail=exc.detail)
+            payload, outcome = encode_error(request.id, exc.code, exc.message, detail=exc.detail), exc.code.value
         except Exception:
             log.exception("%s %s failed", request.op, request.id)
             payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
-        self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000)
+            outcome = ErrorCode.INTERNAL.value
+        self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000, outcome)
         self._outbox().send_multipart([_READ, peer, payload])
 
     def stats(self) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from pydantic import BaseModel
+
 from coordinator.metrics import Metrics
 from coordinator.net.agents import AgentRegistry
 from coordinator.net.config import Settings
@@ -11,6 +13,9 @@ from coordinator.net.link import FrontLink
 from coordinator.search.derived import Derived
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher
+from protocol import constants as C
+from protocol.models import OutcomeRecordRequest
+from protocol.swarm import NudgeAckRequest
 
 
 class Observed(Protocol):
@@ -29,6 +34,16 @@ class Observed(Protocol):
     def uptime(self) -> float:
         """Seconds since it started."""
         ...
+
+
+def count_write(metrics: Metrics, body: BaseModel, result: dict[str, Any]) -> None:
+    """Count the events an acked write's reply tells: outcomes by kind, nudges acknowledged."""
+    if isinstance(body, OutcomeRecordRequest):
+        for attribution in body.attributions:
+            metrics.count(f"outcomes_{attribution.outcome}")
+        metrics.count(f"outcomes_{C.OUTCOME_IGNORED}", result.get("ignored", 0))  # injected, left unsaid
+    elif isinstance(body, NudgeAckRequest):
+        metrics.count("nudges_acked", result["acked"])
 
 
 def reply(c: Observed) -> dict[str, Any]:
@@ -74,4 +89,4 @@ def reply(c: Observed) -> dict[str, Any]:
         "auth": "curve" if c.settings.curve else "none",
         "handshakes_refused": c.link.refused,
         "requests_unauthorized": c.metrics.unauthorized,
-    }
+    } | c.metrics.totals()

@@ -192,6 +192,13 @@ INJECTIONS = Relation(
     "injection_id: String => session_id: String, created_at: Int, learnings_json: String, had_task: Bool, "
     "params_json: String, outcome_at: Int?",
 )
+# How each outcome turned out for a learning, and its confidence after: the learning's history (`learning.history`).
+# `seq` tells apart outcomes of one learning recorded in the same millisecond; "" stands for no injection.
+OUTCOME_LOG = Relation(
+    "outcome_log",
+    "learning_id: String, at: Int, seq: Int => outcome: String, injection_id: String, confidence: Float",
+    indexes={"by_injection": ("injection_id",)},
+)
 HASHES = Relation(
     "learning_hashes", "learning_id: String => scope: String, hash: String", indexes={"by_hash": ("hash", "scope")}
 )
@@ -266,6 +273,7 @@ ALL = (
     RELATIONS,
     APPLIED,
     INJECTIONS,
+    OUTCOME_LOG,
     HASHES,
     ARCHIVED,
     MAINTENANCE,

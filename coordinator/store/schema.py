@@ -33,6 +33,7 @@ from coordinator.store.relations import (
     NOTES,
     NUDGE_ACKS,
     NUDGES,
+    OUTCOME_LOG,
     PARAMS,
     REJECTIONS,
     RELATIONS,
@@ -153,6 +154,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         10,
         "notes of working memories, and their vectors",
         (Step.create(NOTES), Step.index(NOTES, "by_memory"), Step.create(NOTE_EMBEDDINGS)),
+    ),
+    Migration(
+        11,
+        "the outcome log: each learning's outcomes and its confidence after each, for its history",
+        (Step.create(OUTCOME_LOG), Step.index(OUTCOME_LOG, "by_injection")),
     ),
 )
 

@@ -266,6 +266,10 @@ class Batcher:
             if item.internal:
                 if item.error is not None:
                     log.warning("internal write %s failed: %s", item.op.name, item.error.message)
+                elif item.op is LEASES:
+                    for reply in item.replies.values():
+                        self.metrics.count("leases_expired", reply["expired"])
+                        self.metrics.count("leases_released", reply["released"])
                 continue
             if item.error is not None and (
                 not item.replies or item.error.code in (ErrorCode.INTERNAL, ErrorCode.BAD_REQUEST)

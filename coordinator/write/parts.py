@@ -40,6 +40,7 @@ class OutcomePart:
 
     attributions: list[tuple[str, str, bool]]
     session: SessionClose | None = None
+    injection_id: str | None = None  # the session's injection, for the outcome log
 
 
 @dataclass(slots=True)

@@ -200,9 +200,10 @@ class Planner:
         parts: dict[str, OutcomePart] = {}
         for lid, outcome, injected_here in attributions:
             tier = self.found[lid].name
-            parts.setdefault(tier, OutcomePart([])).attributions.append((lid, outcome, injected_here))
+            part = parts.setdefault(tier, OutcomePart([], injection_id=body.injection_id))
+            part.attributions.append((lid, outcome, injected_here))
         if session is not None:
-            parts.setdefault(C.TIER_USER, OutcomePart([])).session = session
+            parts.setdefault(C.TIER_USER, OutcomePart([], injection_id=body.injection_id)).session = session
         return dict(parts)
 
     def maintain(self, body: MaintainRequest) -> Parts:

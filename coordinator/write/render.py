@@ -21,6 +21,7 @@ from coordinator.store.relations import (
     LEARNING,
     MAINTENANCE,
     NOTE_EMBEDDINGS,
+    OUTCOME_LOG,
     PARAMS,
     REJECTIONS,
     RELATIONS,
@@ -65,6 +66,7 @@ def script(w: TierWrite) -> tuple[str, dict[str, Any]]:
     add(NOTE_EMBEDDINGS.put("note_vec"), "note_vec", [[nid, vector] for nid, vector in w.note_vectors.items()])
     add(EMBEDDINGS.rm("vec_gone"), "vec_gone", [[lid] for lid, vector in w.vectors.items() if vector is None])
     add(INJECTIONS.put("inj"), "inj", w.injections)
+    add(OUTCOME_LOG.put("outcomes"), "outcomes", w.outcome_log)
     add(INJECTIONS.update("closed", ("outcome_at",)), "closed", [[iid, at] for iid, at in w.closed.items()])
     if w.params is not None:
         rows = [to_row(name, w.params[name], w.now) for name in sorted(w.params_dirty)]

@@ -8,6 +8,7 @@ transaction, all or nothing, carrying the applied request ids with the data they
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,9 @@ _LOAD = (
     f"*learning{{id, created_at, confidence}}, *usage_stats{{learning_id: id, {', '.join(USAGE.values)}}}"
 )
 _CONFIDENCE = LEARNING.at["confidence"]
+# Tells apart one learning's outcomes logged in the same millisecond. Restarting it with the process is safe:
+# a restart takes longer than a millisecond, so `at` differs.
+_LOG_SEQ = itertools.count()
 _FLAGS = REVIEWS.at["flags_json"]
 
 
@@ -152,6 +156,7 @@ class TierWrite:
         self.decided: list[list[Any]] = []  # [review id, status, decided_at, curator, reason, learning id]
         self.rejections: list[list[Any]] = []  # `rejection_log` rows
         self.closed: dict[str, int] = {}  # injection id -> when its outcome was recorded
+        self.outcome_log: list[list[Any]] = []  # `outcome_log` rows
         self.texts: dict[str, str] = {}  # learnings put in this batch
         self.vectors: dict[str, list[float] | None] = {}  # a vector to store, or None to drop a stale one
         self.note_vectors: dict[str, list[float]] = {}  # note id -> its vector
@@ -272,6 +277,8 @@ class TierWrite:
             raise already_closed(part.session.injection_id)
         for lid, outcome, injected in part.attributions:
             self._set_usage(lid, lambda usage: usage.record_outcome(outcome, self.now, injected))  # noqa: B023
+            row = [lid, self.now, next(_LOG_SEQ), outcome, part.injection_id or "", self.confidence[lid]]
+            self.outcome_log.append(row)
         if part.session is None:
             return {"applied": len(part.attributions)}
         params = self._load_params()
