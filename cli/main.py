@@ -27,6 +27,7 @@ from cli.options import group_connection_options
 from cli.output import fail
 from cli.records import record_commands
 from cli.swarm import swarm_command
+from cli.ui import ui_command
 from coordinator.net.config import DURABILITIES, EMBED_DEVICES, EMBEDDERS, ENV_PREFIX, LOG_LEVELS, Settings, build
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -154,3 +155,4 @@ cli.add_command(mcp_command)
 cli.add_command(hook_command)
 cli.add_command(hooks_group)
 cli.add_command(cluster_group)
+cli.add_command(ui_command)

@@ -108,6 +108,11 @@ class Metrics:
             self.op_counts[op] = self.op_counts.get(op, 0) + 1
             self._outcomes[op, outcome] = self._outcomes.get((op, outcome), 0) + 1
 
+    def refused(self, op: str, code: str) -> None:
+        """A request of `op` ("" if it could not be read) answered with error `code` before any handler ran."""
+        with self._lock:
+            self._outcomes[op, code] = self._outcomes.get((op, code), 0) + 1
+
     def count(self, event: str, n: int = 1) -> None:
         """`n` more of a counted event (leases expired, outcomes by kind, nudges acknowledged)."""
         if n:

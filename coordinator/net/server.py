@@ -304,26 +304,25 @@ class Coordinator:
         self.metrics.requests_served += 1
 
     def _error(
-        self, peer: bytes, request_id: str | None, code: ErrorCode, message: str, retry_after_ms: int | None = None
-    ) -> None:
+        self, peer: bytes, request_id: str | None, code: ErrorCode, message: str, retry_after_ms: int | None = None,
+        op: str = "",
+    ) -> None:  # fmt: skip
+        """Refuse a request before it reaches a handler; counted by its op ("" when it could not be read)."""
+        self.metrics.refused(op, code.value)
         self._send(peer, encode_error(request_id, code, message, retry_after_ms))
 
     def _handle(self, frames: list[bytes], who: Principal) -> None:
-        peer = frames[0]
+        peer, op = frames[0], ""
         if len(frames) != 3 or frames[1] != b"":
-            self._error(
-                peer,
-                None,
-                ErrorCode.BAD_REQUEST,
-                f"expected 2 frames [empty delimiter, payload] from a DEALER, got {len(frames) - 1}",
-            )
+            got = f"expected 2 frames [empty delimiter, payload] from a DEALER, got {len(frames) - 1}"
+            self._error(peer, None, ErrorCode.BAD_REQUEST, got)
             return
         try:
             request = decode_request(frames[2])
             self.registry.touch(peer)
             op, handler = request.op, HANDLERS[request.op]
             if who is not ADMIN and (reason := op_refusal(who, op)) is not None:
-                self._unauthorized(peer, request.id, reason)
+                self._unauthorized(peer, request.id, reason, op)
                 return
             # A resend is recognised by its id before its body is validated again: a flood of resends costs a
             # digest and a lookup each. It is answered from the stored reply, or when the first attempt commits.
@@ -331,14 +330,14 @@ class Coordinator:
             if digest and self._known(peer, request.id, op, digest):
                 return
             if isinstance(handler, Write) and self.batcher.queue.full():
-                self._refuse_write(peer, request.id)  # under a flood, before spending a validation on it
+                self._refuse_write(peer, request.id, op)  # under a flood, before spending a validation on it
                 return
             body = validate_body(request)
         except ProtocolError as exc:
-            self._error(peer, exc.request_id, exc.code, exc.message)
+            self._error(peer, exc.request_id, exc.code, exc.message, op=op)
             return
         if who is not ADMIN and (reason := body_refusal(who, body)) is not None:
-            self._unauthorized(peer, request.id, reason)
+            self._unauthorized(peer, request.id, reason, op)
             return
         if isinstance(handler, Write):
             self._write(peer, request.id, digest, handler.op, body, time.perf_counter(), who.curates)
@@ -346,19 +345,14 @@ class Coordinator:
             try:
                 self._send(peer, encode_ok(request.id, handler.run(self, peer, body)))
             except Rejected as exc:
-                self._error(peer, request.id, exc.code, exc.message)
+                self._error(peer, request.id, exc.code, exc.message, op=op)
                 return
             for to, push in handler.then(self, peer, body) if handler.then is not None else ():
                 self._send(to, push)
         else:
             if self._reads_pending >= _MAX_PENDING_READS:
-                self._error(
-                    peer,
-                    request.id,
-                    ErrorCode.BUSY,
-                    f"{_MAX_PENDING_READS} reads are already waiting; retry shortly",
-                    retry_after_ms=C.DEFAULT_BUSY_RETRY_MS * 4,
-                )
+                waiting = f"{_MAX_PENDING_READS} reads are already waiting; retry shortly"
+                self._error(peer, request.id, ErrorCode.BUSY, waiting, C.DEFAULT_BUSY_RETRY_MS * 4, op)
                 return
             self._reads_pending += 1
             self.readers.submit(self._read, peer, request, digest, body, time.perf_counter())
@@ -382,24 +376,19 @@ class Coordinator:
     ) -> None:
         """Queue a write whose id is not known yet (callers check `_known` first)."""
         if self._closing:
-            self._error(
-                peer,
-                request_id,
-                ErrorCode.BUSY,
-                "coordinator is shutting down; retry after it restarts",
-                retry_after_ms=1000,
-            )
+            closing = "coordinator is shutting down; retry after it restarts"
+            self._error(peer, request_id, ErrorCode.BUSY, closing, retry_after_ms=1000, op=op.name)
             return
         if not self.batcher.submit(WriteItem(request_id, op, body, digest, curates=curates)):
-            self._refuse_write(peer, request_id)
+            self._refuse_write(peer, request_id, op.name)
             return
         self.resends.wait(request_id, op.name, digest, peer, received)
 
-    def _unauthorized(self, peer: bytes, request_id: str, reason: str) -> None:
+    def _unauthorized(self, peer: bytes, request_id: str, reason: str, op: str) -> None:
         self.metrics.unauthorized += 1
-        self._error(peer, request_id, ErrorCode.UNAUTHORIZED, reason)
+        self._error(peer, request_id, ErrorCode.UNAUTHORIZED, reason, op=op)
 
-    def _refuse_write(self, peer: bytes, request_id: str) -> None:
+    def _refuse_write(self, peer: bytes, request_id: str, op: str) -> None:
         """`busy`, come back in half the time the writer needs for the queue: a flood of clients then backs
         off in step with the writer instead of hammering the socket loop."""
         drain = self.metrics.drain_ms(self.batcher.queue.qsize()) / 2
@@ -409,6 +398,7 @@ class Coordinator:
             ErrorCode.BUSY,
             f"write queue is full ({self.batcher.capacity} requests); retry shortly",
             retry_after_ms=int(min(C.MAX_BUSY_RETRY_MS, max(C.DEFAULT_BUSY_RETRY_MS, drain))),
+            op=op,
         )
 
     def ping(self) -> dict[str, Any]:

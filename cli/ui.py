@@ -1,0 +1,90 @@
+"""`groove ui`: the web dashboard over a coordinator, with Prometheus `/metrics`, until Ctrl-C."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from typing import Any
+
+import click
+
+from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, curve_of
+from cli.output import fail
+
+DEFAULT_BIND = "127.0.0.1:5580"
+
+
+def parse_bind(value: str) -> tuple[str, int]:
+    """`HOST:PORT` (port 0: any free one) as (host, port); ValueError if it is not one."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--bind {value!r}: give HOST:PORT, e.g. {DEFAULT_BIND}")
+    return host.strip("[]"), int(port)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on (host, port); exits with one line if the address is taken or not ours."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        fail(f"cannot listen on {host}:{port}: {exc.strerror} (another `groove ui`? give --bind HOST:PORT)", 2)
+    sock.listen(128)
+    return sock
+
+
+def url_of(sock: socket.socket, token: str) -> str:
+    """The login URL of the dashboard listening on `sock`."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/login?token={token}"
+
+
+@click.command(name="ui")
+@click.option(
+    "--bind",
+    default=DEFAULT_BIND,
+    show_default=True,
+    envvar="GROOVE_UI_BIND",
+    help="HOST:PORT to serve on (port 0: any).",
+)
+@click.option(
+    "--token",
+    envvar="GROOVE_UI_TOKEN",
+    help="The login token for actions (default: a new random one, printed with the URL) [env GROOVE_UI_TOKEN].",
+)
+@click.option("--as", "actor", default="dashboard", show_default=True, help="Who the dashboard's actions are made as.")
+@connection_options
+@click.pass_context
+def ui_command(ctx: click.Context, /, bind: str, token: str | None, actor: str, **_: Any) -> None:
+    """Serve the dashboard: overview, learnings, sessions, boards (live), curator actions and /metrics.
+
+    Prints the URL with the login token; without it the pages are read-only. With --cluster, it reads the
+    home coordinator."""
+    try:
+        host, port = parse_bind(bind)
+    except ValueError as exc:
+        fail(str(exc), 2)
+    if token is not None and len(token) < 16:
+        fail("--token: give at least 16 characters (or leave it out for a random one)", 2)
+    # imported here: the web stack is only loaded by the verb that serves it
+    import uvicorn
+
+    from ui.app import build
+    from ui.source import Source
+
+    cluster, curve = cluster_of(ctx.obj), curve_of(ctx.obj)
+    endpoint = ctx.obj.get("endpoint") or DEFAULT_ENDPOINT
+    if cluster is not None:
+        endpoint = cluster.coordinators[cluster.home]
+    token = token or secrets.token_urlsafe(24)
+    sock = listen(host, port)
+    app = build(Source(endpoint, curve=curve), token, actor=actor)
+    click.echo(f"groove ui: {url_of(sock, token)} (coordinator {endpoint}; Ctrl-C stops it)")
+    # open pages hold their event streams forever: on Ctrl-C they get a second to go, then are cut
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    server.run(sockets=[sock])

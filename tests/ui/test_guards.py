@@ -1,0 +1,148 @@
+"""What the dashboard refuses and survives: actions without the token, from another site or with a forged form
+(refused, nothing changed); a coordinator that goes away and comes back (the page says so, then recovers);
+and `/metrics`, parsed as Prometheus does, against the operations just made."""
+
+from __future__ import annotations
+
+import signal
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+from prometheus_client.parser import text_string_to_metric_families
+
+from agents import BadRequest, GrooveClient
+from protocol import constants as C
+from tests.helpers import learning
+from tests.ui.conftest import TOKEN, Dashboard, start_dashboard
+
+
+def _post(url: str, fields: dict[str, str], headers: dict[str, str] | None = None) -> int:
+    request = urllib.request.Request(url, data=urllib.parse.urlencode(fields).encode(), headers=headers or {})
+    opener = urllib.request.build_opener(_NoRedirect())
+    try:
+        return int(opener.open(request, timeout=10).status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *_: object) -> None:
+        return None
+
+
+def _review_waiting(client: GrooveClient) -> tuple[str, str]:
+    task = f"guard-{uuid.uuid4().hex[:6]}"
+    memory = client.create_memory("/srv/guard", task, "guard the actions")
+    client.add_tasks(memory, [{"id": task, "title": "needs a look", "needs_review": True}])
+    client.claim_task(memory, "coder-9", lease_ms=60_000)
+    client.complete_task(task, "coder-9", "done")
+    return memory, task
+
+
+def test_an_action_without_the_token_from_another_site_or_with_a_forged_form_changes_nothing(
+    page: Page, dashboard: Dashboard, client: GrooveClient
+) -> None:
+    memory, task = _review_waiting(client)
+    fields = {"task_id": task, "status": "approved", "back": f"/board/{memory}"}
+    url = f"{dashboard.url}/actions/task-review"
+    # no session at all, then a wrong token at login (no cookie is set)
+    assert _post(url, fields) == 403
+    response = page.goto(f"{dashboard.url}/login?token=wrong-{TOKEN}")
+    assert response is not None
+    assert response.status == 403
+    assert page.context.cookies() == []
+    # logged in, but a form without its CSRF token, and one posted from another site's page
+    dashboard.login(page)
+    (cookie,) = page.context.cookies()
+    session = {"Cookie": f"{cookie['name']}={cookie['value']}"}
+    assert _post(url, fields, session) == 403
+    page.goto(f"{dashboard.url}/board/{memory}")
+    csrf = page.locator('input[name="csrf"]').first.get_attribute("value") or ""
+    assert _post(url, fields | {"csrf": csrf}, session | {"Origin": "http://evil.example"}) == 403
+    assert _post(url, fields | {"csrf": "0" * 64}, session) == 403
+    assert client.task(task).status == "review"
+    # an action the coordinator refuses is shown as its refusal, and nothing changes either
+    status = _post(f"{dashboard.url}/actions/task-review", {"task_id": task, "status": "bogus", "csrf": csrf}, session)
+    assert status == 303
+    assert client.task(task).status == "review"
+    # the same form, whole, from the dashboard's own page: done
+    assert _post(url, fields | {"csrf": csrf}, session) == 303
+    assert client.task(task).status == "completed"
+
+
+def test_a_coordinator_that_goes_away_and_comes_back_is_shown_then_recovered(
+    page: Page, coordinator_factory: object, tmp_path: Path
+) -> None:
+    from tests.helpers import RunningCoordinator
+
+    assert callable(coordinator_factory)
+    coordinator: RunningCoordinator = coordinator_factory()
+    dashboard = start_dashboard(coordinator.endpoint, tmp_path / "ui.log")
+    try:
+        page.goto(dashboard.url + "/")
+        page.wait_for_function("document.querySelector('[data-live]').dataset.updated !== undefined")
+        coordinator.proc.send_signal(signal.SIGSTOP)  # hung: it neither answers nor refuses
+        try:
+            expect(page.locator("#banner")).to_contain_text("Coordinator not answering", timeout=20_000)
+        finally:
+            coordinator.proc.send_signal(signal.SIGCONT)
+        expect(page.locator("#banner")).to_be_hidden(timeout=20_000)
+        coordinator.stop()  # gone, then started again on the same endpoint
+        expect(page.locator("#banner")).to_contain_text("Coordinator not answering", timeout=20_000)
+        coordinator.restart()
+        expect(page.locator("#banner")).to_be_hidden(timeout=20_000)
+        expect(page.locator("#tiers")).to_contain_text("user")
+    finally:
+        dashboard.proc.terminate()
+        dashboard.proc.wait(10)
+
+
+def _scrape(dashboard: Dashboard) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(dashboard.url + "/metrics", timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = response.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_metrics_parse_as_prometheus_and_count_the_operations_just_made(
+    dashboard: Dashboard, client: GrooveClient
+) -> None:
+    before = _scrape(dashboard)
+    ids = client.put_learnings([learning(n=i) for i in range(3)]).ids
+    client.put_learnings([learning(n=9)])
+    try:
+        client.call(C.OP_LEARNING_GET, {"id": "not-an-id"})
+    except BadRequest:
+        pass
+    client.record_outcome([(ids[0], "helpful"), (ids[1], "contradicted")])
+    memory, _ = _review_waiting(client)
+    client.send_nudge("coder-9", memory, "look here", "lead")
+    (nudge,) = client.poll_nudges("coder-9")
+    client.ack_nudges("coder-9", [nudge.id])
+    after = _scrape(dashboard)
+
+    def grew(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert after[("groove_up", ())] == 1
+    assert grew("groove_requests_total", op="learning.put", outcome="ok") == 2
+    assert grew("groove_requests_total", op="learning.get", outcome="bad_request") == 1
+    assert grew("groove_outcomes_total", kind="helpful") == 1
+    assert grew("groove_outcomes_total", kind="contradicted") == 1
+    assert grew("groove_nudges_sent_total") == 1
+    assert grew("groove_nudges_acked_total") == 1
+    assert grew("groove_writes_committed_total") >= 2
+    assert grew("groove_batch_size_count") >= 2
+    assert grew("groove_commit_duration_seconds_count") >= 2
+    assert after[("groove_request_duration_seconds_bucket", (("le", "+Inf"), ("op", "learning.put")))] >= 2
+    assert after[("groove_tasks", (("status", "review"),))] >= 1
+    assert after[("groove_learnings", (("tier", "user"),))] >= 4

@@ -1,0 +1,217 @@
+"""The dashboard's web app (Starlette): pages, live events, actions and `/metrics`.
+
+Reading needs nothing. Acting (approve a review, cancel a task, nudge, reverse a decision) needs the login
+token `groove ui` prints: `/login?token=...` sets an HttpOnly, SameSite=Strict cookie, and every action is a
+POST that carries the page's CSRF token and, when the browser sends one, an Origin of this server. A request
+without them is refused with 403 and changes nothing. The coordinator checks the dashboard's own key as it
+checks any client's: actions need a key of the curator role when it runs with CURVE.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.resources import files
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import anyio.to_thread
+from markupsafe import Markup
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from ui import charts, pages
+from ui.actions import ACTIONS
+from ui.live import Hub, Recorder, Sample
+from ui.metrics import CoordinatorCollector
+from ui.source import CoordinatorDown, Missing, Refused, Source
+
+log = logging.getLogger(__name__)
+
+COOKIE = "groove_session"
+_HERE = files("ui")
+templates = Jinja2Templates(directory=str(_HERE / "templates"))
+
+
+def _when(ms: int | None) -> str:
+    return "never" if ms is None else datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _duration(seconds: float) -> str:
+    sign, seconds = ("-" if seconds < 0 else ""), abs(seconds)
+    if seconds < 120:
+        return f"{sign}{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{sign}{seconds / 60:.0f} min"
+    return f"{sign}{seconds / 3600:.1f} h"
+
+
+def _spark(samples: list[Sample], name: str) -> Markup:
+    return charts.sparkline([float(getattr(s, name)) for s in samples], label=name)
+
+
+templates.env.filters |= {"when": _when, "duration": _duration}
+templates.env.globals["spark"] = _spark
+
+
+def _mac(token: str, purpose: bytes) -> str:
+    return hmac.new(token.encode(), purpose, hashlib.sha256).hexdigest()
+
+
+@dataclass
+class Dashboard:
+    """What every request of one app shares."""
+
+    source: Source
+    token: str
+    actor: str  # who the dashboard's actions are recorded as (reviewer, sender, reverser)
+    hub: Hub
+    recorder: Recorder
+
+    def logged_in(self, request: Request) -> bool:
+        return hmac.compare_digest(request.cookies.get(COOKIE, ""), _mac(self.token, b"session"))
+
+    @property
+    def csrf(self) -> str:
+        return _mac(self.token, b"csrf")
+
+
+def _safe_next(target: str | None) -> str:
+    """A same-site path to go back to; anything else (another host, `//host`) goes to the overview."""
+    if not target or not target.startswith("/") or target.startswith("//") or urlsplit(target).netloc:
+        return "/"
+    return target
+
+
+def build(source: Source, token: str, actor: str = "dashboard", sample_every: float = 5.0) -> Starlette:
+    """The app over one coordinator's `source`."""
+    hub = Hub(lambda topic: render_topic(dash, topic))
+    dash = Dashboard(source, token, actor, hub, Recorder(source, sample_every))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(CoordinatorCollector(source))
+
+    def page(name: str, request: Request, data: dict[str, Any], status: int = 200) -> HTMLResponse:
+        context = data | {"logged_in": dash.logged_in(request), "csrf": dash.csrf, "path": request.url.path}
+        context |= {"flash": request.query_params.get("done"), "refusal": request.query_params.get("refused")}
+        return templates.TemplateResponse(request, name, context, status_code=status)
+
+    def shown(name: str, gather: Callable[[Request], dict[str, Any]]) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                data = await anyio.to_thread.run_sync(gather, request)
+            except Missing as exc:
+                return page("missing.html", request, {"message": str(exc)}, 404)
+            except CoordinatorDown as exc:
+                return page("down.html", request, {"message": str(exc)}, 503)
+            except Refused as exc:
+                return page("refused.html", request, {"message": str(exc)}, 400)
+            return page(name, request, data)
+
+        return endpoint
+
+    async def login(request: Request) -> Response:
+        given = request.query_params.get("token", "")
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return page("refused.html", request, {"message": "wrong or missing token: the pages stay read-only"}, 403)
+        response = RedirectResponse(_safe_next(request.query_params.get("next")), status_code=303)
+        response.set_cookie(COOKIE, _mac(token, b"session"), httponly=True, samesite="strict")
+        return response
+
+    async def act(request: Request) -> Response:
+        form = await request.form()
+        origin = request.headers.get("origin")
+        if not dash.logged_in(request) or not hmac.compare_digest(str(form.get("csrf", "")), dash.csrf):
+            return page("refused.html", request, {"message": "log in with the token `groove ui` printed"}, 403)
+        if origin is not None and urlsplit(origin).netloc != request.url.netloc:
+            return page("refused.html", request, {"message": f"an action from another site ({origin})"}, 403)
+        action = ACTIONS.get(request.path_params["action"])
+        if action is None:
+            return page("missing.html", request, {"message": "no such action"}, 404)
+        fields = {k: str(v) for k, v in form.items() if k != "csrf"}
+        back = _safe_next(fields.pop("back", None))
+        joiner = "&" if "?" in back else "?"
+        try:
+            said = await anyio.to_thread.run_sync(lambda: source.call(lambda c: action(c, fields, actor)))
+        except (Refused, Missing) as exc:
+            return RedirectResponse(f"{back}{joiner}refused={quote(str(exc))}", status_code=303)
+        except CoordinatorDown as exc:
+            return page("down.html", request, {"message": str(exc)}, 503)
+        return RedirectResponse(f"{back}{joiner}done={quote(said)}", status_code=303)
+
+    async def events(request: Request) -> Response:
+        topic = request.path_params["topic"]
+        if topic != "overview" and not topic.startswith("board:"):
+            return Response("no such topic", status_code=404)
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return StreamingResponse(hub.listen(topic), media_type="text/event-stream", headers=headers)
+
+    async def metrics(_: Request) -> Response:
+        body = await anyio.to_thread.run_sync(generate_latest, registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        return page("missing.html", request, {"message": f"nothing at {request.url.path}"}, status)
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        log.exception("%s failed", request.url.path, exc_info=exc)
+        return page("refused.html", request, {"message": "the dashboard failed on this page (see its log)"}, 500)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> Any:
+        async with anyio.create_task_group() as group:
+            group.start_soon(dash.recorder.run)
+            yield
+            dash.recorder.stop()
+        source.close()
+
+    def query(request: Request) -> dict[str, str]:
+        return dict(request.query_params)
+
+    routes = [
+        Route("/", shown("overview.html", lambda r: render_data(dash, "overview"))),
+        Route("/learnings", shown("learnings.html", lambda r: pages.learnings(source, query(r)))),
+        Route("/learnings/{id}", shown("learning.html", lambda r: pages.learning(source, r.path_params["id"]))),
+        Route(
+            "/sessions", shown("sessions.html", lambda r: pages.sessions(source, _int(r.query_params.get("before"))))
+        ),
+        Route("/board", shown("memories.html", lambda r: pages.memories(source))),
+        Route("/board/{id}", shown("board.html", lambda r: render_data(dash, f"board:{r.path_params['id']}", r))),
+        Route("/events/{topic:path}", events),
+        Route("/metrics", metrics),
+        Route("/login", login),
+        Route("/actions/{action}", act, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found, 500: failed})
+
+
+def _int(raw: str | None) -> int | None:
+    return int(raw) if raw is not None and raw.isdigit() else None
+
+
+def render_data(dash: Dashboard, topic: str, request: Request | None = None) -> dict[str, Any]:
+    """The data of a live topic's part of its page."""
+    if topic == "overview":
+        return pages.overview(dash.source) | {"samples": list(dash.recorder.samples), "topic": topic}
+    memory_id = topic.removeprefix("board:")
+    notes = request.query_params.get("notes", "") if request is not None else ""
+    return pages.board(dash.source, memory_id, notes) | {"topic": topic}
+
+
+def render_topic(dash: Dashboard, topic: str) -> str:
+    """A live topic's fragment: the same template part its page includes."""
+    name = "overview_body.html" if topic == "overview" else "board_body.html"
+    context = render_data(dash, topic) | {"csrf": dash.csrf}
+    return templates.get_template(name).render(context)
