@@ -25,6 +25,7 @@ from cli.options import checked_by, connection_options, connection_settings
 from cli.output import emit_json, fail, pairs, table
 from cli.processes import start_coordinator
 from cli.realswarm import RealSwarm, run_real_swarm
+from cli.ui import DEFAULT_BIND, parse_bind, spawn_dashboard
 from coordinator.metrics import summarize
 from coordinator.net.config import EMBEDDERS
 from protocol.models import StatsReply
@@ -143,6 +144,14 @@ class LiveView:
     show_default=True,
     help="With --agent: each task's lease, renewed while its agent runs; a worker gone that long loses it.",
 )
+@click.option(
+    "--ui",
+    "ui_bind",
+    default=DEFAULT_BIND,
+    callback=checked_by(lambda value: value == "off" or parse_bind(value)),
+    show_default=True,
+    help="Serve the dashboard over the synthetic swarm on HOST:PORT (any free port if taken); `off` for none.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @connection_options
 @click.pass_context
@@ -166,6 +175,7 @@ def swarm_command(
     agent_timeout: float,
     agent_binary: str | None,
     lease_ms: int,
+    ui_bind: str,
     as_json: bool,
 ) -> None:
     """Start a coordinator and N agent workers running the synthetic mix, and board agents working a plan
@@ -206,6 +216,11 @@ def swarm_command(
             shutil.rmtree(data_dir, ignore_errors=True)
         fail(str(exc))
     click.echo(f"coordinator on {endpoint}, data in {data_dir}; {n_agents} agents for {duration:g} s", err=True)
+    dashboard = spawn_dashboard(endpoint, data_dir / "ui.log", ui_bind) if ui_bind != "off" else None
+    if dashboard is not None:
+        click.echo(f"dashboard: {dashboard[1]} (open it to watch the swarm)", err=True)
+    elif ui_bind != "off":
+        click.echo(f"dashboard did not start (see {data_dir / 'ui.log'}); the swarm runs without it", err=True)
     if backend == RAY:
         click.echo(f"Ray ready, with room for every agent, in {fleet.startup_s:.1f} s", err=True)
     for i in range(n_agents):
@@ -238,6 +253,8 @@ def swarm_command(
             board = None
     interrupted = stop.is_set()
     elapsed = time.monotonic() - started
+    if dashboard is not None:
+        stop_process(dashboard[0])
     status = stop_process(coordinator)
     summary = _summary(fleet, n_agents, elapsed, final, view, status) | {"interrupted": interrupted, "board": board}
     if as_json:

@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 import socket
+import subprocess
+import time
+from pathlib import Path
 from typing import Any
 
 import click
 
+from agents.coding import groove_argv
 from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, curve_of
 from cli.output import fail
 
 DEFAULT_BIND = "127.0.0.1:5580"
+_START_S = 30.0
+_PRINTED = re.compile(r"groove ui: (http://\S+)")
 
 
 def parse_bind(value: str) -> tuple[str, int]:
     """`HOST:PORT` (port 0: any free one) as (host, port); ValueError if it is not one."""
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"--bind {value!r}: give HOST:PORT, e.g. {DEFAULT_BIND}")
+        raise ValueError(f"{value!r} is not HOST:PORT (e.g. {DEFAULT_BIND})")
     return host.strip("[]"), int(port)
 
 
@@ -67,7 +74,7 @@ def ui_command(ctx: click.Context, /, bind: str, token: str | None, actor: str, 
     try:
         host, port = parse_bind(bind)
     except ValueError as exc:
-        fail(str(exc), 2)
+        fail(f"--bind: {exc}", 2)
     if token is not None and len(token) < 16:
         fail("--token: give at least 16 characters (or leave it out for a random one)", 2)
     # imported here: the web stack is only loaded by the verb that serves it
@@ -88,3 +95,23 @@ def ui_command(ctx: click.Context, /, bind: str, token: str | None, actor: str, 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     server.run(sockets=[sock])
+
+
+def spawn_dashboard(endpoint: str, log: Path, bind: str = DEFAULT_BIND) -> tuple[subprocess.Popen[bytes], str] | None:
+    """`groove ui` in the background over `endpoint` (on any free port if `bind`'s is taken), its output in
+    `log`: (the process, its login URL), or None if it did not start (the reason is in `log`)."""
+    for where in (bind, bind.rpartition(":")[0] + ":0"):
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                groove_argv("--endpoint", endpoint, "ui", "--bind", where), stdout=out, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + _START_S
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = _PRINTED.findall(log.read_text(errors="replace"))
+            if found:
+                return proc, found[-1]
+            time.sleep(0.1)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return None

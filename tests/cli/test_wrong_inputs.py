@@ -59,6 +59,8 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | memory artifacts, checkpoints, nudges | unknown memory | `artifacts GONE`, `checkpoints GONE`, `nudges GONE` | 1 |
 | reverse-decision | not an id, unknown decision | `reverse-decision nope`, `reverse-decision GONE` | 1 |
 | mcp | not HOST:PORT | `mcp --http nohost`, `mcp --http h:99999` | 2 |
+| ui | not HOST:PORT, a short token, a port in use | `ui --bind nohost`, `ui --token short`, `ui --bind TAKEN` | 2 |
+| swarm | a dashboard address that is not HOST:PORT | `swarm --ui nohost` | 2 |
 | hook | unknown event (bad stdin: tests/integration/test_hooks.py) | `hook Sleep` | 2 |
 | hooks | both places, no such project, unknown agent | `--project . --user`, `--project nope`, `--agent vim` | 2 |
 | cluster status | no map, a missing or broken map | `cluster status`, `--cluster missing.toml`, `--cluster BAD` | 2 |
@@ -70,6 +72,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -117,6 +120,8 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
     agent_bin = ("--agent-binary", "/bin/true")  # a program that exists: the rows get past the binary check
     (tmp_path / "dangling.yaml").write_text("- {title: t, depends_on: [ghost]}\n")
     ep = ("--endpoint", coordinator.endpoint)
+    busy = socket.create_server(("127.0.0.1", 0))  # a port in use, for `groove ui --bind`
+    taken = f"127.0.0.1:{busy.getsockname()[1]}"
     serve = ("serve", "--data-dir", str(tmp_path / "never"))
     broken_map = tmp_path / "broken.toml"
     broken_map.write_text('home = "a"\n[coordinators]\n')
@@ -275,6 +280,10 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "reverse-decision", GONE), 1),
             ((*ep, "mcp", "--http", "nohost"), 2),
             ((*ep, "mcp", "--http", "h:99999"), 2),
+            ((*ep, "ui", "--bind", "nohost"), 2),
+            ((*ep, "ui", "--token", "short"), 2),
+            ((*ep, "ui", "--bind", taken), 2),
+            (("swarm", "--ui", "nohost"), 2),
             ((*ep, "hook", "Sleep"), 2),
             (("hooks", "install", "--project", ".", "--user"), 2),
             (("hooks", "install", "--project", "nope"), 2),
@@ -283,6 +292,7 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
         before = state(client)
         with ThreadPoolExecutor(4) as pool:
             runs = list(pool.map(lambda case: run_groove(*case[0]), cases))
+    busy.close()
     wrong = []
     for (args, status), run in zip(cases, runs, strict=True):
         lines = run.stderr.strip().splitlines()

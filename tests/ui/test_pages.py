@@ -100,9 +100,7 @@ def test_a_task_turns_from_running_to_completed_on_the_open_board(
     shoot(page, "board")
 
 
-def test_a_review_approved_through_the_button_is_stored(
-    page: Page, dashboard: Dashboard, client: GrooveClient
-) -> None:
+def test_a_review_approved_through_the_button_is_stored(page: Page, dashboard: Dashboard, client: GrooveClient) -> None:
     memory = _memory(client, [{"id": "rev-a", "title": "refund policy", "needs_review": True}])
     client.claim_task(memory, "coder-2", lease_ms=60_000)
     client.complete_task("rev-a", "coder-2", "policy drafted")
