@@ -11,6 +11,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -118,10 +119,8 @@ def test_metrics_parse_as_prometheus_and_count_the_operations_just_made(
     before = _scrape(dashboard)
     ids = client.put_learnings([learning(n=i) for i in range(3)]).ids
     client.put_learnings([learning(n=9)])
-    try:
+    with pytest.raises(BadRequest):
         client.call(C.OP_LEARNING_GET, {"id": "not-an-id"})
-    except BadRequest:
-        pass
     client.record_outcome([(ids[0], "helpful"), (ids[1], "contradicted")])
     memory, _ = _review_waiting(client)
     client.send_nudge("coder-9", memory, "look here", "lead")
