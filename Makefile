@@ -8,7 +8,12 @@ PIP := $(BIN)/python -m pip
 AGENTS_DIR := coding-agents
 AGENTS_STAMP := $(AGENTS_DIR)/node_modules/.installed-stamp
 
-.PHONY: install run test lint contracts typecheck wheels unit bench clean
+.PHONY: install run test lint contracts typecheck wheels unit bench screenshots clean
+
+# The dashboard's browser tests drive Debian's Chromium (Playwright's own browser download is not reachable
+# here); CHROMIUM=/path/to/chromium uses another one
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +33,14 @@ $(AGENTS_STAMP): $(AGENTS_DIR)/package.json $(AGENTS_DIR)/package-lock.json
 	$(AGENTS_DIR)/node_modules/.bin/claude --version && $(AGENTS_DIR)/node_modules/.bin/codex --version
 	touch $(AGENTS_STAMP)
 
-## run: groove swarm — a coordinator on a fresh data dir and agents learning, rating, searching, injecting
+$(CHROMIUM):
+	@command -v apt-get >/dev/null || { echo "no $(CHROMIUM): install Chromium, or give make CHROMIUM=/path/to/it"; exit 1; }
+	$(SUDO) apt-get install -y -q chromium >/dev/null 2>&1 \
+		|| { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q chromium >/dev/null; }
+	$(CHROMIUM) --version
+
+## run: groove swarm — a coordinator on a fresh data dir and agents learning, rating, searching, injecting;
+## it prints the dashboard's URL (groove ui) to watch them
 run: $(STAMP)
 	$(BIN)/groove swarm --agents $(or $(AGENTS),6) --duration $(or $(DURATION),20)
 
@@ -58,9 +70,13 @@ wheels:
 
 # three workers (pytest-xdist), even on two cores: most tests wait on processes and sockets (measured: 6.6 min
 # against 7.6 with two); Ray's tests share one worker, and the few that need the machine alone run after the rest
-unit: $(STAMP) $(AGENTS_STAMP)
-	$(BIN)/pytest -q -n 3 --dist loadgroup -m "not serial"
-	$(BIN)/pytest -q -m serial
+unit: $(STAMP) $(AGENTS_STAMP) $(CHROMIUM)
+	GROOVE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -n 3 --dist loadgroup -m "not serial"
+	GROOVE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -m serial
+
+## screenshots: the README's pictures of the dashboard (docs/screenshots), taken by its browser tests
+screenshots: $(STAMP) $(CHROMIUM)
+	GROOVE_CHROMIUM=$(CHROMIUM) GROOVE_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/ui/test_pages.py
 
 ## bench: the load, search and injection benchmarks (figures in README)
 bench: $(STAMP)
@@ -69,4 +85,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.inject
 
 clean:
-	rm -rf $(VENV) $(WHEELS_VENV) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(WHEELS_VENV) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache test-artifacts

@@ -133,3 +133,14 @@ def test_the_real_swarm_benchmark_drains_a_plan_with_claude_code() -> None:
     assert figures["nudge"]["sent"] == figures["nudge"]["seen"] == 1
     assert figures["mcp_startup"]["groove_mcp"]["p50_ms"] > figures["mcp_startup"]["bare_python"]["p50_ms"]
     assert figures["worker_rss_mb_max"] > 0
+
+
+def test_the_dashboard_benchmark_times_every_page_the_scrape_and_the_writer_both_ways() -> None:
+    _, result = benchmark("ui", "--learnings", "200", "--tasks", "60", "--requests", "3", "--seconds", "0.5")
+    assert set(result["pages"]) == {"overview", "learnings", "search", "learning", "sessions", "boards", "board"}
+    for timed in [*result["pages"].values(), result["metrics_scrape"]]:
+        assert 0 < timed["p50_ms"] <= timed["max_ms"]
+    writes = result["writes_per_s"]
+    assert writes["without"] > 0
+    assert writes["with_dashboards"] > 0
+    assert result["dashboard_updates"] >= 5  # each open board got its first fragment at least

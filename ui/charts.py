@@ -162,14 +162,16 @@ def dag(nodes: Sequence[Node], box_w: int = 150, box_h: int = 28, gap_x: int = 4
     )
 
 
-def star(centre: str, around: Sequence[tuple[str, str, str]], width: int = 560, height: int = 300) -> Markup:
+def star(centre: str, around: Sequence[tuple[str, str, str]], width: int = 700) -> Markup:
     """A learning and its relations: `around` is (label, relation type, href), placed on an ellipse around
-    the learning, each edge labelled with its type."""
-    cx, cy = width / 2, height / 2
+    the learning (room for their labels beside it), each edge labelled with its type."""
+    height = 110 if len(around) <= 2 else 320
+    cx, cy = width / 2, height / 2 - 10
     parts = []
     for i, (label, kind, href) in enumerate(around):
-        angle = 2 * math.pi * i / max(1, len(around)) - math.pi / 2 + (math.pi / 2 if len(around) == 1 else 0)
-        x, y = cx + (cx - 150) * math.cos(angle), cy + (cy - 30) * math.sin(angle)
+        # one or two: beside it, left and right; more: round it, starting at the top
+        angle = 2 * math.pi * i / max(1, len(around)) - (0 if len(around) <= 2 else math.pi / 2)
+        x, y = cx + (cx - 230) * math.cos(angle), cy + (cy - 20) * math.sin(angle)
         anchor = "start" if math.cos(angle) >= -0.01 else "end"
         dx = 10 if anchor == "start" else -10
         parts.append(

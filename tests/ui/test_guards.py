@@ -19,6 +19,7 @@ from agents import BadRequest, GrooveClient
 from protocol import constants as C
 from tests.helpers import learning
 from tests.ui.conftest import TOKEN, Dashboard, start_dashboard
+from ui.metrics import METRICS
 
 
 def _post(url: str, fields: dict[str, str], headers: dict[str, str] | None = None) -> int:
@@ -106,9 +107,12 @@ def _scrape(dashboard: Dashboard) -> dict[tuple[str, tuple[tuple[str, str], ...]
     with urllib.request.urlopen(dashboard.url + "/metrics", timeout=10) as response:
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode()
+    families = list(text_string_to_metric_families(text))
+    # every metric served is declared (with its help text), and every declared one is served
+    assert {(f.name, f.documentation) for f in families} == {(m.name, m.help) for m in METRICS}
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
+        for family in families
         for sample in family.samples
     }
 

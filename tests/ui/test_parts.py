@@ -10,10 +10,12 @@ import pytest
 from agents import BadRequest, Conflict, GrooveTimeout, NotFound
 from agents.errors import Busy
 from cli.ui import parse_bind
+from tests.helpers import ROOT
 from ui import charts
 from ui.actions import ACTIONS
 from ui.app import _safe_next
 from ui.live import Hub, sse
+from ui.metrics import METRICS
 from ui.source import CoordinatorDown, Missing, Refused, Source
 
 
@@ -128,3 +130,10 @@ def test_an_action_missing_a_field_is_refused_before_the_coordinator_is_asked() 
     for name, fields in (("task-review", {"task_id": "t"}), ("nudge", {"memory_id": "m", "target": " "})):
         with pytest.raises(Refused, match="missing"):
             ACTIONS[name](None, fields, "dashboard")  # type: ignore[arg-type]
+
+
+def test_the_readme_documents_every_metric_with_its_help_text() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for metric in METRICS:
+        name = metric.name + ("_total" if metric.kind == "counter" else "")
+        assert f"| `{name}` | {metric.kind} | {metric.help} |" in readme, name
