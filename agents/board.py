@@ -131,6 +131,10 @@ class BoardCalls:
         """Cancel a task not yet finished (its dependents are blocked)."""
         self.transport.call(C.OP_TASK_CANCEL, {"task_id": task_id})
 
+    def prioritize_task(self, task_id: str, priority: int) -> None:
+        """Give a task not yet finished a new priority (higher is claimed first)."""
+        self.transport.call(C.OP_TASK_PRIORITIZE, {"task_id": task_id, "priority": priority})
+
     def task(self, task_id: str) -> Task:
         """One task."""
         return TaskGetReply.model_validate(self.transport.call(C.OP_TASK_GET, {"id": task_id})).task

@@ -291,6 +291,10 @@ class GrooveClient(BoardCalls):
 
     # --- promotion and curation ------------------------------------------------------------------------
 
+    def archive(self, learning_id: str, reason: str | None = None) -> None:
+        """Take a learning out of search and injection now (`restore` brings it back)."""
+        self.call(C.OP_LEARNING_ARCHIVE, clean(id=learning_id, reason=reason))
+
     def promote(self, learning_id: str) -> PromoteReply:
         """Copy a project-tier learning into the user tier (with a derived_from relation to it)."""
         return PromoteReply.model_validate(self.call(C.OP_LEARNING_PROMOTE, {"id": learning_id}))

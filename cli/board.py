@@ -1,4 +1,4 @@
-"""The board's verbs: `groove memory create|list|show|status`, `groove tasks add|list|show|review|cancel`,
+"""The board's verbs: `groove memory create|list|show|status`, `groove tasks add|list|show|review|cancel|prioritize`,
 `groove nudge`, `groove decisions`, `groove board` (cli/records.py adds what agents leave beside the tasks)."""
 
 from __future__ import annotations
@@ -204,6 +204,16 @@ def tasks_cancel(client: GrooveClient, task_id: str) -> None:
     """Cancel a task not yet finished (the tasks waiting on it are blocked)."""
     client.cancel_task(task_id)
     click.echo("cancelled")
+
+
+@tasks_group.command(name="prioritize")
+@click.argument("task_id")
+@click.argument("priority", type=click.IntRange(-1_000_000, 1_000_000))
+@with_client
+def tasks_prioritize(client: GrooveClient, task_id: str, priority: int) -> None:
+    """Give a task not yet finished a new priority (higher is claimed first)."""
+    client.prioritize_task(task_id, priority)
+    click.echo(f"priority {priority}")
 
 
 @click.command(name="nudge")

@@ -1,4 +1,4 @@
-"""Promotion and curation verbs: `promote`, `propose`, `reviews`, `review`."""
+"""Promotion and curation verbs: `promote`, `propose`, `reviews`, `review`, `archive`."""
 
 from __future__ import annotations
 
@@ -97,4 +97,14 @@ def review(
     click.echo(f"review {reply.review_id} {reply.status}{made}")
 
 
-curation_commands = [promote, propose, reviews, review]
+@click.command()
+@click.argument("learning_id")
+@click.option("--reason", help="Why (kept with it; default: archived by a curator).")
+@with_client
+def archive(client: GrooveClient, learning_id: str, reason: str | None) -> None:
+    """Take a learning out of search and injection now (`groove restore ID` brings it back)."""
+    client.archive(learning_id, reason)
+    click.echo("archived")
+
+
+curation_commands = [promote, propose, reviews, review, archive]

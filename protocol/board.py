@@ -33,6 +33,9 @@ LeaseMs = Annotated[int, Field(ge=C.MIN_LEASE_MS, le=C.MAX_LEASE_MS)]
 # --- working memories ----------------------------------------------------------------------------------
 
 
+Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000)]  # higher is claimed first
+
+
 class MemoryCreateRequest(Body):
     """`memory.create`: a goal for a project, with the constraints every task of it must respect."""
 
@@ -115,7 +118,7 @@ class TaskIn(Body):
     title: ShortText
     description: Annotated[str, Field(max_length=C.MAX_BOARD_TEXT_CHARS)] = ""
     depends_on: Annotated[list[TaskId], Field(max_length=C.MAX_DEPENDENCIES)] = Field(default_factory=list)
-    priority: Annotated[int, Field(ge=-1_000_000, le=1_000_000)] = 0
+    priority: Priority = 0
     role: ShortText | None = None
     needs_review: bool = False
 
@@ -263,6 +266,13 @@ class TaskCancelRequest(Body):
     """`task.cancel`: a task not yet finished will not be done; its dependents are blocked."""
 
     task_id: TaskId
+
+
+class TaskPrioritizeRequest(Body):
+    """`task.prioritize`: a task not yet finished gets a new priority; claims follow it from now on."""
+
+    task_id: TaskId
+    priority: Priority
 
 
 class TaskGetRequest(Body):

@@ -287,6 +287,14 @@ class RestoreRequest(Body):
     id: LearningId
 
 
+class ArchiveRequest(Body):
+    """`learning.archive`: take a learning out of search and injection now, as the lifecycle would; it stays
+    stored and readable by id, and `learning.restore` brings it back."""
+
+    id: LearningId
+    reason: ShortText | None = None
+
+
 class RestoreReply(Reply):
     """The restored learning's id."""
 

@@ -35,6 +35,7 @@ from protocol.board import (
     TaskHeartbeatRequest,
     TaskListReply,
     TaskListRequest,
+    TaskPrioritizeRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
@@ -49,6 +50,7 @@ from protocol.curation import (
     ReviewListRequest,
 )
 from protocol.loop import (
+    ArchiveRequest,
     InjectCandidatesReply,
     InjectCandidatesRequest,
     InjectionGetReply,
@@ -181,6 +183,7 @@ OPS: dict[str, Op] = {
         Op(C.OP_INJECTION_RECORD, InjectionRecordRequest, InjectionRecordReply, write=True, role=_AGENT),
         Op(C.OP_MAINTAIN, MaintainRequest, MaintainReply, write=True, role=_ADMIN),
         Op(C.OP_LEARNING_RESTORE, RestoreRequest, RestoreReply, write=True, role=_ADMIN),
+        Op(C.OP_LEARNING_ARCHIVE, ArchiveRequest, RestoreReply, write=True, role=_CURATOR),
         Op(C.OP_LEARNING_PROMOTE, PromoteRequest, PromoteReply, write=True, role=_AGENT),
         Op(C.OP_LEARNING_PROPOSE, ProposeRequest, ProposeReply, write=True, role=_AGENT),
         Op(C.OP_REVIEW_LIST, ReviewListRequest, ReviewListReply, write=False, role=_CURATOR),
@@ -201,6 +204,7 @@ OPS: dict[str, Op] = {
         Op(C.OP_TASK_FAIL, TaskFailRequest, TaskFailReply, write=True, role=_AGENT),
         Op(C.OP_TASK_REVIEW, TaskReviewRequest, StatusReply, write=True, role=_CURATOR),
         Op(C.OP_TASK_CANCEL, TaskCancelRequest, StatusReply, write=True, role=_CURATOR),
+        Op(C.OP_TASK_PRIORITIZE, TaskPrioritizeRequest, StatusReply, write=True, role=_CURATOR),
         Op(C.OP_TASK_GET, TaskGetRequest, TaskGetReply, write=False, role=_AGENT),
         Op(C.OP_TASK_LIST, TaskListRequest, TaskListReply, write=False, role=_AGENT),
         Op(C.OP_DECISION_RECORD, DecisionRecordRequest, IdReply, write=True, role=_AGENT),

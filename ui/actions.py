@@ -35,6 +35,22 @@ def _cancel(client: GrooveClient, fields: Fields, _: str) -> str:
     return f"{task_id} cancelled"
 
 
+def _prioritize(client: GrooveClient, fields: Fields, _: str) -> str:
+    task_id, raw = _need(fields, "task_id", "priority")
+    try:
+        priority = int(raw)
+    except ValueError:
+        raise Refused(f"priority: {raw!r} is not a whole number") from None
+    client.prioritize_task(task_id, priority)
+    return f"{task_id} now has priority {priority}"
+
+
+def _archive(client: GrooveClient, fields: Fields, actor: str) -> str:
+    (learning_id,) = _need(fields, "learning_id")
+    client.archive(learning_id, fields.get("reason") or f"archived by {actor} from the dashboard")
+    return f"learning {learning_id} archived"
+
+
 def _nudge(client: GrooveClient, fields: Fields, actor: str) -> str:
     memory_id, target, message = _need(fields, "memory_id", "target", "message")
     priority, delivery = fields.get("priority") or "normal", fields.get("delivery") or "next_turn"
@@ -57,6 +73,8 @@ def _decide(client: GrooveClient, fields: Fields, actor: str) -> str:
 ACTIONS: dict[str, Action] = {
     "task-review": _review,
     "task-cancel": _cancel,
+    "task-prioritize": _prioritize,
+    "learning-archive": _archive,
     "nudge": _nudge,
     "decision-reverse": _reverse,
     "review-decide": _decide,

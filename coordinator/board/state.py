@@ -28,6 +28,7 @@ from protocol.board import (
     TaskCompleteRequest,
     TaskFailRequest,
     TaskHeartbeatRequest,
+    TaskPrioritizeRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
@@ -133,6 +134,14 @@ class Board:
                 return self._review(body, now)
             case TaskCancelRequest():
                 return self._cancel(body, now)
+            case TaskPrioritizeRequest():
+                task = self.task(body.task_id)
+                if task["status"] in _FINISHED:
+                    raise _conflict(f"task {body.task_id!r} is {task['status']} already")
+                task["priority"] = body.priority
+                self._touch(task, now)
+                self._queue(task)  # its entry at the old priority goes stale
+                return {"status": task["status"]}
             case DecisionRecordRequest():
                 self._in_memory(body.memory_id, [body.task_id] if body.task_id else [], "task_id")
                 self._in_memory(body.memory_id, body.affects_tasks, "affects_tasks")
@@ -304,7 +313,7 @@ class Board:
         roles = (None, body.role) if body.role is not None else (None,)
         for role in roles:
             heap = self._ready.get((body.memory_id, role))
-            while heap and not self._claimable(heap[0][2]):
+            while heap and not self._claimable(heap[0]):
                 heapq.heappop(heap)
             if heap and (best is None or heap[0] < best[0]):
                 best = (heap[0], heap)
@@ -317,8 +326,9 @@ class Board:
         self._set(task, "assigned", now)
         return {"task": dict(task)}
 
-    def _claimable(self, task_id: str) -> bool:
-        return self.tasks[task_id]["status"] == "pending" and self.unmet[task_id] == 0
+    def _claimable(self, entry: tuple[int, int, str]) -> bool:
+        task = self.tasks[entry[2]]
+        return task["status"] == "pending" and self.unmet[task["id"]] == 0 and task["priority"] == -entry[0]
 
     def _lease(self, task: Wire, lease_ms: int, now: int) -> int:
         task.update(lease_ms=lease_ms, lease_until=now + lease_ms)

@@ -23,6 +23,7 @@ from protocol.board import (
     TaskCompleteRequest,
     TaskFailRequest,
     TaskHeartbeatRequest,
+    TaskPrioritizeRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
@@ -44,7 +45,10 @@ Recorded = (
     DecisionRecordRequest | ArtifactRecordRequest | CheckpointRecordRequest | NudgeSendRequest | MemoryNoteRequest
 )
 
-TaskRequest = TaskHeartbeatRequest | TaskStartRequest | TaskFailRequest | TaskReviewRequest | TaskCancelRequest
+TaskRequest = (
+    TaskHeartbeatRequest | TaskStartRequest | TaskFailRequest | TaskReviewRequest | TaskCancelRequest
+    | TaskPrioritizeRequest
+)  # fmt: skip
 
 
 def create(planner: Planner, body: MemoryCreateRequest) -> dict[str, Part]:

@@ -29,11 +29,12 @@ from protocol.board import (
     TaskCompleteRequest,
     TaskFailRequest,
     TaskHeartbeatRequest,
+    TaskPrioritizeRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
-from protocol.loop import InjectionRecordRequest, MaintainRequest, RestoreRequest
+from protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
 from protocol.models import (
     LearningDeleteRequest,
     LearningPutRequest,
@@ -154,6 +155,9 @@ DELETE = WriteOp[LearningDeleteRequest](
 )
 MAINTAIN = WriteOp[MaintainRequest](C.OP_MAINTAIN, Planner.maintain, _maintained)
 RESTORE = WriteOp[RestoreRequest](C.OP_LEARNING_RESTORE, Planner.restore, _the_one, finds=lambda b: [b.id])
+ARCHIVE = WriteOp[ArchiveRequest](
+    C.OP_LEARNING_ARCHIVE, Planner.archive, lambda body, _: {"id": body.id}, finds=lambda b: [b.id]
+)
 PROMOTE = WriteOp[PromoteRequest](C.OP_LEARNING_PROMOTE, Planner.promote, _the_one, finds=lambda b: [b.id])
 PROPOSE = WriteOp[ProposeRequest](C.OP_LEARNING_PROPOSE, Planner.propose, _the_one, finds=lambda b: [b.id])
 DECIDE = WriteOp[ReviewDecideRequest](C.OP_REVIEW_DECIDE, Planner.decide, _the_one)
@@ -187,6 +191,7 @@ TASK_COMPLETE = WriteOp[TaskCompleteRequest](
 TASK_FAIL = WriteOp[TaskFailRequest](C.OP_TASK_FAIL, boarding.on_task, _the_one)
 TASK_REVIEW = WriteOp[TaskReviewRequest](C.OP_TASK_REVIEW, boarding.on_task, _the_one)
 TASK_CANCEL = WriteOp[TaskCancelRequest](C.OP_TASK_CANCEL, boarding.on_task, _the_one)
+TASK_PRIORITIZE = WriteOp[TaskPrioritizeRequest](C.OP_TASK_PRIORITIZE, boarding.on_task, _the_one)
 DECISION_RECORD = WriteOp[DecisionRecordRequest](C.OP_DECISION_RECORD, boarding.record, _the_one)
 DECISION_REVERSE = WriteOp[DecisionReverseRequest](C.OP_DECISION_REVERSE, boarding.reverse, _the_one)
 ARTIFACT_RECORD = WriteOp[ArtifactRecordRequest](C.OP_ARTIFACT_RECORD, boarding.record, _the_one)

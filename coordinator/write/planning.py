@@ -41,7 +41,7 @@ from protocol import constants as C
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
-from protocol.loop import InjectionRecordRequest, MaintainRequest, RestoreRequest
+from protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
 from protocol.models import (
     LearningDeleteRequest,
     LearningIn,
@@ -227,6 +227,16 @@ class Planner:
                 ErrorCode.CONFLICT, f"learning {body.id} is not archived; only archived ones can be restored"
             )
         return {tier.name: RestorePart(body.id)}
+
+    def archive(self, body: ArchiveRequest) -> Parts:
+        """`learning.archive`, in the learning's tier: the lifecycle's archiving, without a maintenance run."""
+        tier = self.found.get(body.id)
+        if tier is None:
+            raise not_found(body.id)
+        if tier.archived([body.id]):
+            raise Rejected(ErrorCode.CONFLICT, f"learning {body.id} is archived already")
+        reason = body.reason or "archived by a curator"
+        return {tier.name: MaintainPart(self.now, archive=[(body.id, reason)], ran=False)}
 
     def _curatable(self, learning_id: str, verb: str) -> tuple[Tier, dict[str, Any]]:
         """The tier and stored learning (as on the wire) of one that may be promoted or proposed."""

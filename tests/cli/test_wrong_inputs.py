@@ -50,6 +50,8 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
 | tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
 | tasks | bad verdict, unknown task, not in review | `review t maybe`, `cancel nope`, `review T approved` | 2, 1, 1 |
+| tasks | bad priority, unknown task | `prioritize t hi`, `prioritize t 1e9`, `prioritize x 1` | 2, 1 |
+| archive | not an id, unknown learning, archived already | `archive nope`, `archive GONE`, `archive ARCHIVED` | 1 |
 | board | unknown memory | `board GONE --once` | 1 |
 | nudge | unknown memory, bad priority | `nudge GONE a m`, `nudge M a m --priority max` | 1, 2 |
 | decisions | unknown memory | `decisions GONE` | 1 |
@@ -98,6 +100,8 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
     coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
 ) -> None:
     lid = client.learn("global", "solution", "kept", "kept")
+    archived = client.learn("global", "solution", "put away", "put away")
+    client.archive(archived)
     client.record_outcome([(lid, "helpful")])
     backup = tmp_path / "bk"
     client.backup(str(backup))
@@ -280,6 +284,12 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "reverse-decision", GONE), 1),
             ((*ep, "mcp", "--http", "nohost"), 2),
             ((*ep, "mcp", "--http", "h:99999"), 2),
+            ((*ep, "tasks", "prioritize", "pending-task", "high"), 2),
+            ((*ep, "tasks", "prioritize", "pending-task", str(10**9)), 2),
+            ((*ep, "tasks", "prioritize", "nope", "1"), 1),
+            ((*ep, "archive", "nope"), 1),
+            ((*ep, "archive", GONE), 1),
+            ((*ep, "archive", archived), 1),
             ((*ep, "ui", "--bind", "nohost"), 2),
             ((*ep, "ui", "--token", "short"), 2),
             ((*ep, "ui", "--bind", taken), 2),

@@ -44,12 +44,13 @@ from protocol.board import (
     TaskCompleteRequest,
     TaskFailRequest,
     TaskHeartbeatRequest,
+    TaskPrioritizeRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
 from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from protocol.ids import uuid7
-from protocol.loop import InjectionRecordRequest, MaintainRequest, RestoreRequest
+from protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
 from protocol.models import (
     LearningDeleteRequest,
     LearningPutRequest,
@@ -122,6 +123,10 @@ def _maintain(w: World) -> tuple[BaseModel, dict[str, type]]:
 def _restore(w: World) -> tuple[BaseModel, dict[str, type]]:
     w.write(ops.MAINTAIN, MaintainRequest(now=NOW + 100 * C.DAY_MS))  # unused for 100 days: archived
     return RestoreRequest(id=w.project_id), {PROJECT: RestorePart}
+
+
+def _archive(w: World) -> tuple[BaseModel, dict[str, type]]:
+    return ArchiveRequest(id=w.project_id, reason="stale"), {PROJECT: MaintainPart}
 
 
 def _promote(w: World) -> tuple[BaseModel, dict[str, type]]:
@@ -239,6 +244,7 @@ CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
     "TASK_FAIL": _board(lambda w, m: TaskFailRequest(task_id="t1", agent_id="a1", error="e")),
     "TASK_REVIEW": _review,
     "TASK_CANCEL": _board(lambda w, m: TaskCancelRequest(task_id="t2")),
+    "TASK_PRIORITIZE": _board(lambda w, m: TaskPrioritizeRequest(task_id="t2", priority=7)),
     "LEASES": _board(lambda w, m: LeaseExpiry(tier=PROJECT)),
     "DECISION_RECORD": _board(
         lambda w, m: DecisionRecordRequest(memory_id=m, question="q", choice="c", rationale="r", made_by="a1")
@@ -262,6 +268,7 @@ CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
     "DELETE": _delete,
     "MAINTAIN": _maintain,
     "RESTORE": _restore,
+    "ARCHIVE": _archive,
     "PROMOTE": _promote,
     "PROPOSE": _propose,
     "DECIDE": _decide,

@@ -128,3 +128,22 @@ def test_unknown_ids_get_a_not_found_page_and_bad_ones_a_clear_refusal(page: Pag
         assert response.status == status, path
         expect(page.locator("main")).to_contain_text(text)
         assert "Traceback" not in page.content()
+
+
+def test_a_curator_reprioritises_a_task_and_archives_a_learning_from_the_pages(
+    page: Page, dashboard: Dashboard, client: GrooveClient
+) -> None:
+    memory = _memory(client, [{"id": "prio-a", "title": "later"}, {"id": "prio-b", "title": "sooner"}])
+    lid = client.learn("global", "solution", "An outdated lesson", "No longer true.")
+    dashboard.login(page)
+    page.goto(f"{dashboard.url}/board/{memory}")
+    page.get_by_label("priority of prio-b").fill("9")
+    page.locator('[data-action="prioritize-prio-b"]').click()
+    expect(page.locator(".flash")).to_contain_text("prio-b now has priority 9")
+    assert client.task("prio-b").priority == 9
+    page.goto(f"{dashboard.url}/learnings/{lid}")
+    page.get_by_label("reason").fill("superseded")
+    page.locator('[data-action="archive"]').click()
+    expect(page.locator(".flash")).to_contain_text(f"learning {lid} archived")
+    assert client.get(lid).archived
+    expect(page.locator("dd", has_text="archived")).to_be_visible()
