@@ -99,7 +99,7 @@ def build(source: Source, token: str, actor: str = "dashboard", sample_every: fl
     hub = Hub(lambda topic: render_topic(dash, topic))
     dash = Dashboard(source, token, actor, hub, Recorder(source, sample_every))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(CoordinatorCollector(source))
+    registry.register(CoordinatorCollector(source, lambda: dash.recorder.tasks))
 
     def page(name: str, request: Request, data: dict[str, Any], status: int = 200) -> HTMLResponse:
         context = data | {"logged_in": dash.logged_in(request), "csrf": dash.csrf, "path": request.url.path}

@@ -2,8 +2,9 @@
 
 A topic (`overview`, `board:<memory id>`) is rendered to an HTML fragment once a second while at least one
 page listens, in a worker thread; a page gets the fragment only when it changed. Five open dashboards cost
-the coordinator what one does. A coordinator that stops answering is sent as a `down` event with the reason,
-and the next fragment that renders again clears it.
+the coordinator what one does. A topic that takes long to render (a 20,000-task board: 150 ms) is rendered
+less often, `SHARE` of the time at most, so that watching a swarm does not slow it down. A coordinator that
+stops answering is sent as a `down` event with the reason, and the next fragment that renders again clears it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import anyio.to_thread
 from ui.source import CoordinatorDown, Source, UiError
 
 KEEPALIVE_S = 15.0  # a comment line this often keeps proxies from closing a quiet stream
+SHARE = 0.1  # of one core's time, at most, that rendering a topic takes (measured: benchmarks/ui.py)
 
 
 def sse(event: str, data: str) -> str:
@@ -77,8 +79,10 @@ class Hub:
     async def _poll(self, topic: str, state: _Topic) -> None:
         while True:
             started = time.monotonic()
+            took = 0.0  # a failure is tried again after `interval`: its time is the time-out, not rendering
             try:
                 event, payload = "fragment", await anyio.to_thread.run_sync(self._render, topic)
+                took = time.monotonic() - started
             except CoordinatorDown as exc:
                 event, payload = "down", str(exc)
             except UiError as exc:
@@ -88,7 +92,7 @@ class Hub:
                     state.event, state.payload = event, payload
                     state.version += 1
                     state.changed.notify_all()
-            await asyncio.sleep(max(0.0, self.interval - (time.monotonic() - started)))
+            await asyncio.sleep(max(self.interval, took / SHARE) - (time.monotonic() - started))
 
     def watched(self) -> list[str]:
         """Topics with a page listening now."""
@@ -115,12 +119,20 @@ class Recorder:
         self._source = source
         self.every = every
         self.samples: deque[Sample] = deque(maxlen=max(2, int(keep_s / every)))
+        # tasks by status over every working memory, as of the last sample (None before the first): counting
+        # a 20,000-task board takes the coordinator 13 ms, too long to do at each /metrics scrape
+        self.tasks: dict[str, int] | None = None
         self._last: tuple[float, int] | None = None
         self._stop = asyncio.Event()
 
     def sample(self) -> None:
         """Take one sample now (blocking)."""
-        stats = self._source.call(lambda c: c.stats())
+        stats, memories = self._source.call(lambda c: (c.stats(), c.memories()))
+        tasks: dict[str, int] = {}
+        for memory in memories:
+            for status, n in memory.tasks.items():
+                tasks[status] = tasks.get(status, 0) + n
+        self.tasks = tasks
         now = time.time()
         rate = 0.0
         if self._last is not None and now > self._last[0]:

@@ -2,13 +2,14 @@
 
 The coordinator counts since its start (requests by op and outcome, events, cumulative histograms); this
 collector only translates, so restarting the dashboard loses no count, and a coordinator restart shows as a
-counter reset, which Prometheus' `rate()` handles. Tasks by status are summed over the working memories.
+counter reset, which Prometheus' `rate()` handles. Tasks by status, summed over the working memories, are
+taken from the dashboard's last sample (every 5 s), counted here only before the first.
 Each metric is declared once in `METRICS` with its help text; README's table is made from the same list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -41,7 +42,7 @@ METRICS = (
     Declared("groove_embedding_lag_p99_seconds", "gauge", "p99 of commit-to-searchable-by-meaning, recent window."),
     Declared("groove_learnings", "gauge", "Stored learnings, by tier."),
     Declared("groove_agents", "gauge", "Agents the coordinator knows, by state (alive or gone)."),
-    Declared("groove_tasks", "gauge", "Board tasks, by status, over every working memory."),
+    Declared("groove_tasks", "gauge", "Board tasks, by status, over every working memory (sampled every 5 s)."),
     Declared("groove_lease_expiries", "counter", "Task leases that lapsed unrenewed, or ended as their agent went."),
     Declared("groove_nudges_sent", "counter", "Nudges stored (nudge.send acked)."),
     Declared("groove_nudges_acked", "counter", "Nudges acknowledged by an agent for the first time."),
@@ -83,12 +84,24 @@ def _counter(name: str, value: float) -> Metric:
 class CoordinatorCollector(Collector):
     """Reads `stats` (and the memories' task counts) at each scrape."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, sampled: Callable[[], dict[str, int] | None]) -> None:
         self._source = source
+        self._sampled = sampled  # tasks by status as last sampled, or None
+
+    def _tasks(self) -> dict[str, int]:
+        sampled = self._sampled()
+        if sampled is not None:
+            return sampled
+        counted: dict[str, int] = {}
+        for memory in self._source.call(lambda c: c.memories()):
+            for status, n in memory.tasks.items():
+                counted[status] = counted.get(status, 0) + n
+        return counted
 
     def collect(self) -> Iterator[Metric]:
         try:
-            stats, memories = self._source.call(lambda c: (c.stats(), c.memories()))
+            stats = self._source.call(lambda c: c.stats())
+            by_status = self._tasks()
         except UiError:
             yield _gauge("groove_up", 0)
             return
@@ -123,7 +136,7 @@ class CoordinatorCollector(Collector):
         yield agents
         tasks = GaugeMetricFamily("groove_tasks", _HELP["groove_tasks"], labels=["status"])
         for status in C.TASK_STATUSES:
-            tasks.add_metric([status], sum(m.tasks.get(status, 0) for m in memories))
+            tasks.add_metric([status], by_status.get(status, 0))
         yield tasks
         events = stats.events
         yield _counter("groove_lease_expiries", events.get("leases_expired", 0) + events.get("leases_released", 0))

@@ -31,17 +31,11 @@ def overview(source: Source) -> dict[str, Any]:
     def read(client: GrooveClient) -> dict[str, Any]:
         return {"stats": client.stats(), "agents": client.agents(), "ping": client.ping()}
 
-    data = read_all(source, read)
+    data = source.call(read)
     now = time.time()
     data["agents"] = sorted(data["agents"], key=lambda a: (a.state != "alive", a.agent_id))
     data["seen_ago"] = {a.agent_id: now - a.last_seen for a in data["agents"]}
     return data
-
-
-def read_all(source: Source, read: Any) -> dict[str, Any]:
-    """Several reads under one turn of the shared client."""
-    result: dict[str, Any] = source.call(read)
-    return result
 
 
 def learnings(source: Source, query: dict[str, str]) -> dict[str, Any]:
@@ -97,7 +91,7 @@ def learning(source: Source, learning_id: str) -> dict[str, Any]:
                 names[other] = other
         return {"item": item, "relations": relations, "history": history, "names": names}
 
-    data = read_all(source, read)
+    data = source.call(read)
     item, history = data["item"], data["history"]
     around = [
         (
@@ -121,7 +115,7 @@ def sessions(source: Source, before: int | None = None) -> dict[str, Any]:
     def read(client: GrooveClient) -> dict[str, Any]:
         return {"page": client.injections(limit=_LISTED, before=before), "params": client.params()}
 
-    data = read_all(source, read)
+    data = source.call(read)
     injections = data["page"].injections
     data["posteriors"] = {p.name: charts.beta_density(p.alpha, p.beta, label=p.name) for p in data["params"]}
     # what each session drew, oldest left: how the parameters moved over these sessions
@@ -164,7 +158,7 @@ def board(source: Source, memory_id: str, notes_query: str = "") -> dict[str, An
             "found_notes": found,
         }
 
-    data = read_all(source, read)
+    data = source.call(read)
     tasks: list[Task] = data["tasks"]
     now_ms = time.time() * 1000
     data["total"] = sum(data["memory"].tasks.values())

@@ -60,10 +60,16 @@ def list_learnings(tiers: TierSet, archived: Archived, body: LearningListRequest
         filters.append("id > $cursor")
         params["cursor"] = body.cursor
     where = "".join(f", {f}" for f in filters)
-    script = f"?[{JOINED_HEAD}] := {JOINED_BODY}{where} :order id :limit $limit"
+    # Two steps. The page's ids: a scan of `learning` alone, without `:order`, which CozoDB (pinned) walks in
+    # key order and stops at the limit (0.3 ms at 100,000 learnings; joined and ordered, 300 ms). Then
+    # those rows joined with their usage.
+    ids_script = f"?[id] := *learning{{id, scope, category}}{where} :limit $limit"
+    rows_script = f"?[{JOINED_HEAD}] := id in $ids, {JOINED_BODY}"
     found: list[tuple[str, list[Any], Tier]] = []
     for tier in chosen:
-        found.extend((row[0], row, tier) for row in tier.run(script, params))
+        ids = [row[0] for row in tier.run(ids_script, params)]
+        if ids:
+            found.extend((row[0], row, tier) for row in tier.run(rows_script, {"ids": ids}))
     found.sort(key=lambda entry: entry[0])
     page = found[: body.limit]
     cursor = page[-1][0] if len(found) > body.limit else None

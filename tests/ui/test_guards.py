@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agents import BadRequest, GrooveClient
 from protocol import constants as C
-from tests.helpers import learning
+from tests.helpers import learning, wait_for
 from tests.ui.conftest import TOKEN, Dashboard, start_dashboard
 from ui.metrics import METRICS
 
@@ -147,5 +147,7 @@ def test_metrics_parse_as_prometheus_and_count_the_operations_just_made(
     assert grew("groove_batch_size_count") >= 2
     assert grew("groove_commit_duration_seconds_count") >= 2
     assert after[("groove_request_duration_seconds_bucket", (("le", "+Inf"), ("op", "learning.put")))] >= 2
-    assert after[("groove_tasks", (("status", "review"),))] >= 1
+    # board state is sampled every 5 s: the task in review shows by the next sample
+    in_review = ("groove_tasks", (("status", "review"),))
+    wait_for(lambda: _scrape(dashboard).get(in_review, 0) >= 1, "the task in review in groove_tasks", timeout=15)
     assert after[("groove_learnings", (("tier", "user"),))] >= 4
