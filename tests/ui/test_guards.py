@@ -9,6 +9,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,10 @@ from playwright.sync_api import Page, expect
 from prometheus_client.parser import text_string_to_metric_families
 
 from agents import BadRequest, GrooveClient
+from agents.fleet import stop_process
 from protocol import constants as C
-from tests.helpers import learning, wait_for
+from protocol.keys import CurveClient, generate_key_pair
+from tests.helpers import RunningCoordinator, learning, wait_for
 from tests.ui.conftest import TOKEN, Dashboard, start_dashboard
 from ui.metrics import METRICS
 
@@ -77,12 +80,9 @@ def test_an_action_without_the_token_from_another_site_or_with_a_forged_form_cha
 
 
 def test_a_coordinator_that_goes_away_and_comes_back_is_shown_then_recovered(
-    page: Page, coordinator_factory: object, tmp_path: Path
+    page: Page, coordinator_factory: Callable[..., RunningCoordinator], tmp_path: Path
 ) -> None:
-    from tests.helpers import RunningCoordinator
-
-    assert callable(coordinator_factory)
-    coordinator: RunningCoordinator = coordinator_factory()
+    coordinator = coordinator_factory()
     dashboard = start_dashboard(coordinator.endpoint, tmp_path / "ui.log")
     try:
         page.goto(dashboard.url + "/")
@@ -99,8 +99,7 @@ def test_a_coordinator_that_goes_away_and_comes_back_is_shown_then_recovered(
         expect(page.locator("#banner")).to_be_hidden(timeout=20_000)
         expect(page.locator("#tiers")).to_contain_text("user")
     finally:
-        dashboard.proc.terminate()
-        dashboard.proc.wait(10)
+        stop_process(dashboard.proc, grace=10)
 
 
 def _scrape(dashboard: Dashboard) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -151,3 +150,31 @@ def test_metrics_parse_as_prometheus_and_count_the_operations_just_made(
     in_review = ("groove_tasks", (("status", "review"),))
     wait_for(lambda: _scrape(dashboard).get(in_review, 0) >= 1, "the task in review in groove_tasks", timeout=15)
     assert after[("groove_learnings", (("tier", "user"),))] >= 4
+
+
+def test_under_curve_the_dashboards_own_key_decides_what_it_may_do(
+    page: Page, coordinator_factory: Callable[..., RunningCoordinator], tmp_path: Path
+) -> None:
+    authorized = tmp_path / "authorized"
+    authorized.mkdir()
+    secrets = {}
+    for name, role in (("alice", "agent"), ("cora", "curator"), ("root", "admin")):
+        metadata = {"role": role} | ({"orgs": "acme"} if role == "curator" else {})
+        public, secrets[name] = generate_key_pair(tmp_path / "keys", name, metadata)
+        (authorized / public.name).write_bytes(public.read_bytes())
+    secured = coordinator_factory("--curve", "--authorized-keys", str(authorized))
+    server_key = secured.data_dir / "server.key"
+    with GrooveClient(secured.endpoint, timeout=20, curve=CurveClient.load(str(server_key), secrets["root"])) as admin:
+        memory, task = _review_waiting(admin)
+        for name, expected in (("alice", "Refused: unauthorized"), ("cora", f"{task} reviewed (approved)")):
+            keys = ("--server-key", str(server_key), "--key", str(secrets[name]))
+            dashboard = start_dashboard(secured.endpoint, tmp_path / f"ui-{name}.log", *keys)
+            try:
+                dashboard.login(page)
+                page.goto(f"{dashboard.url}/board/{memory}")
+                expect(page.locator("#reviews")).to_contain_text(task)  # reading is an agent's right
+                page.locator(f'[data-action="approved-{task}"]').click()
+                expect(page.locator(".refusal" if name == "alice" else ".flash")).to_contain_text(expected)
+                assert admin.task(task).status == ("review" if name == "alice" else "completed")
+            finally:
+                stop_process(dashboard.proc, grace=10)
