@@ -15,7 +15,7 @@ from protocol import constants as C
 from protocol.board import Task
 from protocol.models import LearningOut
 from ui import charts
-from ui.source import Source
+from ui.source import Refused, Source
 
 MAX_DRAWN = 300
 _LISTED = 50  # rows of each table (nudges, decisions, artifacts, checkpoints, notes, sessions)
@@ -72,7 +72,19 @@ def learnings(source: Source, query: dict[str, str]) -> dict[str, Any]:
         )
         rows = [(item, None, "") for item in listed.learnings]
         next_cursor = listed.cursor
-    return {"rows": rows, "q": text, "mode": mode, "modes": SEARCH_MODES, "query": query, "cursor": next_cursor}
+    data = {"rows": rows, "q": text, "mode": mode, "modes": SEARCH_MODES, "query": query, "cursor": next_cursor}
+    return data | proposals(source, query.get("org", "").strip())
+
+
+def proposals(source: Source, org: str) -> dict[str, Any]:
+    """An organisation's proposals waiting for a curator (`?org=`); a key that may not list them is told so
+    in their place, not instead of the page."""
+    if not org:
+        return {"org": "", "proposals": None, "proposals_refused": None}
+    try:
+        return {"org": org, "proposals": source.call(lambda c: c.reviews(org)), "proposals_refused": None}
+    except Refused as exc:
+        return {"org": org, "proposals": None, "proposals_refused": str(exc)}
 
 
 def learning(source: Source, learning_id: str) -> dict[str, Any]:

@@ -147,3 +147,19 @@ def test_a_curator_reprioritises_a_task_and_archives_a_learning_from_the_pages(
     expect(page.locator(".flash")).to_contain_text(f"learning {lid} archived")
     assert client.get(lid).archived
     expect(page.locator("dd", has_text="archived")).to_be_visible()
+
+
+def test_a_curator_approves_an_organisations_proposal_from_the_learnings_page(
+    page: Page, dashboard: Dashboard, client: GrooveClient
+) -> None:
+    lid = client.learn("project:/srv/shop", "solution", "Pin the toolchain", "rust-toolchain.toml keeps CI stable.")
+    review = client.propose(lid, "acme", note="worth sharing").review_id
+    dashboard.login(page)
+    page.goto(f"{dashboard.url}/learnings?org=acme")
+    expect(page.locator("#proposals")).to_contain_text("Pin the toolchain")
+    page.locator(f'[data-action="approve-{review}"]').click()
+    expect(page.locator(".flash")).to_contain_text(f"review {review}: approved")
+    (decided,) = [r for r in client.reviews("acme", status=None) if r.review_id == review]
+    assert (decided.status, decided.curator) == ("approved", "dashboard")
+    assert decided.learning_id is not None
+    assert client.get(decided.learning_id).tier == "enterprise:acme"
