@@ -45,9 +45,9 @@ run: $(STAMP)
 	$(BIN)/groove swarm --agents $(or $(AGENTS),6) --duration $(or $(DURATION),20)
 
 ## test: lint, import contracts, type-check, a wheels-only install, then every test (integration tests included)
-# The type-check (CPU) and the wheels-only install (mostly disk) run side by side: 36 s and 24 s alone.
-test: lint contracts
-	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck wheels
+# The checks run side by side (the type-check takes 36 s alone, the wheels-only install 24 s), then the tests.
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck wheels
 	$(MAKE) --no-print-directory unit
 
 lint: $(STAMP)

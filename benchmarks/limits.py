@@ -27,16 +27,10 @@ from cli.output import table
 
 
 def _load_args(agents: int, in_flight: int, duration: float) -> dict[str, Any]:
-    return {
-        "agents": agents,
-        "in_flight": in_flight,
-        "duration": duration,
-        "mix": "learn=1",
-        "preload": 0,
-        "embedder": "none",
-        "serve_arg": (),
-        "rest_rss": False,
-    }
+    """`benchmarks.load`'s arguments: its own defaults (an option it gains is never missing here), then ours."""
+    defaults = {param.name: param.default for param in load.main.params if param.name is not None}
+    ours = {"agents": agents, "in_flight": in_flight, "duration": duration, "mix": "learn=1", "preload": 0}
+    return defaults | ours | {"embedder": "none", "serve_arg": (), "rest_rss": False}
 
 
 def ratios(figures: dict[str, float]) -> dict[str, float]:

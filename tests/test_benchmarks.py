@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import board, limits, storage
+from benchmarks import board, limits, load, storage
 
 
 def benchmark(name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
@@ -38,6 +38,11 @@ def test_the_rows_prepared_are_those_the_writer_commits(tmp_path: Path) -> None:
     assert set(params) == {"hashes", "learning", "usage", "applied"}
     assert ":insert applied_requests" in text  # a request id seen before fails the transaction
     assert len(params["applied"]) == 4
+
+
+def test_the_limits_benchmark_gives_the_load_every_argument_it_takes() -> None:
+    # it once crashed with KeyError 'cluster': the load had gained an option the limits did not pass
+    assert set(limits._load_args(2, 1, 1.0)) == {param.name for param in load.main.params}
 
 
 def test_ratios_divide_groove_by_every_other_figure() -> None:
