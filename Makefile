@@ -8,7 +8,7 @@ PIP := $(BIN)/python -m pip
 AGENTS_DIR := coding-agents
 AGENTS_STAMP := $(AGENTS_DIR)/node_modules/.installed-stamp
 
-.PHONY: install run test lint contracts typecheck wheels unit bench screenshots clean
+.PHONY: install run test check lint contracts typecheck wheels unit bench screenshots clean
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright's own browser download is not reachable
 # here); CHROMIUM=/path/to/chromium uses another one
@@ -49,6 +49,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck wheels
 	$(MAKE) --no-print-directory unit
+
+## check: the inner loop, well under 2 minutes: lint, import contracts, types, and the tests that start no
+## browser, agent or coordinator process of their own
+FAST_TESTS := tests/protocol tests/coordinator tests/test_house.py tests/ui/test_parts.py tests/cli/test_output.py \
+	tests/agents/test_coding.py tests/integrations/test_install.py tests/integrations/test_scripted_model.py
+check: $(STAMP)
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck
+	$(BIN)/pytest -q -n 3 $(FAST_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
