@@ -31,6 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from protocol.ids import is_uuid7
 from ui import charts, pages
 from ui.actions import ACTIONS
 from ui.live import Hub, Recorder, Sample
@@ -40,6 +41,7 @@ from ui.source import CoordinatorDown, Missing, Refused, Source
 log = logging.getLogger(__name__)
 
 COOKIE = "groove_session"
+MAX_TOPICS = 32  # boards watched live at once: each costs the coordinator a poll a second
 _HERE = files("ui")
 templates = Jinja2Templates(directory=str(_HERE / "templates"))
 
@@ -101,10 +103,23 @@ def build(source: Source, token: str, actor: str = "dashboard", sample_every: fl
     registry = CollectorRegistry(auto_describe=False)
     registry.register(CoordinatorCollector(source, lambda: dash.recorder.tasks))
 
+    def said(request: Request, key: str) -> str | None:
+        """An action's outcome carried back in the URL, shown only with its signature: a link made elsewhere
+        cannot put words on these pages."""
+        text, signature = request.query_params.get(key), request.query_params.get("sig", "")
+        if text is None or not hmac.compare_digest(signature, _mac(token, f"{key}:{text}".encode())):
+            return None
+        return text
+
     def page(name: str, request: Request, data: dict[str, Any], status: int = 200) -> HTMLResponse:
         context = data | {"logged_in": dash.logged_in(request), "csrf": dash.csrf, "path": request.url.path}
-        context |= {"flash": request.query_params.get("done"), "refusal": request.query_params.get("refused")}
+        context |= {"flash": said(request, "done"), "refusal": said(request, "refused")}
         return templates.TemplateResponse(request, name, context, status_code=status)
+
+    def back_with(back: str, key: str, text: str) -> RedirectResponse:
+        signature = _mac(token, f"{key}:{text}".encode())
+        joiner = "&" if "?" in back else "?"
+        return RedirectResponse(f"{back}{joiner}{key}={quote(text)}&sig={signature}", status_code=303)
 
     def shown(name: str, gather: Callable[[Request], dict[str, Any]]) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
@@ -140,19 +155,20 @@ def build(source: Source, token: str, actor: str = "dashboard", sample_every: fl
             return page("missing.html", request, {"message": "no such action"}, 404)
         fields = {k: str(v) for k, v in form.items() if k != "csrf"}
         back = _safe_next(fields.pop("back", None))
-        joiner = "&" if "?" in back else "?"
         try:
-            said = await anyio.to_thread.run_sync(lambda: source.call(lambda c: action(c, fields, actor)))
+            done = await anyio.to_thread.run_sync(lambda: source.call(lambda c: action(c, fields, actor)))
         except (Refused, Missing) as exc:
-            return RedirectResponse(f"{back}{joiner}refused={quote(str(exc))}", status_code=303)
+            return back_with(back, "refused", str(exc))
         except CoordinatorDown as exc:
             return page("down.html", request, {"message": str(exc)}, 503)
-        return RedirectResponse(f"{back}{joiner}done={quote(said)}", status_code=303)
+        return back_with(back, "done", done)
 
     async def events(request: Request) -> Response:
         topic = request.path_params["topic"]
-        if topic != "overview" and not topic.startswith("board:"):
+        if topic != "overview" and not (topic.startswith("board:") and is_uuid7(topic.removeprefix("board:"))):
             return Response("no such topic", status_code=404)
+        if topic not in hub.watched() and len(hub.watched()) >= MAX_TOPICS:
+            return Response(f"{MAX_TOPICS} boards are watched already", status_code=503)
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(hub.listen(topic), media_type="text/event-stream", headers=headers)
 

@@ -76,6 +76,15 @@ def test_an_action_without_the_token_from_another_site_or_with_a_forged_form_cha
     # the same form, whole, from the dashboard's own page: done
     assert _post(url, fields | {"csrf": csrf}, session) == 303
     assert client.task(task).status == "completed"
+    # a link made elsewhere cannot put words on the page: an outcome shows only with its signature
+    page.goto(f"{dashboard.url}/?done=Your+session+expired%2C+log+in+at+evil.example")
+    expect(page.locator("main")).to_be_visible()
+    assert page.locator(".flash").count() == 0
+    # nor open live streams for topics that are not boards
+    for topic in ("nothing", "board:not-an-id"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{dashboard.url}/events/{topic}", timeout=10)
+        assert refused.value.code == 404
 
 
 def test_a_coordinator_that_goes_away_and_comes_back_is_shown_then_recovered(
