@@ -96,6 +96,10 @@ def test_a_task_turns_from_running_to_completed_on_the_open_board(
     client.complete_task("live-a", "coder-1", "refund written")
     expect(page.locator('.dag [data-task="live-a"]')).to_have_attribute("data-status", "completed")
     expect(page.locator("#task-live-a .status-cell")).to_have_text("completed")
+    # the next task fails once: its retry shows with the agent's error, still without a reload
+    assert client.claim_task(memory, "coder-1", lease_ms=60_000) is not None
+    client.fail_task("live-b", "coder-1", "flaky fixture")
+    expect(page.locator("#retries")).to_contain_text("flaky fixture")
     assert page.evaluate("window.notReloaded") is True
     shoot(page, "board")
 
