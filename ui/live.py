@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -20,6 +21,9 @@ import anyio.to_thread
 
 from ui.source import CoordinatorDown, Source, UiError
 
+log = logging.getLogger(__name__)
+
+_BROKEN = "broken"  # the event a page gets when its part cannot be drawn (a bug)
 KEEPALIVE_S = 15.0  # a comment line this often keeps proxies from closing a quiet stream
 SHARE = 0.1  # of one core's time, at most, that rendering a topic takes (measured: benchmarks/ui.py)
 
@@ -87,6 +91,10 @@ class Hub:
                 event, payload = "down", str(exc)
             except UiError as exc:
                 event, payload = "gone", str(exc)
+            except Exception:  # a bug in a page: logged when it starts, said on the page, and the poll goes on
+                if state.event != _BROKEN:
+                    log.exception("rendering %s failed", topic)
+                event, payload = _BROKEN, "the dashboard failed to draw this part (see its log)"
             if (event, payload) != (state.event, state.payload):
                 async with state.changed:
                     state.event, state.payload = event, payload

@@ -1,7 +1,7 @@
 """What each page shows, gathered from the coordinator: plain dicts for the templates, nothing rendered here.
 
 Each function takes the `Source` and the page's parameters, and makes the few reads that page needs. The board
-draws at most `MAX_DRAWN` tasks, the ones nearest the work (held, then waiting, then the latest finished):
+draws at most `MAX_DRAWN` tasks, the ones nearest the work (held, then waiting, then finished ones):
 a 20,000-task plan is counted by status, not drawn box by box.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agents import GrooveClient
+from agents import GrooveClient, NotFound
 from protocol import constants as C
 from protocol.board import Task
 from protocol.models import LearningOut
@@ -39,7 +39,8 @@ def overview(source: Source) -> dict[str, Any]:
 
 
 def learnings(source: Source, query: dict[str, str]) -> dict[str, Any]:
-    """Search results (the `search` op) when there is text, else the newest learnings of the chosen tier."""
+    """Search results (the `search` op) when there is text, else a page of learnings in the order they were made
+    (of one tier with `tier`), and an organisation's proposals with `org`."""
     text = query.get("q", "").strip()
     mode = query.get("mode") or "hybrid"
     if mode not in SEARCH_MODES:
@@ -99,7 +100,7 @@ def learning(source: Source, learning_id: str) -> dict[str, Any]:
         for other in sorted(others)[:24]:
             try:
                 names[other] = client.get(other).description
-            except Exception:
+            except NotFound:  # deleted since the relation was made: drawn by its id
                 names[other] = other
         return {"item": item, "relations": relations, "history": history, "names": names}
 

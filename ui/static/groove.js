@@ -33,6 +33,7 @@
     });
     source.addEventListener("down", (event) => say("Coordinator not answering: " + event.data + " (retrying)"));
     source.addEventListener("gone", (event) => say(event.data));
+    source.addEventListener("broken", (event) => say(event.data));
     source.addEventListener("error", () => {
       if (source.readyState !== EventSource.OPEN) say("Lost the connection to the dashboard (retrying)");
     });
