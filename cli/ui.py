@@ -17,6 +17,7 @@ from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, curve_
 from cli.output import fail
 
 DEFAULT_BIND = "127.0.0.1:5580"
+PAGE_WAIT_S = 3.0  # a person waits this long for a page at most: then it says the coordinator is not answering
 _START_S = 30.0
 _PRINTED = re.compile(r"groove ui: (http://\S+)")
 
@@ -56,7 +57,7 @@ def url_of(sock: socket.socket, token: str) -> str:
     default=DEFAULT_BIND,
     show_default=True,
     envvar="GROOVE_UI_BIND",
-    help="HOST:PORT to serve on (port 0: any).",
+    help="HOST:PORT to serve on (port 0: any free one) [env GROOVE_UI_BIND].",
 )
 @click.option(
     "--token",
@@ -70,7 +71,8 @@ def ui_command(ctx: click.Context, /, bind: str, token: str | None, actor: str, 
     """Serve the dashboard: overview, learnings, sessions, boards (live), curator actions and /metrics.
 
     Prints the URL with the login token; without it the pages are read-only. With --cluster, it reads the
-    home coordinator."""
+    home coordinator. A page waits at most 3 s for the coordinator (less with a lower --timeout), then says it
+    is not answering."""
     try:
         host, port = parse_bind(bind)
     except ValueError as exc:
@@ -89,7 +91,7 @@ def ui_command(ctx: click.Context, /, bind: str, token: str | None, actor: str, 
         endpoint = cluster.coordinators[cluster.home]
     token = token or secrets.token_urlsafe(24)
     sock = listen(host, port)
-    app = build(Source(endpoint, curve=curve), token, actor=actor)
+    app = build(Source(endpoint, curve=curve, timeout=min(PAGE_WAIT_S, ctx.obj["timeout"])), token, actor=actor)
     click.echo(f"groove ui: {url_of(sock, token)} (coordinator {endpoint}; Ctrl-C stops it)")
     # open pages hold their event streams forever: on Ctrl-C they get a second to go, then are cut
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1)

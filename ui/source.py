@@ -39,7 +39,7 @@ class Refused(UiError):
 class Source:
     """The dashboard's client of one coordinator."""
 
-    def __init__(self, endpoint: str, curve: CurveClient | None = None, timeout: float = 3.0) -> None:
+    def __init__(self, endpoint: str, curve: CurveClient | None, timeout: float) -> None:
         self.endpoint = endpoint
         self._curve = curve
         self._timeout = timeout
@@ -51,8 +51,9 @@ class Source:
         Refused. A client whose request timed out is replaced, so a late reply never answers the next one."""
         with self._lock:
             if self._client is None:
+                attempt = min(_ATTEMPT_S, self._timeout)
                 self._client = GrooveClient(
-                    self.endpoint, timeout=self._timeout, attempt_timeout=_ATTEMPT_S, curve=self._curve
+                    self.endpoint, timeout=self._timeout, attempt_timeout=attempt, curve=self._curve
                 )
             try:
                 return fn(self._client)

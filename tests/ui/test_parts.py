@@ -106,7 +106,7 @@ def test_an_action_only_sends_the_browser_back_to_this_site() -> None:
 
 
 def test_client_errors_become_the_pages_errors() -> None:
-    source = Source("tcp://127.0.0.1:9")
+    source = Source("tcp://127.0.0.1:9", None, timeout=1.0)
     cases: list[tuple[Exception, type[Exception]]] = [
         (NotFound("not_found", "no task x"), Missing),
         (BadRequest("bad_request", "bad"), Refused),
