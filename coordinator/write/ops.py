@@ -156,7 +156,7 @@ DELETE = WriteOp[LearningDeleteRequest](
 MAINTAIN = WriteOp[MaintainRequest](C.OP_MAINTAIN, Planner.maintain, _maintained)
 RESTORE = WriteOp[RestoreRequest](C.OP_LEARNING_RESTORE, Planner.restore, _the_one, finds=lambda b: [b.id])
 ARCHIVE = WriteOp[ArchiveRequest](
-    C.OP_LEARNING_ARCHIVE, Planner.archive, lambda body, _: {"id": body.id}, finds=lambda b: [b.id]
+    C.OP_LEARNING_ARCHIVE, Planner.archive, lambda body, _: {"id": body.id}, finds=lambda b: [b.id], curated=True
 )
 PROMOTE = WriteOp[PromoteRequest](C.OP_LEARNING_PROMOTE, Planner.promote, _the_one, finds=lambda b: [b.id])
 PROPOSE = WriteOp[ProposeRequest](C.OP_LEARNING_PROPOSE, Planner.propose, _the_one, finds=lambda b: [b.id])

@@ -35,6 +35,7 @@ def keyring(tmp_path: Path) -> Keyring:
     ring = Keyring(tmp_path / "ring")
     ring.make("alice", role="agent")
     ring.make("cora", role="curator", orgs="acme")
+    ring.make("ivan", role="curator", orgs="initech")
     ring.make("root", role="admin")
     ring.make("mallory", authorize=False, role="admin")
     return ring
@@ -98,6 +99,15 @@ def test_each_role_may_do_its_own_operations_and_no_others(
         alice.relate(mine[0], "supersedes", curated)  # the older learning, demoted, is in the enterprise tier
     alice.relate(mine[0], "related_to", mine[1])
     cora.relate(curated, "supersedes", approved.learning_id)
+    # archiving curated knowledge is its own organisation's curators' (and an admin's), not any curator's
+    ivan = connect(client_factory, secured, keyring, "ivan")
+    with pytest.raises(Unauthorized, match="enterprise:acme"):
+        ivan.archive(curated)
+    with pytest.raises(Unauthorized, match="curator"):
+        alice.archive(mine[1])
+    assert not root.get(curated).archived
+    cora.archive(approved.learning_id)
+    root.restore(approved.learning_id)
 
     # admin: everything
     root.maintain()
@@ -113,7 +123,7 @@ def test_each_role_may_do_its_own_operations_and_no_others(
     )
     stats = root.stats()
     assert stats.auth == "curve"
-    assert stats.requests_unauthorized == len(refused) + 5
+    assert stats.requests_unauthorized == len(refused) + 7  # the 5 by a curator or agent above, 2 archives
 
 
 def test_an_unknown_key_and_a_plain_client_get_no_service(
