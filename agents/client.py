@@ -271,7 +271,7 @@ class GrooveClient(BoardCalls):
         """What a session was given (each learning as it is now) and whether its outcome was recorded."""
         return InjectionGetReply.model_validate(self.call(C.OP_INJECTION_GET, {"injection_id": injection_id}))
 
-    def injections(self, limit: int | None = None, before: int | None = None) -> InjectionListReply:
+    def injections(self, limit: int | None = None, before: str | None = None) -> InjectionListReply:
         """The newest injections (older than `before`), each with how its learnings turned out."""
         body = {k: v for k, v in (("limit", limit), ("before", before)) if v is not None}
         return InjectionListReply.model_validate(self.call(C.OP_INJECTION_LIST, body))

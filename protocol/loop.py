@@ -195,10 +195,10 @@ class InjectionGetReply(Reply):
 
 
 class InjectionListRequest(Body):
-    """`injection.list`: the newest injections, one page at a time (`before`: older than this time)."""
+    """`injection.list`: the newest injections, one page at a time (`before`: made before this injection)."""
 
     limit: Annotated[int, Field(ge=1, le=C.MAX_HISTORY_LIMIT)] = C.DEFAULT_HISTORY_LIMIT
-    before: Millis | None = None
+    before: LearningId | None = None
 
 
 class InjectionSummary(Reply):
@@ -215,10 +215,10 @@ class InjectionSummary(Reply):
 
 
 class InjectionListReply(Reply):
-    """Newest first; `before` for the next page is the last one's `created_at` (null: no more)."""
+    """Newest first; `before` for the next page is the last one's id (null: no more)."""
 
     injections: list[InjectionSummary]
-    before: int | None
+    before: str | None
 
 
 class LearningHistoryRequest(Body):

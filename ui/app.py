@@ -200,7 +200,8 @@ def build(source: Source, token: str, actor: str = "dashboard", sample_every: fl
         Route("/learnings", shown("learnings.html", lambda r: pages.learnings(source, query(r)))),
         Route("/learnings/{id}", shown("learning.html", lambda r: pages.learning(source, r.path_params["id"]))),
         Route(
-            "/sessions", shown("sessions.html", lambda r: pages.sessions(source, _int(r.query_params.get("before"))))
+            "/sessions",
+            shown("sessions.html", lambda r: pages.sessions(source, _injection_id(r.query_params.get("before")))),
         ),
         Route("/board", shown("memories.html", lambda r: pages.memories(source))),
         Route("/board/{id}", shown("board.html", lambda r: render_data(dash, f"board:{r.path_params['id']}", r))),
@@ -213,8 +214,9 @@ def build(source: Source, token: str, actor: str = "dashboard", sample_every: fl
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found, 500: failed})
 
 
-def _int(raw: str | None) -> int | None:
-    return int(raw) if raw is not None and raw.isdigit() else None
+def _injection_id(raw: str | None) -> str | None:
+    """A page's `before`: an injection id, or none (the newest page) for anything else."""
+    return raw if raw is not None and is_uuid7(raw) else None
 
 
 def render_data(dash: Dashboard, topic: str, request: Request | None = None) -> dict[str, Any]:

@@ -122,7 +122,7 @@ def learning(source: Source, learning_id: str) -> dict[str, Any]:
     return data
 
 
-def sessions(source: Source, before: int | None = None) -> dict[str, Any]:
+def sessions(source: Source, before: str | None = None) -> dict[str, Any]:
     """Injections, newest first, and the adaptive parameters with their posteriors and how they moved."""
 
     def read(client: GrooveClient) -> dict[str, Any]:

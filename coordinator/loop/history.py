@@ -18,10 +18,13 @@ _LOG_COLS = ", ".join(OUTCOME_LOG.cols)
 
 
 def list_injections(tiers: TierSet, body: InjectionListRequest) -> dict[str, Any]:
-    """`injection.list`: the newest injections older than `before`, with each learning's logged outcome."""
-    before = "" if body.before is None else ", created_at < $before"
+    """`injection.list`: the newest injections made before the one `before` names, with each learning's logged
+    outcome."""
+    # ids are UUIDv7, ordered by the time they were made: paging by id skips and repeats nothing, even between
+    # two injections of the same millisecond
+    before = "" if body.before is None else ", injection_id < $before"
     rows = tiers.open_user().run(
-        f"?[{_INJECTION_COLS}] := {INJECTIONS.pattern()}{before} :order -created_at, -injection_id :limit $limit",
+        f"?[{_INJECTION_COLS}] := {INJECTIONS.pattern()}{before} :order -injection_id :limit $limit",
         {"before": body.before, "limit": body.limit + 1},
     )
     more = len(rows) > body.limit
@@ -54,7 +57,7 @@ def list_injections(tiers: TierSet, body: InjectionListRequest) -> dict[str, Any
         }
         for s in stored
     ]
-    return {"injections": injections, "before": injections[-1]["created_at"] if more else None}
+    return {"injections": injections, "before": injections[-1]["injection_id"] if more else None}
 
 
 def learning_history(tiers: TierSet, body: LearningHistoryRequest) -> dict[str, Any]:
