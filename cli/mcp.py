@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from cli.options import cluster_of, connection_options, connection_settings, curve_of
+from cli.options import cluster_of, connection_options, connection_settings, curve_of, host_port
 from cli.output import fail
 
 
@@ -30,10 +30,10 @@ def _exit_now(*_: object) -> None:
 def _host_port(_: click.Context, __: click.Parameter, value: str | None) -> tuple[str, int] | None:
     if value is None:
         return None
-    host, _sep, port = value.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise click.BadParameter(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:8765)")
-    return host, int(port)
+    try:
+        return host_port(value, "127.0.0.1:8765")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.command(name="mcp")

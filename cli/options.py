@@ -145,6 +145,16 @@ def curve_of(obj: dict[str, Any]) -> CurveClient | None:
         fail(str(exc), 2)
 
 
+def host_port(value: str, example: str, any_port: bool = False) -> tuple[str, int]:
+    """`HOST:PORT` (an IPv6 host in brackets) as (host, port); ValueError naming `example` if it is not one.
+    `any_port`: port 0 is allowed (the system picks a free one)."""
+    host, sep, port = value.rpartition(":")
+    least = 0 if any_port else 1
+    if not sep or not host or not port.isdigit() or not least <= int(port) <= 65535:
+        raise ValueError(f"{value!r} is not HOST:PORT (e.g. {example})")
+    return host.strip("[]"), int(port)
+
+
 def checked_by(check: Callable[[str], object]) -> Callable[[click.Context, click.Parameter, Any], Any]:
     """A click callback: the value as given if `check` accepts it (or it is None), else a usage error saying
     what `check`'s ValueError said."""

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from agents.coding import groove_argv
-from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, curve_of
+from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, curve_of, host_port
 from cli.output import fail
 
 DEFAULT_BIND = "127.0.0.1:5580"
@@ -24,10 +24,7 @@ _PRINTED = re.compile(r"groove ui: (http://\S+)")
 
 def parse_bind(value: str) -> tuple[str, int]:
     """`HOST:PORT` (port 0: any free one) as (host, port); ValueError if it is not one."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"{value!r} is not HOST:PORT (e.g. {DEFAULT_BIND})")
-    return host.strip("[]"), int(port)
+    return host_port(value, DEFAULT_BIND, any_port=True)
 
 
 def listen(host: str, port: int) -> socket.socket:

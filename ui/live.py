@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import anyio.to_thread
 
+from protocol.board import WorkingMemory
 from ui.source import CoordinatorDown, Source, UiError
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,14 @@ class Hub:
         return sorted(self._topics)
 
 
+def tasks_by_status(memories: list[WorkingMemory]) -> dict[str, int]:
+    """Tasks by status, summed over these working memories."""
+    total: Counter[str] = Counter()
+    for memory in memories:
+        total.update(memory.tasks)
+    return dict(total)
+
+
 @dataclass(frozen=True)
 class Sample:
     """The coordinator's figures at one moment, for the overview's last hour."""
@@ -136,11 +145,7 @@ class Recorder:
     def sample(self) -> None:
         """Take one sample now (blocking)."""
         stats, memories = self._source.call(lambda c: (c.stats(), c.memories()))
-        tasks: dict[str, int] = {}
-        for memory in memories:
-            for status, n in memory.tasks.items():
-                tasks[status] = tasks.get(status, 0) + n
-        self.tasks = tasks
+        self.tasks = tasks_by_status(memories)
         now = time.time()
         rate = 0.0
         if self._last is not None and now > self._last[0]:

@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from protocol import constants as C
 from protocol.models import HistogramOut, StatsReply
+from ui.live import tasks_by_status
 from ui.source import Source, UiError
 
 
@@ -92,11 +93,7 @@ class CoordinatorCollector(Collector):
         sampled = self._sampled()
         if sampled is not None:
             return sampled
-        counted: dict[str, int] = {}
-        for memory in self._source.call(lambda c: c.memories()):
-            for status, n in memory.tasks.items():
-                counted[status] = counted.get(status, 0) + n
-        return counted
+        return tasks_by_status(self._source.call(lambda c: c.memories()))
 
     def collect(self) -> Iterator[Metric]:
         try:

@@ -18,6 +18,7 @@ from ui import charts
 from ui.source import Refused, Source
 
 MAX_DRAWN = 300
+_DRAWN_RELATIONS = 24  # of a learning, in its graph and table (each other end is read for its name)
 _LISTED = 50  # rows of each table (nudges, decisions, artifacts, checkpoints, notes, sessions)
 _HELD = ("assigned", "in_progress")
 # drawn in this order until MAX_DRAWN: the work now, what waits on it, then what is done
@@ -93,11 +94,11 @@ def learning(source: Source, learning_id: str) -> dict[str, Any]:
 
     def read(client: GrooveClient) -> dict[str, Any]:
         item = client.get(learning_id)
-        relations = client.relations(learning_id)
+        relations = client.relations(learning_id)[:_DRAWN_RELATIONS]
         history = client.history(learning_id)
         others = {r.to_id if r.from_id == learning_id else r.from_id for r in relations}
         names = {}
-        for other in sorted(others)[:24]:
+        for other in sorted(others):
             try:
                 names[other] = client.get(other).description
             except NotFound:  # deleted since the relation was made: drawn by its id
@@ -112,7 +113,7 @@ def learning(source: Source, learning_id: str) -> dict[str, Any]:
             r.relation_type if r.from_id == learning_id else f"{r.relation_type} (to it)",
             f"/learnings/{other}",
         )
-        for r in data["relations"][:24]
+        for r in data["relations"]
         for other in [r.to_id if r.from_id == learning_id else r.from_id]
     ]
     data["graph"] = charts.star(item.description, around) if around else None

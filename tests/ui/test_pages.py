@@ -44,6 +44,7 @@ def test_a_search_finds_a_learning_and_its_page_shows_outcomes_confidence_and_se
     page.get_by_label("search text").fill("refunds result types")
     page.get_by_role("button", name="Search").click()
     expect(page.locator("#results")).to_contain_text("Wrap refunds in Result types")
+    expect(page).to_have_title("learnings · groove")
     shoot(page, "learnings")
     page.get_by_role("link", name="Wrap refunds in Result types").click()
     expect(page).to_have_url(re.compile(f"/learnings/{lid}$"))

@@ -9,6 +9,7 @@ import pytest
 
 from agents import BadRequest, Conflict, GrooveTimeout, NotFound
 from agents.errors import Busy
+from cli.options import host_port
 from cli.ui import parse_bind
 from tests.helpers import ROOT
 from ui import charts
@@ -93,6 +94,8 @@ def test_one_render_a_second_serves_every_listener_and_only_changes_are_sent() -
 
 def test_a_bind_address_is_host_and_port() -> None:
     assert parse_bind("127.0.0.1:5580") == ("127.0.0.1", 5580)
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        host_port("h:0", "h:1")  # port 0 only where the system may pick one
     assert parse_bind("[::1]:0") == ("::1", 0)
     for bad in ("nohost", ":80", "h:99999", "h:x"):
         with pytest.raises(ValueError, match="HOST:PORT"):
