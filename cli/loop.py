@@ -1,5 +1,5 @@
 """Learning-loop verbs: `params`, `inject` (prints the block for a CLAUDE.md), `session` (what one was given),
-`session-end` and `maintain`
+`sessions` (the newest injections), `history` (a learning's outcomes), `session-end` and `maintain`
 (`restore ID`, which brings an archived learning back, shares `restore` with backups in cli/backup.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import click
 
 from agents import GrooveClient
 from agents.cluster import GrooveCluster
-from cli.commands import with_client, with_routed_client
+from cli.commands import when, with_client, with_routed_client
 from cli.options import json_option, project_root, tier_option
 from cli.output import emit_json, table
 from protocol import constants as C
@@ -131,6 +131,50 @@ def session(client: GrooveClient | GrooveCluster, injection_id: str, as_json: bo
     click.echo(table(("id", "tier", "state", "confidence", "insight"), rows))
 
 
+@click.command("sessions")
+@click.option("--limit", type=click.IntRange(1, C.MAX_HISTORY_LIMIT), default=C.DEFAULT_HISTORY_LIMIT,
+              show_default=True, help="Injections on one page.")  # fmt: skip
+@click.option("--before", help="Only injections made before this one (its id; a page's last, for the next page).")
+@json_option
+@with_client
+def sessions(client: GrooveClient, limit: int, before: str | None, as_json: bool) -> None:
+    """List the newest injections: what each session was given, and how each learning turned out."""
+    page = client.injections(limit=limit, before=before)
+    if as_json:
+        emit_json(page.model_dump())
+        return
+    kinds = (C.OUTCOME_HELPFUL, C.OUTCOME_IGNORED, C.OUTCOME_CONTRADICTED)
+    rows = [
+        (i.injection_id, i.session_id, when(i.created_at), len(i.learnings),
+         " / ".join(str(list(i.outcomes.values()).count(k)) for k in kinds),
+         when(i.closed_at) if i.closed_at else "open")
+        for i in page.injections
+    ]  # fmt: skip
+    click.echo(table(("injection", "session", "made", "given", "helpful / ignored / contradicted", "closed"), rows))
+    if page.before is not None:
+        click.echo(f"more: --before {page.before}")
+
+
+@click.command("history")
+@click.argument("learning_id")
+@click.option("--limit", type=click.IntRange(1, C.MAX_HISTORY_LIMIT), default=C.DEFAULT_HISTORY_LIMIT,
+              show_default=True, help="Outcomes, and sessions, shown at most.")  # fmt: skip
+@json_option
+@with_client
+def history(client: GrooveClient, learning_id: str, limit: int, as_json: bool) -> None:
+    """Show a learning's outcomes with its confidence after each, and the sessions it was given to."""
+    found = client.history(learning_id, limit)
+    if as_json:
+        emit_json(found.model_dump())
+        return
+    rows = [(when(o.at), o.outcome, o.injection_id or "", f"{o.confidence:.3f}") for o in found.outcomes]
+    click.echo(table(("when", "outcome", "injection", "confidence after"), rows))
+    click.echo()
+    given = [(when(g.created_at), g.session_id, g.injection_id, when(g.closed_at) if g.closed_at else "open")
+             for g in found.given_to]  # fmt: skip
+    click.echo(table(("given", "session", "injection", "closed"), given))
+
+
 @click.command()
 @click.option(
     "--tier",
@@ -157,4 +201,4 @@ def maintain(client: GrooveClient | GrooveCluster, tiers: tuple[str, ...], now: 
     click.echo(f"decayed {reply.decayed}, archived {reply.archived}, purged {reply.purged}")
 
 
-loop_commands = [params, inject, session, session_end, maintain]
+loop_commands = [params, inject, session, sessions, history, session_end, maintain]

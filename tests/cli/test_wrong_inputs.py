@@ -51,6 +51,7 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
 | tasks | bad verdict, unknown task, not in review | `review t maybe`, `cancel nope`, `review T approved` | 2, 1, 1 |
 | tasks | bad priority, unknown task | `prioritize t hi`, `prioritize t 1e9`, `prioritize x 1` | 2, 1 |
+| history, sessions | bad id, unknown learning, bad page | `history nope`, `history GONE`, `sessions --before x` | 1 |
 | archive | not an id, unknown learning, archived already | `archive nope`, `archive GONE`, `archive ARCHIVED` | 1 |
 | board | unknown memory | `board GONE --once` | 1 |
 | nudge | unknown memory, bad priority | `nudge GONE a m`, `nudge M a m --priority max` | 1, 2 |
@@ -287,6 +288,9 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "tasks", "prioritize", "pending-task", "high"), 2),
             ((*ep, "tasks", "prioritize", "pending-task", str(10**9)), 2),
             ((*ep, "tasks", "prioritize", "nope", "1"), 1),
+            ((*ep, "history", "nope"), 1),
+            ((*ep, "history", GONE), 1),
+            ((*ep, "sessions", "--before", "yesterday"), 1),
             ((*ep, "archive", "nope"), 1),
             ((*ep, "archive", GONE), 1),
             ((*ep, "archive", archived), 1),

@@ -7,7 +7,7 @@ import pytest
 
 from agents import BadRequest, GrooveClient, NotFound
 from protocol import constants as C
-from tests.helpers import RunningCoordinator, learning
+from tests.helpers import RunningCoordinator, learning, run_groove
 
 _NO_SUCH = "01a20000-0000-7000-8000-000000000000"
 
@@ -48,6 +48,17 @@ def test_a_learnings_history_lists_its_outcomes_confidence_and_sessions_and_surv
     assert page.before is not None
     rest = client.injections(limit=1, before=page.before)
     assert [i.injection_id for i in rest.injections] == [first.injection_id]
+    # the same through the CLI, as a person reads it
+    ep = ("--endpoint", coordinator.endpoint)
+    shown = run_groove(*ep, "history", fact)
+    assert shown.returncode == 0, shown.stderr
+    assert "helpful" in shown.stdout
+    assert "contradicted" in shown.stdout
+    assert "s2" in shown.stdout
+    listed_cli = run_groove(*ep, "sessions", "--limit", "1")
+    assert listed_cli.returncode == 0, listed_cli.stderr
+    assert second.injection_id in listed_cli.stdout
+    assert f"more: --before {second.injection_id}" in listed_cli.stdout
 
 
 def test_bad_history_and_injection_list_requests_are_refused(client: GrooveClient) -> None:
