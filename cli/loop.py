@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import click
 
 from agents import GrooveClient
@@ -143,10 +145,10 @@ def sessions(client: GrooveClient, limit: int, before: str | None, as_json: bool
     if as_json:
         emit_json(page.model_dump())
         return
-    kinds = (C.OUTCOME_HELPFUL, C.OUTCOME_IGNORED, C.OUTCOME_CONTRADICTED)
+    kinds: tuple[C.OutcomeKind, ...] = (C.OUTCOME_HELPFUL, C.OUTCOME_IGNORED, C.OUTCOME_CONTRADICTED)
     rows = [
         (i.injection_id, i.session_id, when(i.created_at), len(i.learnings),
-         " / ".join(str(list(i.outcomes.values()).count(k)) for k in kinds),
+         " / ".join(str(Counter(i.outcomes.values())[k]) for k in kinds),
          when(i.closed_at) if i.closed_at else "open")
         for i in page.injections
     ]  # fmt: skip
