@@ -19,10 +19,7 @@ from zmq.auth.thread import ThreadAuthenticator
 
 from coordinator.errors import ConfigError
 from protocol import constants as C
-from protocol.curation import ReviewDecideRequest, ReviewListRequest
 from protocol.keys import PUBLIC_SUFFIX, SECRET_SUFFIX, KeyFileError, generate_key_pair, read_key_file
-from protocol.models import LearningPutRequest
-from protocol.ops import OPS
 
 log = logging.getLogger(__name__)
 
@@ -131,36 +128,3 @@ def is_loopback(endpoint: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False  # '*', an interface name or a host name: may be reachable from elsewhere
-
-
-def op_refusal(who: Principal, op: str) -> str | None:
-    """Why `who` may not send `op` at all, or None; checked before anything else is done for the request
-    (a resend is answered from its first attempt's reply, so this must come first)."""
-    spec = OPS.get(op)
-    if spec is None or spec.allows(who.role):  # an unknown op is answered `unknown_op` by validation
-        return None
-    return f"{op} needs the {spec.role} role; key {who.name!r} is {who.role}"
-
-
-def body_refusal(who: Principal, body: Any) -> str | None:
-    """Why `who` may not send this (validated) body: an organisation or tier or scope not its own."""
-    if who.role == C.ROLE_ADMIN:
-        return None
-    if isinstance(body, ReviewListRequest | ReviewDecideRequest) and body.org not in who.orgs:
-        return f"key {who.name!r} curates {', '.join(sorted(who.orgs))}, not {body.org!r}"
-    if isinstance(body, LearningPutRequest):
-        return _put_refusal(who, body)
-    return None
-
-
-def _put_refusal(who: Principal, body: LearningPutRequest) -> str | None:
-    tier = body.tier
-    if tier is not None and tier.startswith(C.TIER_ENTERPRISE_PREFIX):
-        org = tier[len(C.TIER_ENTERPRISE_PREFIX) :]
-        if org not in who.orgs:
-            return f"writing tier {tier!r} needs the curator role for {org!r}; key {who.name!r} is {who.role}"
-    own = C.SCOPE_USER_PREFIX + who.user
-    for learning in body.learnings:
-        if learning.scope.startswith(C.SCOPE_USER_PREFIX) and learning.scope != own:
-            return f"key {who.name!r} may write scope {own!r}, not {learning.scope!r}"
-    return None

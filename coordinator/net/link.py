@@ -53,15 +53,15 @@ class FrontLink:
         self.sock: zmq.Socket[bytes] = context.socket(zmq.PAIR)
         self.sock.setsockopt(zmq.SNDHWM, 0)  # bounded by the credit the front is given
         self.sock.setsockopt(zmq.RCVHWM, 0)
-        self._dir: Path | None = None  # made by `start`: a start that fails earlier leaves nothing behind
+        self._dir: Path | None = None  # made by `launch`: a start that fails earlier leaves nothing behind
+        self._bind = ""
         self.proc: subprocess.Popen[bytes] | None = None
         self.refused = 0  # CURVE handshakes the front refused
         self.dropped = 0  # replies the front could not hand to their client
         self._out: list[list[bytes]] = []
 
-    def start(self, settings: Settings) -> str:
-        """Start the front and wait until it listens; returns the endpoint clients reach. Raises zmq.ZMQError
-        when it cannot bind (the port taken, say), CoordinatorError when it does not start at all."""
+    def launch(self, settings: Settings) -> None:
+        """Start the front process; it imports and binds while the caller opens its tiers (`ready` waits for it)."""
         _sweep()
         self._dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))  # mode 0700
         endpoint = f"ipc://{self._dir / 'front'}"
@@ -71,14 +71,21 @@ class FrontLink:
         if settings.curve:
             assert settings.authorized_keys is not None  # Settings checks this
             argv += ["--authorized-keys", str(settings.authorized_keys), "--curve-key", str(settings.server_key_path())]
+        self._bind = settings.bind
+        self.proc = subprocess.Popen(argv)
+
+    def ready(self) -> str:
+        """Wait until the launched front listens; returns the endpoint clients reach. Raises zmq.ZMQError when it
+        cannot bind (the port taken, say), CoordinatorError when it does not start at all. Either way the front
+        and the link directory are gone."""
         try:
-            return self._started(subprocess.Popen(argv), settings.bind)
+            return self._started()
         except BaseException:
-            self.stop()  # nothing left behind: no front process, no link directory
+            self.stop()
             raise
 
-    def _started(self, proc: subprocess.Popen[bytes], bind: str) -> str:
-        self.proc = proc
+    def _started(self) -> str:
+        assert self.proc is not None, "launch first"
         deadline = time.monotonic() + _START_S
         while time.monotonic() < deadline:
             if self.sock.poll(100):
@@ -90,7 +97,7 @@ class FrontLink:
                     raise zmq.ZMQError(message[1], message[2])
             if self.proc.poll() is not None:
                 raise CoordinatorError(f"the front process exited with status {self.proc.returncode} before listening")
-        raise CoordinatorError(f"the front process did not listen on {bind} within {_START_S:.0f} s")
+        raise CoordinatorError(f"the front process did not listen on {self._bind} within {_START_S:.0f} s")
 
     def alive(self) -> bool:
         """Whether the front process is still running."""

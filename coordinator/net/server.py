@@ -32,11 +32,12 @@ from coordinator.errors import Rejected, StorageError, TierUnavailable
 from coordinator.metrics import OK, Metrics
 from coordinator.net import stats
 from coordinator.net.agents import AgentRegistry
-from coordinator.net.auth import ADMIN, Principal, body_refusal, load_authorized, op_refusal, server_keys
+from coordinator.net.auth import ADMIN, Principal, load_authorized, server_keys
 from coordinator.net.config import Settings
 from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
 from coordinator.net.idle import IdleNudges
 from coordinator.net.link import FrontLink
+from coordinator.net.permissions import body_refusal, op_refusal
 from coordinator.net.resends import Resends
 from coordinator.search.derived import Derived
 from coordinator.search.embedder import Embedder, MiniLM, resolve_device
@@ -45,15 +46,7 @@ from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
 from coordinator.write.planning import StoreVectors
 from protocol import constants as C
-from protocol.codec import (
-    RequestEnvelope,
-    body_digest,
-    decode_request,
-    encode_error,
-    encode_ok,
-    peek_op,
-    validate_body,
-)
+from protocol.codec import RequestEnvelope, body_digest, decode_request, encode_error, encode_ok, peek_op, validate_body
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ids import uuid7
 from protocol.models import RelationPutRequest
@@ -151,20 +144,18 @@ class Coordinator:
         if self.derived.embeddings and self.settings.embed_device == "cuda":
             resolve_device("cuda")  # CoordinatorError now, with nothing opened, if there is no GPU to use
         self.tiers.lock()  # DataDirLocked: another coordinator serves this data dir; never serve beside it
-        started = time.monotonic()
+        # the front imports and binds (≈ 0.1 s) while the user tier opens: a restart after a crash serves sooner
+        self.link.launch(self.settings)
         try:
-            self.tiers.open_user()
-        except TierUnavailable as exc:
-            if C.TIER_USER not in self.tiers.unavailable():  # it could not even be made
-                raise StorageError(exc.reason) from None
-            log.critical("serving without the user tier (restore it from a backup): %s", exc.reason)
-        ready_ms = (time.monotonic() - started) * 1000
-        log.info("user tier ready in %.0f ms (data dir %s)", ready_ms, self.settings.data_dir)
+            ready_ms = self._open_user()
+        except BaseException:
+            self.link.stop()  # nothing left behind: no front process, no link directory
+            raise
         self.inbox.bind(_OUTBOX)
         if curve is not None:
             self.principals, public, _ = curve
             log.info("CURVE on: %d authorized keys; server public key %s", len(self.principals), public.decode())
-        self.endpoint = self.link.start(self.settings)  # zmq.ZMQError when the endpoint cannot be bound
+        self.endpoint = self.link.ready()  # zmq.ZMQError when the endpoint cannot be bound
         # only now: a start that fails before serving (its port taken, say) must not leave the marker behind
         self._note_last_stop(ready_ms)
         self.batcher.start()
@@ -177,6 +168,19 @@ class Coordinator:
         gc.collect()
         gc.freeze()
         log.info("coordinator %s serving on %s", __version__, self.endpoint)
+
+    def _open_user(self) -> float:
+        """Open the user tier (serving without it if it is damaged but there); returns how long that took, in ms."""
+        started = time.monotonic()
+        try:
+            self.tiers.open_user()
+        except TierUnavailable as exc:
+            if C.TIER_USER not in self.tiers.unavailable():  # it could not even be made
+                raise StorageError(exc.reason) from None
+            log.critical("serving without the user tier (restore it from a backup): %s", exc.reason)
+        ready_ms = (time.monotonic() - started) * 1000
+        log.info("user tier ready in %.0f ms (data dir %s)", ready_ms, self.settings.data_dir)
+        return ready_ms
 
     def _note_last_stop(self, ready_ms: float) -> None:
         """Say whether the previous run stopped cleanly, and how long recovering from it took; then mark this

@@ -81,6 +81,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agents import GrooveClient
 from tests.helpers import RunningCoordinator, run_groove, silent_endpoint
 
@@ -97,8 +99,14 @@ def state(client: GrooveClient) -> list[Any]:
     ]
 
 
+# The rows run in this many tests, each against its own coordinator: one test of them all took a minute on two
+# cores, spawning a CLI process per row; in parts, the test workers share them.
+_PARTS = 4
+
+
+@pytest.mark.parametrize("part", range(_PARTS))
 def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
-    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path, part: int
 ) -> None:
     lid = client.learn("global", "solution", "kept", "kept")
     archived = client.learn("global", "solution", "put away", "put away")
@@ -303,6 +311,7 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             (("hooks", "install", "--project", "nope"), 2),
             (("hooks", "uninstall", "--agent", "vim"), 2),
         ]
+        cases = cases[part::_PARTS]
         before = state(client)
         with ThreadPoolExecutor(4) as pool:
             runs = list(pool.map(lambda case: run_groove(*case[0]), cases))
