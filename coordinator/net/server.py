@@ -39,7 +39,7 @@ from coordinator.net.idle import IdleNudges
 from coordinator.net.link import FrontLink
 from coordinator.net.permissions import body_refusal, op_refusal
 from coordinator.net.resends import Resends
-from coordinator.search.derived import Derived
+from coordinator.search.derived import KEYWORD_FILE, Derived
 from coordinator.search.embedder import Embedder, MiniLM, resolve_device
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher, Outcome
@@ -85,7 +85,10 @@ class Coordinator:
         self.registry = AgentRegistry()
         self.idle = IdleNudges()
         self.derived = Derived(
-            settings.exact_limit, embeddings=settings.embedder != "none", row_cache=settings.row_cache
+            settings.exact_limit,
+            embeddings=settings.embedder != "none",
+            row_cache=settings.row_cache,
+            keyword_file=settings.data_dir / KEYWORD_FILE,
         )
         self.tiers = TierSet(settings.data_dir, on_open=self.derived.load_tier)
         self.batcher = Batcher(

@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier lo
 # they like: past this bound new entries are not queued, and once the queue drains the worker looks up the
 # learnings still without a vector in CozoDB. Memory stays bounded and nothing is forgotten.
 _QUEUE_LIMIT = 50_000
+KEYWORD_FILE = "keywords.sqlite"  # in the data dir: the learnings' keyword index, made afresh at each start
 
 
 @dataclass(slots=True)
@@ -87,8 +89,10 @@ StoreVectors = Callable[[str, list[tuple[str, list[float]]], bool], bool]
 class Derived:
     """Keyword and vector indexes of the open tiers, and the embedding queue."""
 
-    def __init__(self, exact_limit: int, embeddings: bool, row_cache: int = 100_000) -> None:
-        self.keywords = KeywordIndex()
+    def __init__(
+        self, exact_limit: int, embeddings: bool, row_cache: int = 100_000, keyword_file: Path | None = None
+    ) -> None:
+        self.keywords = KeywordIndex(keyword_file)  # in memory without a file (tools and tests)
         self.rows = RowCache(row_cache)
         self.vectors: dict[str, VectorIndex] = {}
         self.near = NearDuplicates(self.vectors)

@@ -1,4 +1,4 @@
-"""The keyword index: SQLite FTS5 in memory, derived from the learnings of every open tier.
+"""The keyword index: SQLite FTS5 in a file of the data dir, derived from the learnings of every open tier.
 
 It is updated right after each commit, before the acks go out, so a learning is findable by its words the
 moment its write is acknowledged, long before its embedding exists. It is never part of the write
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from pathlib import Path
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _MAX_TERMS = 32
@@ -18,6 +19,8 @@ _MAX_TERMS = 32
 # most of a 12k-learning index and cost 14 ms (under the lock writers need) against 2.4 ms for the four
 # rarest, which carry most of the BM25 weight anyway.
 _OR_TERMS = 4
+_CACHE_KIB = 8192  # SQLite's page cache for a file-backed index; the operating system caches the rest
+_CHUNK = 500  # ids per `IN (...)` lookup
 
 
 _STOPWORDS = frozenset(
@@ -81,50 +84,98 @@ def query_terms(text: str) -> list[str]:
 
 
 class KeywordIndex:
-    """Full-text search over learnings' descriptions and insights, by tier. Thread-safe."""
+    """Full-text search over texts labelled by tier (or by memory, for notes). Thread-safe.
 
-    def __init__(self) -> None:
-        self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        self._db.execute(
-            "CREATE VIRTUAL TABLE kw USING fts5(lid UNINDEXED, tier UNINDEXED, body, tokenize='unicode61')"
-        )
-        self._db.execute("CREATE VIRTUAL TABLE kw_terms USING fts5vocab(kw, 'row')")  # documents per term
+    In memory, or in a file: the learnings' index lives in the data dir, so that what a stored learning costs in
+    RAM does not grow with its words (SQLite keeps `_CACHE_KIB` of its pages, the operating system the rest).
+    The file is derived data, made afresh when the coordinator starts and filled as tiers open; it is never
+    trusted across a crash, so it is written without a journal on disk and without syncing.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None  # made at first use: by then the data dir is known to be ours
         self._lock = threading.Lock()
-        # FTS5 cannot look up its unindexed columns quickly, so rows are found by rowid, kept here
-        self._rowids: dict[str, int] = {}
-        self._tiers: dict[str, str] = {}
+        self._labels: dict[str, int] = {}  # tier (or memory) -> the small number stored for it
+        self._names: dict[int, str] = {}
         self._next_rowid = 1
+        self._count = 0
+
+    def _db(self) -> sqlite3.Connection:
+        """The database, made on first use (call with the lock held)."""
+        if self._conn is None:
+            if self._path is not None:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                self._path.unlink(missing_ok=True)  # what a previous run left: rebuilt as the tiers open
+            self._conn = sqlite3.connect(":memory:" if self._path is None else str(self._path), check_same_thread=False)
+            self._conn.executescript(
+                f"""
+                PRAGMA journal_mode = MEMORY;
+                PRAGMA synchronous = OFF;
+                PRAGMA cache_size = -{_CACHE_KIB};
+                CREATE TABLE doc (lid TEXT PRIMARY KEY, label INTEGER NOT NULL);
+                CREATE INDEX doc_label ON doc (label);
+                CREATE VIRTUAL TABLE kw USING fts5(body, tokenize='unicode61');
+                CREATE VIRTUAL TABLE kw_terms USING fts5vocab(kw, 'row');
+                """
+            )
+        return self._conn
+
+    def _label(self, name: str) -> int:
+        code = self._labels.get(name)
+        if code is None:
+            code = self._labels[name] = len(self._labels) + 1
+            self._names[code] = name
+        return code
 
     def upsert(self, tier: str, entries: list[tuple[str, str]]) -> None:
-        """Index (learning id, text) pairs of one tier, replacing earlier text for the same ids."""
+        """Index (id, text) pairs of one tier, replacing earlier text for the same ids."""
         if not entries:
             return
-        with self._lock, self._db:
-            self._delete([lid for lid, _ in entries])
-            rows = []
-            for lid, text in entries:
-                self._rowids[lid] = self._next_rowid
-                self._tiers[lid] = tier
-                rows.append((self._next_rowid, lid, tier, text))
-                self._next_rowid += 1
-            self._db.executemany("INSERT INTO kw (rowid, lid, tier, body) VALUES (?, ?, ?, ?)", rows)
+        entries = list(dict(entries).items())  # an id twice: its last text
+        with self._lock, self._db() as db:
+            self._delete_rows(self._rowids_of([lid for lid, _ in entries]))
+            label = self._label(tier)
+            first = self._next_rowid
+            self._next_rowid += len(entries)
+            db.executemany(
+                "INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)",
+                [(first + i, lid, label) for i, (lid, _) in enumerate(entries)],
+            )
+            db.executemany(
+                "INSERT INTO kw (rowid, body) VALUES (?, ?)", [(first + i, text) for i, (_, text) in enumerate(entries)]
+            )
+            self._count += len(entries)
 
     def remove(self, ids: list[str]) -> None:
-        """Drop these learnings (unknown ids are ignored)."""
-        with self._lock, self._db:
-            self._delete(ids)
+        """Drop these entries (unknown ids are ignored)."""
+        if not ids:
+            return
+        with self._lock, self._db():
+            self._delete_rows(self._rowids_of(ids))
 
     def drop_tier(self, tier: str) -> None:
         """Forget a whole tier (before it is rebuilt)."""
-        with self._lock, self._db:
-            self._delete([lid for lid, t in self._tiers.items() if t == tier])
+        with self._lock, self._db() as db:
+            code = self._labels.get(tier)
+            if code is not None:
+                rows = db.execute("SELECT rowid FROM doc WHERE label = ?", (code,)).fetchall()
+                self._delete_rows([r for (r,) in rows])
 
-    def _delete(self, ids: list[str]) -> None:
-        gone = [(self._rowids.pop(lid),) for lid in ids if lid in self._rowids]
-        for lid in ids:
-            self._tiers.pop(lid, None)
-        if gone:
-            self._db.executemany("DELETE FROM kw WHERE rowid = ?", gone)
+    def _rowids_of(self, ids: list[str]) -> list[int]:
+        found: list[int] = []
+        for at in range(0, len(ids), _CHUNK):
+            chunk = ids[at : at + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found += [r for (r,) in self._db().execute(f"SELECT rowid FROM doc WHERE lid IN ({marks})", chunk)]
+        return found
+
+    def _delete_rows(self, rowids: list[int]) -> None:
+        if rowids:
+            gone = [(r,) for r in rowids]
+            self._db().executemany("DELETE FROM kw WHERE rowid = ?", gone)
+            self._db().executemany("DELETE FROM doc WHERE rowid = ?", gone)
+            self._count -= len(rowids)
 
     def search(self, text: str, tiers: list[str], k: int) -> list[tuple[str, str, float, list[str]]]:
         """Up to `k` (id, tier, score, matched terms) best first; any query word may match (BM25 ranks)."""
@@ -153,19 +204,28 @@ class KeywordIndex:
             return terms
         marks = ",".join("?" * len(terms))
         with self._lock:
-            counts = dict(self._db.execute(f"SELECT term, doc FROM kw_terms WHERE term IN ({marks})", terms).fetchall())
+            counts = dict(
+                self._db().execute(f"SELECT term, doc FROM kw_terms WHERE term IN ({marks})", terms).fetchall()
+            )
         present = [t for t in terms if counts.get(t, 0) > 0]
         return sorted(present, key=lambda t: counts[t])[:_OR_TERMS]
 
     def _match(self, match: str, tiers: list[str], k: int) -> list[tuple[str, str, float, str]]:
-        marks = ",".join("?" * len(tiers))
         with self._lock:
-            rows: list[tuple[str, str, float, str]] = self._db.execute(
-                f"SELECT lid, tier, bm25(kw), lower(body) FROM kw WHERE kw MATCH ? AND tier IN ({marks}) "
-                "ORDER BY bm25(kw) LIMIT ?",
-                (match, *tiers, k),
-            ).fetchall()
-        return rows
+            codes = [self._labels[t] for t in tiers if t in self._labels]
+            if not codes:
+                return []
+            marks = ",".join("?" * len(codes))
+            rows = (
+                self._db()
+                .execute(
+                    "SELECT doc.lid, doc.label, bm25(kw), lower(kw.body) FROM kw JOIN doc ON doc.rowid = kw.rowid "
+                    f"WHERE kw MATCH ? AND doc.label IN ({marks}) ORDER BY bm25(kw) LIMIT ?",
+                    (match, *codes, k),
+                )
+                .fetchall()
+            )
+            return [(lid, self._names[code], rank, body) for lid, code, rank, body in rows]
 
     def __len__(self) -> int:
-        return len(self._rowids)
+        return self._count
