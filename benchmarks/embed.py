@@ -35,6 +35,8 @@ from cli.output import table
 from coordinator.search.embedder import MiniLM, Vectors, embedding_text
 from protocol import constants as C
 
+_SINGLES = 20  # one-text encodes timed for the query latency (their median)
+
 Encode = Callable[[list[str]], Vectors]
 
 
@@ -55,7 +57,7 @@ def measure(name: str, encode: Encode, texts: list[str], per_call: int, referenc
     vectors = np.concatenate([encode(texts[i : i + per_call]) for i in range(0, len(texts), per_call)])
     elapsed = time.perf_counter() - started
     singles = []
-    for text in texts[:50]:
+    for text in texts[:_SINGLES]:
         t0 = time.perf_counter()
         encode([text])
         singles.append((time.perf_counter() - t0) * 1000)

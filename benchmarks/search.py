@@ -168,10 +168,10 @@ def wait_for(condition: Any, timeout: float = 600) -> None:
         time.sleep(0.2)
 
 
-def embedding_throughput(client: GrooveClient) -> dict[str, float]:
+def embedding_throughput(client: GrooveClient, count: int) -> dict[str, float]:
     from coordinator.search.embedder import MiniLM, embedding_text
 
-    texts = [f"While working on case {i}, we learned that {PAIRS[i % len(PAIRS)]['learning']}" for i in range(1280)]
+    texts = [f"While working on case {i}, we learned that {PAIRS[i % len(PAIRS)]['learning']}" for i in range(count)]
     insight = "Apply this in every project."
     model = MiniLM()
     model.encode(texts[:64])
@@ -201,10 +201,16 @@ def embedding_throughput(client: GrooveClient) -> dict[str, float]:
 @click.option("--sizes", default="10000,100000", show_default=True)
 @click.option("--duration", type=float, default=10.0, show_default=True, help="Seconds of each loaded phase.")
 @click.option("--queries", type=int, default=300, show_default=True, help="Sequential queries per latency figure.")
-def main(sizes: str, duration: float, queries: int) -> None:
+@click.option("--clients", type=click.IntRange(1), default=8, show_default=True,
+              help="Agent processes writing, then searching, in the loaded phases.")  # fmt: skip
+@click.option("--lag-seconds", type=click.FloatRange(1), default=20.0, show_default=True,
+              help="Seconds of writes at 100/s for the visibility lag (20 fill its window of 2,048).")  # fmt: skip
+@click.option("--texts", type=click.IntRange(64), default=1280, show_default=True,
+              help="Texts embedded for the throughput figure, by the bare model and through the worker.")  # fmt: skip
+def main(sizes: str, duration: float, queries: int, clients: int, lag_seconds: float, texts: int) -> None:
     """Run every phase, print a table, then one JSON line."""
     rng = random.Random(7)
-    result: dict[str, Any] = {"bench": "search", "machine": machine()}
+    result: dict[str, Any] = {"bench": "search", "clients": clients, "machine": machine()}
     with tempfile.TemporaryDirectory(prefix="groove-search-") as tmp:
         work = Path(tmp)
         (work / "data").mkdir()
@@ -216,13 +222,13 @@ def main(sizes: str, duration: float, queries: int) -> None:
             result["quality"] = quality(client)
             # the lag window holds the last 2,048 learnings embedded: 20 s at 100/s fills it with this phase only
             click.echo("visibility lag at 100 writes/s ...", err=True)
-            procs = agents(endpoint, 1, "synthetic", max(duration, 20.0), work, [*_WRITES, "--rate", "100"])
+            procs = agents(endpoint, 1, "synthetic", lag_seconds, work, [*_WRITES, "--rate", "100"])
             collect(procs)
             wait_for(lambda: client.stats().embedding_queue_depth == 0)
             lag = client.stats().visibility_lag_ms
             result["lag_100_per_s"] = {"p50_ms": round(lag.p50, 1), "p99_ms": round(lag.p99, 1)}
             click.echo("embedding throughput ...", err=True)
-            result["embedding"] = embedding_throughput(client)
+            result["embedding"] = embedding_throughput(client, texts)
             loaded = client.stats().vectors
             result["sizes"] = []
             for size in (int(s) for s in sizes.split(",")):
@@ -233,20 +239,20 @@ def main(sizes: str, duration: float, queries: int) -> None:
                 row: dict[str, Any] = {"learnings": client.stats().vectors}
                 row["idle_vector"] = latencies(client, rng, queries, "vector")
                 row["idle_text"] = latencies(client, rng, min(queries, 100), "text")
-                writers = agents(endpoint, 8, "synthetic", duration, work, _WRITES)
+                writers = agents(endpoint, clients, "synthetic", duration, work, _WRITES)
                 time.sleep(1.0)
                 row["writing_vector"] = latencies(client, rng, queries, "vector")
                 row["writing_text"] = latencies(client, rng, min(queries, 100), "text")
                 reports, _ = collect(writers)
                 row["writes_during"] = sum(r["ops"].get("learn", 0) for r in reports)
                 settle(client)  # the writers' learnings are embedded before the next phase
-                searchers = agents(endpoint, 8, "search", duration, work, [])
+                searchers = agents(endpoint, clients, "search", duration, work, [])
                 reports, lat = collect(searchers)
-                row["clients8_qps"] = round(sum(r["ops"].get("search", 0) for r in reports) / duration, 1)
-                row["clients8_p99_ms"] = round(percentile(lat, 99), 3)
+                row["clients_qps"] = round(sum(r["ops"].get("search", 0) for r in reports) / duration, 1)
+                row["clients_p99_ms"] = round(percentile(lat, 99), 3)
                 served = client.stats().op_ms[C.OP_SEARCH]  # the last 2,048 searches: all of this phase
-                row["clients8_coord_p50_ms"] = round(served.p50, 3)
-                row["clients8_coord_p99_ms"] = round(served.p99, 3)
+                row["clients_coord_p50_ms"] = round(served.p50, 3)
+                row["clients_coord_p99_ms"] = round(served.p99, 3)
                 result["sizes"].append(row)
                 loaded = client.stats().vectors
             client.close()
@@ -277,10 +283,10 @@ def main(sizes: str, duration: float, queries: int) -> None:
                 "learnings",
                 "vector query",
                 "text query",
-                "8 writing: vector",
-                "8 writing: text",
-                "8 clients q/s",
-                "8 clients p99 | coord",
+                f"{clients} writing: vector",
+                f"{clients} writing: text",
+                f"{clients} clients q/s",
+                f"{clients} clients p99 | coord",
             ),
             [
                 (
@@ -289,8 +295,8 @@ def main(sizes: str, duration: float, queries: int) -> None:
                     both(r["idle_text"]),
                     both(r["writing_vector"]),
                     both(r["writing_text"]),
-                    r["clients8_qps"],
-                    f"{r['clients8_p99_ms']} | {r['clients8_coord_p99_ms']}",
+                    r["clients_qps"],
+                    f"{r['clients_p99_ms']} | {r['clients_coord_p99_ms']}",
                 )
                 for r in result["sizes"]
             ],

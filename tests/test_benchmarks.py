@@ -149,3 +149,115 @@ def test_the_dashboard_benchmark_times_every_page_the_scrape_and_the_writer_both
     assert writes["without"] > 0
     assert writes["with_dashboards"] > 0
     assert result["dashboard_updates"] >= 5  # each open board got its first fragment at least
+
+
+# --- every benchmark, run as users run it, at sizes of seconds -----------------------------------------------------
+
+# Modules with a `__main__` run by another benchmark rather than on their own.
+RUN_BY_OTHERS = {"peers": "load"}  # the SQLite and echo peers are subprocesses of the load harness
+
+
+def test_every_benchmark_module_has_a_smoke_test() -> None:
+    """An option renamed in one benchmark once broke another unseen (`limits`): each must run here."""
+    runnable = {p.stem for p in Path("benchmarks").glob("*.py") if '__name__ == "__main__"' in p.read_text()}
+    smoked = set(re.findall(r'benchmark\(\s*"(\w+)"', Path(__file__).read_text()))
+    assert runnable - smoked - set(RUN_BY_OTHERS) == set()
+    assert set(RUN_BY_OTHERS.values()) <= smoked
+
+
+def test_the_storage_benchmark_runs_from_the_command_line() -> None:
+    _, result = benchmark("storage", "--writes", "256")
+    assert {r["batch"] for r in result["results"]} >= {1, 16}
+    assert all(r["script_per_s"] > 0 and r["import_per_s"] > 0 for r in result["results"])
+
+
+def test_the_writer_benchmark_times_the_batcher_alone() -> None:
+    _, result = benchmark("writer", "--batch", "4", "--batches", "5")
+    assert [r["tiers"] for r in result["results"]] == [1, 7]  # one tier, then a batch spread over seven
+    assert all(r["batch"] == 4 and r["writes_per_s"] > 0 for r in result["results"])
+
+
+@pytest.mark.slow
+def test_the_load_harness_reads_every_write_back_and_measures_the_peers_and_the_rss_at_rest() -> None:
+    run, result = benchmark("load", "--agents", "2", "--duration", "1", "--peers", "sqlite,echo", "--rest-rss")
+    assert result["errors"] == result["lost"] == result["duplicates"] == result["unacked_stored"] == 0
+    assert result["kinds"]["learn"]["acked"] > 0
+    assert set(result["peers"]) == {"sqlite_wal", "zmq_echo"}
+    assert all(ratio > 0 for ratio in result["ratios"].values())
+    assert result["coordinator"]["rss_mb_at_rest"] > 0
+    assert "RSS of a coordinator restarted on the same data" in run.stdout
+
+
+@pytest.mark.slow
+def test_the_limits_benchmark_puts_groove_beside_storage_the_writer_and_the_peers() -> None:
+    _, result = benchmark("limits", "--agents", "2", "--in-flight", "1", "--duration", "1", "--writes", "256")
+    assert {"groove/storage", "groove/writer", "groove/echo", "groove/sqlite"} <= set(result["ratios"])
+    assert result["readback"]["lost"] == result["readback"]["duplicates"] == 0
+    assert result["errors"] == 0
+
+
+def test_the_ann_benchmark_compares_libraries_on_random_vectors() -> None:
+    _, result = benchmark("ann", "--random", "--size", "2000", "--queries", "20", "--libraries", "usearch")
+    (row,) = result["results"]
+    assert row["library"] == "usearch"
+    assert 0 < row["k10_recall_at_10"] <= 1
+
+
+@pytest.mark.slow
+def test_the_embedding_benchmark_times_each_way_against_the_cpu_model() -> None:
+    _, result = benchmark("embed", "--texts", "64")
+    ways = {r["how"]: r for r in result["results"]}
+    assert {"torch fp32 cpu", "torch int8 cpu"} <= set(ways)
+    assert ways["torch fp32 cpu"]["cosine_min"] > 0.999  # the reference against itself
+    assert all(r["texts_per_s"] > 0 for r in ways.values())
+
+
+@pytest.mark.slow
+def test_the_injection_benchmark_times_each_kind_of_call() -> None:
+    _, result = benchmark("inject", "--learnings", "100", "--sessions", "5")
+    for kind in ("no_task", "with_task", "session"):
+        assert 0 < result[kind]["p50_ms"] <= result[kind]["p99_ms"]
+
+
+@pytest.mark.slow
+def test_the_search_benchmark_measures_quality_lag_throughput_and_latency() -> None:
+    _, result = benchmark(
+        "search",
+        "--sizes",
+        "300",
+        "--duration",
+        "1",
+        "--queries",
+        "5",
+        "--clients",
+        "2",
+        "--lag-seconds",
+        "2",
+        "--texts",
+        "64",
+    )
+    assert result["quality"]["hybrid"]["pairs"] > 0
+    assert result["lag_100_per_s"]["p50_ms"] > 0
+    assert result["embedding"]["worker_texts_per_s"] > 0
+    (size,) = result["sizes"]
+    assert size["learnings"] >= 300
+    assert size["clients_qps"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray")  # Ray's tests share one worker: two Ray clusters at once starve two cores
+def test_the_fleets_benchmark_runs_the_swarm_locally_and_on_ray() -> None:
+    _, result = benchmark("fleets", "--agents", "1", "--duration", "1")
+    assert set(result["acked"]) == {"local", "ray"}
+    assert result["acked"]["local"] > 0
+    assert result["acked"]["ray"] > 0
+    assert result["mismatches"] == {"local": 0, "ray": 0}
+    assert result["errors"] == {"local": 0, "ray": 0}
+
+
+def test_the_memory_benchmark_reports_rss_at_every_mark_and_at_rest() -> None:
+    run, result = benchmark("memory", "--learnings", "300", "--every", "100")
+    assert [m["learnings"] for m in result["marks"]] == [0, 100, 200, 300]
+    assert len(result["kb_per_learning"]) == 3
+    assert result["rss_mb_at_rest"] > 0
+    assert "at rest on the same data" in run.stdout

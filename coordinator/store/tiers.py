@@ -37,6 +37,26 @@ LOCK_FILE = "coordinator.lock"  # flocked by the process that owns the data dir;
 _WHERE_LIMIT = 200_000  # cached learning locations (about 200 bytes each)
 DB_DIR = "db"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
+# RocksDB's options for every tier: CozoDB's own, but for the write buffer. RocksDB's default (64 MiB, two of
+# them, and as much again of flushed ones kept for transactions' conflict checks) lets each tier hold up to
+# ~192 MiB of memtables, and a data dir has a tier per project: at 600,000 learnings over 7 tiers the coordinator
+# held 969 MB with 64 MiB, 713 MB with 16 MiB (and still growing with 64), at ~7 % less bulk-write rate.
+# CozoDB replaces the table options (bloom filters, a 32 MiB block cache per tier) whatever this file says.
+_ROCKSDB_OPTIONS = """\
+[Version]
+  rocksdb_version=8.8.1
+  options_file_version=1.1
+[DBOptions]
+  max_background_jobs=6
+  bytes_per_sync=1048576
+[CFOptions "default"]
+  write_buffer_size=16777216
+  max_write_buffer_number=2
+  compression=kLZ4Compression
+  bottommost_compression=kZSTD
+  level_compaction_dynamic_level_bytes=true
+  compaction_pri=kMinOverlappingRatio
+"""
 _REOPEN_BROKEN_S = 30.0  # a tier that failed to open is tried again after this (its files may be repaired)
 
 
@@ -65,6 +85,8 @@ class Tier:
         self.name = name
         self.path = path
         try:
+            (path / DB_DIR).mkdir(exist_ok=True)
+            (path / DB_DIR / "options").write_text(_ROCKSDB_OPTIONS)  # read by CozoDB as it opens
             self.db = Client("rocksdb", str(path / DB_DIR), dataframe=False)
         except Exception as exc:  # pycozo raises bare exceptions; say which tier and why
             raise StorageError(f"cannot open tier {name!r} at {path}: {_one_line(exc)}") from None

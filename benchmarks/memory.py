@@ -1,0 +1,98 @@
+"""What a stored learning costs in RAM: one client fills a fresh coordinator (`--embedder none`) with the bundled
+corpus's learnings, 100 a request, and reads the coordinator's RSS (its front process included) at every mark;
+then a coordinator restarted on the same data, every tier open, is measured at rest.
+
+    python -m benchmarks.memory --learnings 600000 --every 100000
+
+The corpus spreads learnings over six project tiers and the user tier, as a real data dir would. Between two
+marks the RSS grows by what the learnings cost plus whatever fixed-size part was still filling (RocksDB's
+memtables and block cache per tier, the row, reply and location caches): the last marks' slope is the
+per-learning cost once those are full. The last line is JSON.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agents import GrooveClient
+from agents.corpus import load as load_corpus
+from agents.fleet import stop_process
+from benchmarks.common import ProcessTree, machine
+from cli.output import table
+from cli.processes import start_coordinator
+
+_PER_REQUEST = 100
+_SERVE = ["--embedder", "none"]
+
+
+def fill(endpoint: str, pid: int, learnings: int, every: int) -> list[dict[str, Any]]:
+    """Put `learnings` corpus learnings; (learnings stored, RSS MB, seconds) at every `every` and at the end."""
+    corpus, rng = load_corpus(), random.Random(1)
+    tree = ProcessTree(pid)
+    marks = [{"learnings": 0, "rss_mb": round(tree.rss_mb(), 1), "s": 0.0}]
+    started = time.monotonic()
+    with GrooveClient(endpoint, timeout=120) as client:
+        done = 0
+        while done < learnings:
+            n = min(_PER_REQUEST, learnings - done)
+            client.put_learnings([corpus.learning(rng, noted_by="memory") for _ in range(n)])
+            done += n
+            if done % every < n or done == learnings:
+                marks.append(
+                    {"learnings": done, "rss_mb": round(tree.rss_mb(), 1), "s": round(time.monotonic() - started, 1)}
+                )
+                click.echo(f"  {done:,} learnings: {marks[-1]['rss_mb']} MB", err=True)
+    return marks
+
+
+def slopes(marks: list[dict[str, Any]]) -> list[float]:
+    """KB of RSS per learning stored between each pair of consecutive marks."""
+    return [
+        round((b["rss_mb"] - a["rss_mb"]) * 1000 / (b["learnings"] - a["learnings"]), 3)
+        for a, b in itertools.pairwise(marks)
+        if b["learnings"] > a["learnings"]
+    ]
+
+
+def at_rest(data: Path) -> float:
+    """RSS MB of a coordinator restarted on `data`, every tier open, idle."""
+    proc, endpoint = start_coordinator(data, _SERVE)
+    try:
+        with GrooveClient(endpoint, timeout=600) as client:
+            client.list_learnings(limit=1)  # a list across tiers opens every tier on disk
+            return round(ProcessTree(proc.pid).rss_mb(), 1)
+    finally:
+        stop_process(proc)
+
+
+@click.command()
+@click.option("--learnings", type=click.IntRange(1), default=600_000, show_default=True, help="Learnings to store.")
+@click.option("--every", type=click.IntRange(1), default=100_000, show_default=True, help="Learnings between marks.")
+def main(learnings: int, every: int) -> None:
+    """Fill a coordinator and report RSS per stored learning, under the writes and at rest."""
+    with tempfile.TemporaryDirectory(prefix="groove-memory-") as tmp:
+        data = Path(tmp)
+        proc, endpoint = start_coordinator(data, _SERVE)
+        try:
+            marks = fill(endpoint, proc.pid, learnings, every)
+        finally:
+            stop_process(proc)
+        rest = at_rest(data)
+    per = slopes(marks)
+    rows = [(m["learnings"], m["rss_mb"], m["s"], kb) for m, kb in zip(marks[1:], per, strict=True)]
+    click.echo(table(("learnings", "RSS MB", "s", "KB per learning since the mark before"), rows))
+    click.echo(f"at rest on the same data: {rest} MB (empty: {marks[0]['rss_mb']} MB)")
+    line = {"bench": "memory", "learnings": learnings, "marks": marks, "kb_per_learning": per, "rss_mb_at_rest": rest}
+    click.echo(json.dumps({**line, "machine": machine()}))
+
+
+if __name__ == "__main__":
+    main()
