@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from coordinator.search.keywords import KeywordIndex, query_terms
 
 
@@ -59,3 +61,25 @@ def test_upsert_replaces_remove_and_drop_tier_forget() -> None:
     assert kw.search("new", ["user"], 10) == []
     kw.drop_tier("project:/x")
     assert len(kw) == 0
+
+
+def test_a_file_backed_index_starts_afresh_replaces_removes_and_drops_a_tier(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "keywords.sqlite"
+    path.parent.mkdir()
+    path.write_text("what a previous run left")
+    kw = KeywordIndex(path)
+    assert path.read_bytes().startswith(b"what")  # nothing touched before first use...
+    kw.upsert("user", [("a", "retry with backoff"), ("b", "retry with jitter"), ("a", "pin the proxy")])
+    assert path.read_bytes().startswith(b"SQLite format 3")  # ...then made afresh
+    assert len(kw) == 2
+    assert [h[0] for h in kw.search("retry", ["user"], 10)] == ["b"]  # an id twice in one call: its last text
+    kw.upsert("project:/x", [("c", "retry later")])
+    kw.upsert("user", [("b", "pin the version")])  # replaced, not added
+    assert len(kw) == 3
+    assert [h[0] for h in kw.search("retry", ["user", "project:/x"], 10)] == ["c"]
+    kw.remove(["a", "missing"])
+    assert [h[0] for h in kw.search("pin", ["user"], 10)] == ["b"]
+    kw.drop_tier("user")
+    assert len(kw) == 1
+    assert kw.search("pin", ["user"], 10) == []
+    assert kw.search("retry", ["project:/x"], 10)[0][:2] == ("c", "project:/x")
