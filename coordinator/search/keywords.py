@@ -134,14 +134,18 @@ class KeywordIndex:
             return
         entries = list(dict(entries).items())  # an id twice: its last text
         with self._lock, self._db() as db:
-            self._delete_rows(self._rowids_of([lid for lid, _ in entries]))
             label = self._label(tier)
             first = self._next_rowid
             self._next_rowid += len(entries)
-            db.executemany(
-                "INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)",
-                [(first + i, lid, label) for i, (lid, _) in enumerate(entries)],
-            )
+            docs = [(first + i, lid, label) for i, (lid, _) in enumerate(entries)]
+            # Most entries are new learnings: looking each up first cost more than indexing it. An id indexed
+            # before (an edit, a rebuild) breaks the insert; then the rows it made go, the old entries too.
+            try:
+                db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
+            except sqlite3.IntegrityError:
+                db.execute("DELETE FROM doc WHERE rowid >= ?", (first,))
+                self._delete_rows(self._rowids_of([lid for lid, _ in entries]))
+                db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
             db.executemany(
                 "INSERT INTO kw (rowid, body) VALUES (?, ?)", [(first + i, text) for i, (_, text) in enumerate(entries)]
             )
