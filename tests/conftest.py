@@ -13,6 +13,14 @@ from protocol.keys import CurveClient
 from tests.helpers import RunningCoordinator
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules holding `slow` tests run first, each kept whole (its module fixtures made once): pytest-xdist
+    hands tests out in this order, and a minute-long test handed out last keeps one worker busy after the
+    others have finished."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
+
+
 @pytest.fixture
 def coordinator_factory(tmp_path: Path) -> Iterator[Callable[..., RunningCoordinator]]:
     """Start coordinators: `factory(*serve_args, data_dir=None, model=False, env=None)`; all stopped at teardown.

@@ -104,6 +104,7 @@ def state(client: GrooveClient) -> list[Any]:
 _PARTS = 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(_PARTS))
 def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
     coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path, part: int

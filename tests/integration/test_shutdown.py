@@ -62,6 +62,7 @@ def compose_service() -> tuple[list[str], dict[str, str], float]:
 
 # Once, the way `docker compose stop` stops the service (SIGTERM, then its grace period): SIGTERM and SIGINT reach
 # the same handler, which the test above checks for each, and the model makes this test the costlier by far.
+@pytest.mark.slow
 def test_a_compose_stop_while_embeddings_are_queued_exits_cleanly_and_loses_no_embedding(
     coordinator_factory: Callable[..., RunningCoordinator],
     client_factory: Callable[..., GrooveClient],
