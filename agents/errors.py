@@ -75,6 +75,15 @@ class WrongCoordinator(RemoteError):
     owner: str = ""
 
 
+class StorageFull(RemoteError):
+    """A tier's disk is full: nothing of the request was applied; send it again once space is freed."""
+
+
+class StorageIO(RemoteError):
+    """A tier's files could not be written (a read-only or vanished data dir, an I/O error): nothing of the
+    request was applied; the message gives the operating system's words."""
+
+
 class InternalError(RemoteError):
     """The coordinator failed while serving the request; retrying with the same id is safe."""
 
@@ -89,6 +98,8 @@ _BY_CODE: dict[str, type[RemoteError]] = {
     ErrorCode.UNAUTHORIZED: Unauthorized,
     ErrorCode.TIER_UNAVAILABLE: TierUnavailable,
     ErrorCode.WRONG_COORDINATOR: WrongCoordinator,
+    ErrorCode.STORAGE_FULL: StorageFull,
+    ErrorCode.STORAGE_IO: StorageIO,
     ErrorCode.INTERNAL: InternalError,
 }
 

@@ -49,6 +49,7 @@ class _Flight:
     resend_at: float
     deadline: float
     attempt_timeout: float
+    last_error: GrooveError | None = None  # the coordinator's last retryable answer, said if the deadline passes
 
 
 class Transport:
@@ -192,6 +193,7 @@ class Transport:
             assert reply.error is not None
             error = from_wire(reply.error)
             if error.retryable and now < flight.deadline:
+                flight.last_error = error
                 delay = (error.retry_after_ms or C.DEFAULT_BUSY_RETRY_MS) / 1000.0
                 flight.resend_at = now + min(_MAX_BACKOFF_S, max(_MIN_BACKOFF_S, delay)) * random.uniform(0.5, 1.5)
                 continue
@@ -202,6 +204,10 @@ class Transport:
         now = time.monotonic()
         for flight in list(flights.values()):
             if flight.resend_at > now:
+                continue
+            if now >= flight.deadline and flight.last_error is not None:  # it answered: say what, not "no reply"
+                del flights[flight.request_id]
+                results[flight.index] = Result(None, flight.last_error, now - flight.first_sent, flight.request_id)
                 continue
             if now >= flight.deadline:
                 del flights[flight.request_id]

@@ -122,6 +122,9 @@ def ping(client: GrooveClient, as_json: bool) -> None:
         emit_json(reply.model_dump())
     else:
         click.echo(f"groove coordinator {reply.version} (protocol v{reply.protocol}), up {reply.uptime_s:.1f} s")
+        for tier, fault in sorted(reply.storage_faults.items()):  # degraded: say which tiers refuse writes
+            since = datetime.fromtimestamp(fault.since_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            click.echo(f"degraded: tier {tier} refuses writes since {since} ({fault.code}: {fault.message})")
 
 
 @click.command()
@@ -290,6 +293,10 @@ def stats(client: GrooveClient, as_json: bool) -> None:
                     f"{s.auth}, {s.handshakes_refused} handshakes refused, {s.requests_unauthorized} requests refused",
                 ),
                 *[("unavailable", f"{u.tier}: {u.reason}") for u in s.tiers_unavailable],
+                *[
+                    ("degraded", f"{t}: {f.code}: {f.message}, {f.refused} writes refused")
+                    for t, f in s.storage_faults.items()
+                ],
             ]
         )
     )

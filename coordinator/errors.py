@@ -42,6 +42,11 @@ class WrongCoordinator(Rejected):
         self.detail = {"owner": owner}
 
 
+class DiskFault(Rejected):
+    """A tier's disk refuses writes (full, read-only, gone): `storage_full` or `storage_io`, the operating
+    system's words; raised for every request touching the tier until a commit to it succeeds again."""
+
+
 class TierUnavailable(Rejected):
     """A tier whose files could not be opened: its requests fail, every other tier keeps serving."""
 

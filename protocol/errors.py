@@ -17,6 +17,8 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     TIER_UNAVAILABLE = "tier_unavailable"
     WRONG_COORDINATOR = "wrong_coordinator"
+    STORAGE_FULL = "storage_full"
+    STORAGE_IO = "storage_io"
     INTERNAL = "internal"
 
 
@@ -31,6 +33,10 @@ RETRYABLE: dict[ErrorCode, bool] = {
     ErrorCode.UNAUTHORIZED: False,
     ErrorCode.TIER_UNAVAILABLE: False,
     ErrorCode.WRONG_COORDINATOR: False,
+    # Not resent by clients on their own: a full or failing disk is not mended in seconds, and resends until the
+    # deadline would only hide it. Nothing of the request was applied, so the same id may be sent once it is.
+    ErrorCode.STORAGE_FULL: False,
+    ErrorCode.STORAGE_IO: False,
     ErrorCode.INTERNAL: True,
 }
 

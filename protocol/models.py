@@ -115,12 +115,23 @@ class PingRequest(Body):
     """`ping`: no fields."""
 
 
+class StorageFault(Reply):
+    """A tier whose disk refuses writes: `storage_full` or `storage_io`, the operating system's message, since
+    when (ms since the epoch) and how many writes were refused since."""
+
+    code: str
+    message: str
+    since_ms: int
+    refused: int
+
+
 class PingReply(Reply):
-    """Coordinator version and seconds since it started."""
+    """Coordinator version, seconds since it started, and the tiers whose disk refuses writes (degraded)."""
 
     version: str
     protocol: int
     uptime_s: float
+    storage_faults: dict[str, StorageFault] = {}  # absent from coordinators before it
 
 
 class HelloRequest(Body):
@@ -453,6 +464,7 @@ class StatsReply(Reply):
     last_stop: str
     recovery_ms: float
     tiers_unavailable: list[UnavailableTier]
+    storage_faults: dict[str, StorageFault] = {}  # tier -> its disk's fault, while it lasts
     auth: str
     handshakes_refused: int
     requests_unauthorized: int

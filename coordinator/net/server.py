@@ -409,8 +409,9 @@ class Coordinator:
         )
 
     def ping(self) -> dict[str, Any]:
-        """The `ping` reply body."""
-        return {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
+        """The `ping` reply body: version, uptime, and the tiers whose disk refuses writes."""
+        body = {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
+        return body | {"storage_faults": self.batcher.faults.snapshot()}
 
     def uptime(self) -> float:
         """Seconds since the coordinator object was made."""

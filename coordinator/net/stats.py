@@ -86,6 +86,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "recovery_ms": c.recovery_ms,
         "wal_syncs": c.batcher.syncer.syncs if c.batcher.syncer is not None else 0,
         "tiers_unavailable": [{"tier": t, "reason": r} for t, r in sorted(c.tiers.unavailable().items())],
+        "storage_faults": c.batcher.faults.snapshot(),
         "auth": "curve" if c.settings.curve else "none",
         "handshakes_refused": c.link.refused,
         "requests_unauthorized": c.metrics.unauthorized,

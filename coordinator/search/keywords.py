@@ -8,10 +8,13 @@ tier opens.
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _MAX_TERMS = 32
@@ -100,6 +103,8 @@ class KeywordIndex:
         self._names: dict[int, str] = {}
         self._next_rowid = 1
         self._count = 0
+        self._waiting: dict[str, tuple[str, str]] = {}  # id -> (tier, text) not yet written (its disk full)
+        self._failing = False
 
     def _db(self) -> sqlite3.Connection:
         """The database, made on first use (call with the lock held)."""
@@ -129,38 +134,61 @@ class KeywordIndex:
         return code
 
     def upsert(self, tier: str, entries: list[tuple[str, str]]) -> None:
-        """Index (id, text) pairs of one tier, replacing earlier text for the same ids."""
-        if not entries:
-            return
-        entries = list(dict(entries).items())  # an id twice: its last text
-        with self._lock, self._db() as db:
-            label = self._label(tier)
-            first = self._next_rowid
-            self._next_rowid += len(entries)
-            docs = [(first + i, lid, label) for i, (lid, _) in enumerate(entries)]
-            # Most entries are new learnings: looking each up first cost more than indexing it. An id indexed
-            # before (an edit, a rebuild) breaks the insert; then the rows it made go, the old entries too.
+        """Index (id, text) pairs of one tier, replacing earlier text for the same ids.
+
+        When the file cannot be written (its disk full or failing) the entries wait, unsearchable by their words,
+        and are indexed with the next ones: the learnings are stored, and their writes stop until the disk is
+        mended anyway (the same disk holds the tiers)."""
+        with self._lock:
+            self._waiting.update((lid, (tier, text)) for lid, text in entries)  # an id twice: its last text
+            if not self._waiting:
+                return
             try:
-                db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
-            except sqlite3.IntegrityError:
-                db.execute("DELETE FROM doc WHERE rowid >= ?", (first,))
-                self._delete_rows(self._rowids_of([lid for lid, _ in entries]))
-                db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
-            db.executemany(
-                "INSERT INTO kw (rowid, body) VALUES (?, ?)", [(first + i, text) for i, (_, text) in enumerate(entries)]
-            )
-            self._count += len(entries)
+                with self._db() as db:
+                    self._index(db, list(self._waiting.items()))
+            except sqlite3.OperationalError as exc:
+                if not self._failing:
+                    log.error(
+                        "the keyword index cannot be written (%s): %d learnings wait for it", exc, len(self._waiting)
+                    )
+                self._failing = True
+                return
+            if self._failing:
+                log.warning("the keyword index is written again")
+            self._failing = False
+            self._waiting.clear()
+
+    def _index(self, db: sqlite3.Connection, entries: list[tuple[str, tuple[str, str]]]) -> None:
+        first = self._next_rowid
+        docs = [(first + i, lid, self._label(tier)) for i, (lid, (tier, _)) in enumerate(entries)]
+        # Most entries are new learnings: looking each up first cost more than indexing it. An id indexed
+        # before (an edit, a rebuild) breaks the insert; then the rows it made go, the old entries too.
+        try:
+            db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
+        except sqlite3.IntegrityError:
+            db.execute("DELETE FROM doc WHERE rowid >= ?", (first,))
+            self._delete_rows(self._rowids_of([lid for lid, _ in entries]))
+            db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
+        db.executemany(
+            "INSERT INTO kw (rowid, body) VALUES (?, ?)",
+            [(first + i, text) for i, (_, (_, text)) in enumerate(entries)],
+        )
+        self._next_rowid += len(entries)
+        self._count += len(entries)
 
     def remove(self, ids: list[str]) -> None:
         """Drop these entries (unknown ids are ignored)."""
         if not ids:
             return
         with self._lock, self._db():
+            for lid in ids:
+                self._waiting.pop(lid, None)
             self._delete_rows(self._rowids_of(ids))
 
     def drop_tier(self, tier: str) -> None:
         """Forget a whole tier (before it is rebuilt)."""
         with self._lock, self._db() as db:
+            self._waiting = {lid: entry for lid, entry in self._waiting.items() if entry[0] != tier}
             code = self._labels.get(tier)
             if code is not None:
                 rows = db.execute("SELECT rowid FROM doc WHERE label = ?", (code,)).fetchall()

@@ -26,6 +26,7 @@ from typing import Any
 from pycozo.client import Client
 
 from coordinator.errors import DataDirLocked, Rejected, StorageError, TierUnavailable
+from coordinator.store.faults import Faults
 from coordinator.store.schema import ensure_schema
 from protocol import constants as C
 from protocol.errors import ErrorCode
@@ -81,9 +82,10 @@ def _one_line(exc: BaseException) -> str:
 class Tier:
     """One open tier: a CozoDB database plus the counts the coordinator keeps in memory."""
 
-    def __init__(self, name: str, path: Path) -> None:
+    def __init__(self, name: str, path: Path, faults: Faults | None = None) -> None:
         self.name = name
         self.path = path
+        self.faults = faults or Faults()  # the data dir's storage faults, which this tier's failures consult
         try:
             (path / DB_DIR).mkdir(exist_ok=True)
             (path / DB_DIR / "options").write_text(_ROCKSDB_OPTIONS)  # read by CozoDB as it opens
@@ -102,6 +104,9 @@ class Tier:
         try:
             result = self.db.run(script, params or {})
         except Exception as exc:
+            refusal = self.faults.refusal(self.name)  # the disk's fault, said once, not CozoDB's words each time
+            if refusal is not None:
+                raise refusal from None
             raise StorageError(f"tier {self.name!r}: {exc}") from None
         rows: list[list[Any]] = result["rows"]
         return rows
@@ -139,6 +144,7 @@ class TierSet:
         # entry only goes stale by deletion; only the writer thread fills and clears it, so readers, which
         # only look, cannot put back an entry the writer just dropped.
         self._where: OrderedDict[str, str] = OrderedDict()  # bounded, oldest first (popitem is O(1))
+        self.faults = Faults()  # tiers whose disk refuses writes (full, read-only, gone)
         self._broken: dict[str, tuple[str, float]] = {}  # tier -> (why it failed to open, when)
         self._lock_fd: int | None = None
 
@@ -212,7 +218,7 @@ class TierSet:
             except OSError as exc:
                 raise StorageError(f"cannot create tier {name!r} at {path}: {exc.strerror or exc}") from None
         started = time.monotonic()
-        tier = Tier(name, path)
+        tier = Tier(name, path, self.faults)
         if self.on_open is not None:
             try:
                 self.on_open(tier)

@@ -22,9 +22,10 @@ from typing import Any
 
 from coordinator.board.directory import Boards
 from coordinator.board.state import LeaseExpiry
-from coordinator.errors import Rejected, StorageError, WrongCoordinator, reused_id
+from coordinator.errors import DiskFault, Rejected, StorageError, WrongCoordinator, reused_id
 from coordinator.metrics import Metrics
 from coordinator.search.derived import DerivedChanges
+from coordinator.store.faults import probe
 from coordinator.store.tiers import Tier, TierSet
 from coordinator.write.durability import Syncer
 from coordinator.write.ops import LEASES, MAINTAIN, WriteItem
@@ -128,6 +129,7 @@ class Batcher:
         # held while a batch commits; `held()` takes it to see (or change) every tier at one moment
         self._committing = threading.Lock()
         self.boards = Boards(tiers)  # the working memories and task graphs, kept by the writer between batches
+        self.faults = tiers.faults
         self.gone_agents = gone_agents  # the agent registry's gone agents: they lose their leases at once
         self.owners = owners  # in a cluster: this coordinator's name and the map of who owns which tier
         self._last_gone_check = 0.0
@@ -316,7 +318,12 @@ class Batcher:
         live = [item for item in items if item.error is None]
         parts = [item.parts[tier_name] for item in live]
         board = self.boards.get(tier) if any(isinstance(part, BoardPart) for part in parts) else None
-        write = TierWrite(tier, parts, now, board)
+        try:
+            write = TierWrite(tier, parts, now, board)  # reads what the batch touches
+        except (StorageError, DiskFault):
+            if not self._disk_fault(tier, live):
+                raise
+            return
         results: list[tuple[WriteItem, dict[str, Any] | Rejected]] = []
         for item in live:
             try:
@@ -328,9 +335,11 @@ class Batcher:
         try:
             if text:
                 tier.run(text, params)
-        except StorageError as exc:
+        except (StorageError, DiskFault) as exc:
             if board is not None:  # it holds this transaction's changes: back to what is stored
                 self.boards.reload(tier)
+            if self._disk_fault(tier, live):
+                return
             if self._recall([tier], live):
                 rest = [item for item in live if tier_name not in item.replies and item.error is None]
                 if rest:
@@ -348,6 +357,7 @@ class Batcher:
                 item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
             return
         landed.dirty[tier_name] = tier
+        self.faults.committed(tier_name)
         added, removed = changes(write)
         tier.learnings += len(added) - len(removed)
         self.tiers.remember(dict.fromkeys(added, tier_name))
@@ -363,6 +373,18 @@ class Batcher:
                 item.replies[tier_name] = result
             elif tier_name not in item.replies and item.error is None:
                 item.error = result
+
+    def _disk_fault(self, tier: Tier, items: list[WriteItem]) -> bool:
+        """After a storage error: if the tier's disk is at fault, refuse these writes saying so (one log line
+        per change of the tier's state) and return True."""
+        # with the disk mended, the store itself resumes a few seconds later: until it does, the fault stands
+        fault = probe(tier.path) or self.faults.standing(tier.name)
+        if fault is None:
+            return False
+        refusal = self.faults.failed(tier.name, *fault, len(items))
+        for item in items:
+            item.error = refusal
+        return True
 
     def _housekeeping(self) -> None:
         """Lapsed task leases, periodic lifecycle maintenance and pruning of old request ids, between batches."""

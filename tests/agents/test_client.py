@@ -13,7 +13,7 @@ import msgpack
 import pytest
 import zmq
 
-from agents import BadEndpoint, BadRequest, Busy, GrooveClient, GrooveTimeout, NotFound, RemoteError
+from agents import BadEndpoint, BadRequest, Busy, GrooveClient, GrooveTimeout, InternalError, NotFound, RemoteError
 from agents.errors import from_wire
 from protocol.codec import encode_error
 from protocol.envelope import encode_request
@@ -119,3 +119,35 @@ def test_an_error_without_an_id_answers_the_one_request_in_flight() -> None:
     assert time.monotonic() - started < 5  # not the 30 s deadline
     answering.join()
     router.close()
+
+
+def test_a_call_given_up_says_the_coordinators_last_error_not_no_reply() -> None:
+    """A coordinator that keeps answering a retryable error is resent to until the deadline; then the client
+    raises that error (what the coordinator said), not a timeout that suggests nobody answered."""
+    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    router.bind("tcp://127.0.0.1:0")
+    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+    answered = []
+    stop = threading.Event()
+
+    def answer() -> None:
+        while not stop.is_set():
+            if router.poll(50):
+                peer, _, payload = router.recv_multipart()
+                request_id = msgpack.unpackb(payload)["id"]
+                answered.append(request_id)
+                reply = encode_error(request_id, ErrorCode.INTERNAL, "the write failed inside the coordinator")
+                router.send_multipart([peer, b"", reply])
+
+    answering = threading.Thread(target=answer)
+    answering.start()
+    try:
+        with GrooveClient(endpoint, timeout=1.0) as client, pytest.raises(InternalError, match="failed inside"):
+            client.ping()
+    finally:
+        stop.set()
+        answering.join()
+        router.close()
+    assert len(answered) > 1  # resent...
+    assert len(set(answered)) == 1  # ...under its one id, then given up with the coordinator's error
