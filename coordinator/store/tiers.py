@@ -98,6 +98,19 @@ class Tier:
         except Exception as exc:  # readable enough to open, not to use: release it so a repair can start
             self.db.close()
             raise StorageError(f"cannot read tier {name!r} at {path}: {_one_line(exc)}") from None
+        self._inode = path.stat().st_ino  # the directory RocksDB's open files live in
+
+    def vanished(self) -> str | None:
+        """Why this tier's directory is no longer the one it was opened in (deleted, or replaced), or None.
+
+        RocksDB keeps writing to the files it has open, deleted or not: commits would succeed and be acked,
+        and be gone at the next start. So the writer looks before each commit (a stat, microseconds)."""
+        try:
+            if self.path.stat().st_ino == self._inode:
+                return None
+        except FileNotFoundError:
+            return f"its directory was deleted under the running coordinator ({self.path}); restart it"
+        return f"its directory was replaced under the running coordinator ({self.path}); restart it"
 
     def run(self, script: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """Run a script; returns its rows. Raises StorageError with CozoDB's message on failure."""

@@ -316,6 +316,11 @@ class Batcher:
             return
         assert tier is not None
         live = [item for item in items if item.error is None]
+        if (why := tier.vanished()) is not None:  # nothing committed now would outlive this process
+            refusal = self.faults.failed(tier_name, ErrorCode.STORAGE_IO, why, len(live))
+            for item in live:
+                item.error = refusal
+            return
         parts = [item.parts[tier_name] for item in live]
         board = self.boards.get(tier) if any(isinstance(part, BoardPart) for part in parts) else None
         try:
