@@ -1,0 +1,208 @@
+"""Faults under load: for each, writers keep a coordinator busy, the fault is injected for real, then mended;
+every acked write is read back.
+
+    sudo python -m benchmarks.faults --writers 4 --seconds 3
+
+- `disk_full`: the data dir on a 6 MiB tmpfs, filled by the writers, then grown to 256 MiB (mounting needs root);
+- `dir_deleted`: the user tier's directory removed under the writers, then the coordinator restarted;
+- `kill_9`: the coordinator killed under the writers, then restarted on its data.
+
+Per fault: writes acked, lost (acked, not stored), duplicated, stored unacked, how long from the fault to the
+first clear error a client got (kill -9 gives none: clients resend, so none is due), and from the repair to
+the first acked write. The last line is JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agents import GrooveClient, GrooveError, StorageFull, StorageIO
+from agents.fleet import stop_process
+from benchmarks.common import machine
+from cli.output import table
+from cli.processes import start_coordinator
+
+_SERVE = ["--embedder", "none"]
+_FILLER = "x" * 800  # 1.7 KB learnings: a 6 MiB disk fills in seconds
+
+
+class Writers:
+    """Threads writing learnings back to back, each call recorded as (sent, answered, ids or error)."""
+
+    def __init__(self, endpoint: str, count: int) -> None:
+        self.endpoint = endpoint
+        self.calls: list[tuple[float, float, list[str] | GrooveError]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._write, args=(i,)) for i in range(count)]
+        for thread in self._threads:
+            thread.start()
+
+    def _write(self, me: int) -> None:
+        with GrooveClient(self.endpoint, timeout=10) as client:
+            n = 0
+            while not self._stop.is_set():
+                body = [
+                    {
+                        "scope": "global",
+                        "category": "solution",
+                        "description": f"w{me}-{n}-{i} {_FILLER}",
+                        "insight": _FILLER,
+                    }
+                    for i in range(10)
+                ]
+                sent = time.monotonic()
+                try:
+                    got: list[str] | GrooveError = client.put_learnings(body).ids
+                except GrooveError as exc:
+                    got = exc
+                with self._lock:
+                    self.calls.append((sent, time.monotonic(), got))
+                n += 1
+
+    def first(self, after: float, kind: type[GrooveError] | None) -> float | None:
+        """When the first call sent after `after` was answered with `kind` (None: acked), or None."""
+        with self._lock:
+            for sent, answered, got in self.calls:
+                if sent >= after and (isinstance(got, list) if kind is None else isinstance(got, kind)):
+                    return answered
+        return None
+
+    def stop(self) -> set[str]:
+        """Stop writing; every acked id."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+        return {lid for _, _, got in self.calls if isinstance(got, list) for lid in got}
+
+
+def _wait(condition: Callable[[], float | None], timeout: float) -> float | None:
+    deadline = time.monotonic() + timeout
+    while (found := condition()) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def _readback(endpoint: str, acked: set[str]) -> dict[str, int]:
+    with GrooveClient(endpoint, timeout=60) as client:
+        stored = [x.id for x in client.iter_learnings()]
+    return {
+        "acked": len(acked),
+        "lost": len(acked - set(stored)),
+        "duplicated": len(stored) - len(set(stored)),
+        "unacked_stored": len(set(stored) - acked),
+    }
+
+
+def _ms(start: float, end: float | None) -> float | None:
+    return None if end is None else round((end - start) * 1000, 1)
+
+
+def disk_full(work: Path, writers: int, seconds: float) -> dict[str, Any]:
+    disk = work / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "data").mkdir()
+        proc, endpoint = start_coordinator(disk / "data", _SERVE)
+        try:
+            load = Writers(endpoint, writers)
+            started = time.monotonic()
+            full = _wait(lambda: load.first(started, StorageFull), 120)
+            # the fault's moment: the first write the disk refused was sent just before this answer
+            fault = min(sent for sent, _, got in load.calls if isinstance(got, StorageFull)) if full else started
+            time.sleep(seconds)
+            subprocess.run(["mount", "-o", "remount,size=256m", str(disk)], check=True)
+            mended = time.monotonic()
+            resumed = _wait(lambda: load.first(mended, None), 60)
+            time.sleep(seconds)
+            acked = load.stop()
+            return {"first_error_ms": _ms(fault, full), "recovered_ms": _ms(mended, resumed)} | _readback(
+                endpoint, acked
+            )
+        finally:
+            stop_process(proc)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def dir_deleted(work: Path, writers: int, seconds: float) -> dict[str, Any]:
+    data = work / "deleted"
+    data.mkdir()
+    proc, endpoint = start_coordinator(data, _SERVE)
+    try:
+        load = Writers(endpoint, writers)
+        time.sleep(seconds)
+        shutil.rmtree(data / "user")
+        deleted = time.monotonic()
+        refused = _wait(lambda: load.first(deleted, StorageIO), 30)
+        time.sleep(seconds)
+        acked_after = {lid for sent, _, got in load.calls if sent > deleted and isinstance(got, list) for lid in got}
+        stop_process(proc)
+        mended = time.monotonic()
+        proc, endpoint = start_coordinator(data, ["--bind", endpoint, *_SERVE])  # the repair: a restart
+        resumed = _wait(lambda: load.first(mended, None), 60)
+        time.sleep(seconds)
+        acked = load.stop()
+        before = {lid for sent, _, got in load.calls if sent <= deleted and isinstance(got, list) for lid in got}
+        # what was acked before the deletion was deleted with the directory: the backup's to restore
+        return {"first_error_ms": _ms(deleted, refused), "recovered_ms": _ms(mended, resumed),
+                "acked_after_fault": len(acked_after)} | _readback(endpoint, acked - before)  # fmt: skip
+    finally:
+        stop_process(proc)
+
+
+def kill_9(work: Path, writers: int, seconds: float) -> dict[str, Any]:
+    data = work / "killed"
+    data.mkdir()
+    proc, endpoint = start_coordinator(data, _SERVE)
+    try:
+        load = Writers(endpoint, writers)
+        time.sleep(seconds)
+        proc.kill()
+        proc.wait()
+        mended = time.monotonic()
+        proc, endpoint = start_coordinator(data, ["--bind", endpoint, *_SERVE])  # same endpoint: clients resend
+        resumed = _wait(lambda: load.first(mended, None), 60)
+        time.sleep(seconds)
+        acked = load.stop()
+        return {"first_error_ms": None, "recovered_ms": _ms(mended, resumed)} | _readback(endpoint, acked)
+    finally:
+        stop_process(proc)
+
+
+FAULTS: dict[str, Callable[[Path, int, float], dict[str, Any]]] = {
+    "disk_full": disk_full,
+    "dir_deleted": dir_deleted,
+    "kill_9": kill_9,
+}
+
+
+@click.command()
+@click.option("--writers", type=click.IntRange(1, 64), default=4, show_default=True, help="Writing clients.")
+@click.option("--seconds", type=click.FloatRange(0.5), default=3.0, show_default=True,
+              help="Load before each fault, and after each repair.")  # fmt: skip
+def main(writers: int, seconds: float) -> None:
+    """Inject each fault under load; print what was acked, lost, duplicated, and how long errors and repairs took."""
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="groove-faults-") as tmp:
+        for name, run in FAULTS.items():
+            click.echo(f"{name} ...", err=True)
+            results[name] = run(Path(tmp), writers, seconds)
+    columns = ("acked", "lost", "duplicated", "unacked_stored", "first_error_ms", "recovered_ms")
+    click.echo(table(("fault", *columns), [(name, *(r[c] for c in columns)) for name, r in results.items()]))
+    click.echo(json.dumps({"bench": "faults", "writers": writers, "results": results, "machine": machine()}))
+
+
+if __name__ == "__main__":
+    main()
