@@ -29,6 +29,7 @@ import click
 from agents.corpus import load
 from benchmarks.common import machine
 from cli.output import table
+from coordinator.store.faults import Faults
 from coordinator.store.relations import APPLIED, HASHES, LEARNING, USAGE, Relation
 from coordinator.store.tiers import Tier, TierSet
 from coordinator.write.ops import PUT
@@ -79,7 +80,7 @@ def commit_rate(work: Path, prepared: list[Prepared], how: str) -> float:
     """Writes per second committing `prepared` into a fresh tier, one transaction per batch."""
     path = work / f"target-{how}-{len(prepared)}"
     path.mkdir()
-    tier = Tier(C.TIER_USER, path)
+    tier = Tier(C.TIER_USER, path, Faults())
     try:
         writes = sum(len(params["applied"]) for _, params in prepared)
         # the corpus repeats itself: a repeat within a batch reinforces the first instead of storing a row

@@ -41,7 +41,7 @@ _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 # RocksDB's options for every tier: CozoDB's own, but for the write buffer. RocksDB's default (64 MiB, two of
 # them, and as much again of flushed ones kept for transactions' conflict checks) lets each tier hold up to
 # ~192 MiB of memtables, and a data dir has a tier per project: at 600,000 learnings over 7 tiers the coordinator
-# held 969 MB with 64 MiB, 713 MB with 16 MiB (and still growing with 64), at ~7 % less bulk-write rate.
+# held 969 MB with 64 MiB, 713 MB with 16 MiB (and still growing with 64); bulk writes 0-7 % slower (two pairs).
 # CozoDB replaces the table options (bloom filters, a 32 MiB block cache per tier) whatever this file says.
 _ROCKSDB_OPTIONS = """\
 [Version]
@@ -82,10 +82,10 @@ def _one_line(exc: BaseException) -> str:
 class Tier:
     """One open tier: a CozoDB database plus the counts the coordinator keeps in memory."""
 
-    def __init__(self, name: str, path: Path, faults: Faults | None = None) -> None:
+    def __init__(self, name: str, path: Path, faults: Faults) -> None:
         self.name = name
         self.path = path
-        self.faults = faults or Faults()  # the data dir's storage faults, which this tier's failures consult
+        self.faults = faults  # the data dir's storage faults, which this tier's failures consult
         try:
             (path / DB_DIR).mkdir(exist_ok=True)
             (path / DB_DIR / "options").write_text(_ROCKSDB_OPTIONS)  # read by CozoDB as it opens
@@ -113,7 +113,8 @@ class Tier:
         return f"its directory was replaced under the running coordinator ({self.path}); restart it"
 
     def run(self, script: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        """Run a script; returns its rows. Raises StorageError with CozoDB's message on failure."""
+        """Run a script; returns its rows. Raises StorageError with CozoDB's message on failure, or the tier's
+        DiskFault while its disk refuses writes."""
         try:
             result = self.db.run(script, params or {})
         except Exception as exc:
