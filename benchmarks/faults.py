@@ -136,6 +136,18 @@ def disk_full(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
+def _restart(
+    data: Path, endpoint: str, load: Writers, seconds: float
+) -> tuple[subprocess.Popen[bytes], float | None, set[str]]:
+    """The repair by a restart on the same endpoint (the writers resend to it): the new process, ms from the
+    restart to the first acked write, and every id acked once the writers are stopped `seconds` later."""
+    mended = time.monotonic()
+    proc, _ = start_coordinator(data, ["--bind", endpoint, *_SERVE])
+    resumed = _wait(lambda: load.first(mended, None), 60)
+    time.sleep(seconds)
+    return proc, _ms(mended, resumed), load.stop()
+
+
 def dir_deleted(work: Path, writers: int, seconds: float) -> dict[str, Any]:
     data = work / "deleted"
     data.mkdir()
@@ -149,14 +161,10 @@ def dir_deleted(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         time.sleep(seconds)
         acked_after = {lid for sent, _, got in load.calls if sent > deleted and isinstance(got, list) for lid in got}
         stop_process(proc)
-        mended = time.monotonic()
-        proc, endpoint = start_coordinator(data, ["--bind", endpoint, *_SERVE])  # the repair: a restart
-        resumed = _wait(lambda: load.first(mended, None), 60)
-        time.sleep(seconds)
-        acked = load.stop()
+        proc, recovered, acked = _restart(data, endpoint, load, seconds)  # the repair: a restart
         before = {lid for sent, _, got in load.calls if sent <= deleted and isinstance(got, list) for lid in got}
         # what was acked before the deletion was deleted with the directory: the backup's to restore
-        return {"first_error_ms": _ms(deleted, refused), "recovered_ms": _ms(mended, resumed),
+        return {"first_error_ms": _ms(deleted, refused), "recovered_ms": recovered,
                 "acked_after_fault": len(acked_after)} | _readback(endpoint, acked - before)  # fmt: skip
     finally:
         stop_process(proc)
@@ -171,12 +179,8 @@ def kill_9(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         time.sleep(seconds)
         proc.kill()
         proc.wait()
-        mended = time.monotonic()
-        proc, endpoint = start_coordinator(data, ["--bind", endpoint, *_SERVE])  # same endpoint: clients resend
-        resumed = _wait(lambda: load.first(mended, None), 60)
-        time.sleep(seconds)
-        acked = load.stop()
-        return {"first_error_ms": None, "recovered_ms": _ms(mended, resumed)} | _readback(endpoint, acked)
+        proc, recovered, acked = _restart(data, endpoint, load, seconds)
+        return {"first_error_ms": None, "recovered_ms": recovered} | _readback(endpoint, acked)
     finally:
         stop_process(proc)
 

@@ -135,13 +135,14 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
     finally:
         stop_process(coordinator)
     if args["rest_rss"]:
-        result["coordinator"]["rss_mb_at_rest"] = rest_rss(data, args)
+        result["coordinator"]["rss_mb_at_rest"] = rest_rss(data, serve_args(args))
     return result
 
 
-def rest_rss(data: Path, args: dict[str, Any]) -> float:
-    """RSS of a coordinator just started on `data` with every tier open: what holding that data costs."""
-    coordinator, endpoint = start_coordinator(data, serve_args(args))
+def rest_rss(data: Path, serve: list[str]) -> float:
+    """RSS of a coordinator just started on `data` (with `serve` arguments) with every tier open: what holding
+    that data costs."""
+    coordinator, endpoint = start_coordinator(data, serve)
     try:
         with GrooveClient(endpoint, timeout=600) as client:
             client.list_learnings(limit=1)  # a list across tiers opens every tier on disk

@@ -26,6 +26,7 @@ from agents import GrooveClient
 from agents.corpus import load as load_corpus
 from agents.fleet import stop_process
 from benchmarks.common import ProcessTree, machine
+from benchmarks.load import rest_rss
 from cli.output import table
 from cli.processes import start_coordinator
 
@@ -62,17 +63,6 @@ def slopes(marks: list[dict[str, Any]]) -> list[float]:
     ]
 
 
-def at_rest(data: Path) -> float:
-    """RSS MB of a coordinator restarted on `data`, every tier open, idle."""
-    proc, endpoint = start_coordinator(data, _SERVE)
-    try:
-        with GrooveClient(endpoint, timeout=600) as client:
-            client.list_learnings(limit=1)  # a list across tiers opens every tier on disk
-            return round(ProcessTree(proc.pid).rss_mb(), 1)
-    finally:
-        stop_process(proc)
-
-
 @click.command()
 @click.option("--learnings", type=click.IntRange(1), default=600_000, show_default=True, help="Learnings to store.")
 @click.option("--every", type=click.IntRange(1), default=100_000, show_default=True, help="Learnings between marks.")
@@ -85,7 +75,7 @@ def main(learnings: int, every: int) -> None:
             marks = fill(endpoint, proc.pid, learnings, every)
         finally:
             stop_process(proc)
-        rest = at_rest(data)
+        rest = rest_rss(data, _SERVE)
     per = slopes(marks)
     rows = [(m["learnings"], m["rss_mb"], m["s"], kb) for m, kb in zip(marks[1:], per, strict=True)]
     click.echo(table(("learnings", "RSS MB", "s", "KB per learning since the mark before"), rows))
