@@ -20,13 +20,13 @@ from protocol.scopes import normalise_root, validate_scope, validate_tier
 class Body(BaseModel):
     """Base of every request body: strict types, unknown fields rejected."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class Reply(BaseModel):
     """Base of every reply body: fields added by later coordinators are ignored, so old clients keep working."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 def _uuid7(value: str) -> str:

@@ -46,7 +46,7 @@ def restart(endpoint: str, workdir: Path) -> dict[str, Any]:
     ray.init(address="local", num_cpus=4, logging_level=logging.ERROR, log_to_driver=False)
     fleet = RayFleet(endpoint, workdir, agents=3)
     for i in range(3):  # the acked ids come back through Ray and land here, not in a directory the nodes share
-        fleet.spawn(f"w{i}", mix="learn=1", seed=i, duration=15, acked_file=workdir / f"w{i}.{{run}}.acked.json")
+        fleet.spawn(f"w{i}", mix="learn=1", seed=i, duration=6, acked_file=workdir / f"w{i}.{{run}}.acked.json")
     with GrooveClient(endpoint, timeout=10) as client:
         deadline = time.monotonic() + 60
         while len([a for a in client.agents() if a.requests > 0]) < 3 and time.monotonic() < deadline:
