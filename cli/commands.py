@@ -125,6 +125,8 @@ def ping(client: GrooveClient, as_json: bool) -> None:
         for tier, fault in sorted(reply.storage_faults.items()):  # degraded: say which tiers refuse writes
             since = datetime.fromtimestamp(fault.since_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
             click.echo(f"degraded: tier {tier} refuses writes since {since} ({fault.code}: {fault.message})")
+        for tier, reason in sorted(reply.tiers_unavailable.items()):
+            click.echo(f"degraded: tier {tier} is unavailable: {reason}")
 
 
 @click.command()

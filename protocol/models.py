@@ -126,12 +126,14 @@ class StorageFault(Reply):
 
 
 class PingReply(Reply):
-    """Coordinator version, seconds since it started, and the tiers whose disk refuses writes (degraded)."""
+    """Coordinator version, seconds since it started, and what degrades it: the tiers whose disk refuses writes,
+    and those whose files could not be opened (tier -> why)."""
 
     version: str
     protocol: int
     uptime_s: float
     storage_faults: dict[str, StorageFault] = {}  # absent from coordinators before it
+    tiers_unavailable: dict[str, str] = {}  # absent from coordinators before it
 
 
 class HelloRequest(Body):

@@ -180,7 +180,7 @@ class Coordinator:
         except TierUnavailable as exc:
             if C.TIER_USER not in self.tiers.unavailable():  # it could not even be made
                 raise StorageError(exc.reason) from None
-            log.critical("serving without the user tier (restore it from a backup): %s", exc.reason)
+            log.critical("serving without the user tier: %s", exc.reason)
         ready_ms = (time.monotonic() - started) * 1000
         log.info("user tier ready in %.0f ms (data dir %s)", ready_ms, self.settings.data_dir)
         return ready_ms
@@ -193,7 +193,7 @@ class Coordinator:
             self.last_stop, self.recovery_ms = "crash", ready_ms
             log.warning(
                 "the previous coordinator on this data dir did not stop cleanly (%s); recovered the user tier "
-                "in %.0f ms (other tiers recover as they open; every acked write is kept)",
+                "in %.0f ms (other tiers recover as they open)",
                 marker.read_text(errors="replace").strip() or "no details",
                 ready_ms,
             )
@@ -409,9 +409,9 @@ class Coordinator:
         )
 
     def ping(self) -> dict[str, Any]:
-        """The `ping` reply body: version, uptime, and the tiers whose disk refuses writes."""
+        """The `ping` reply body: version, uptime, the tiers whose disk refuses writes and those not opened."""
         body = {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
-        return body | {"storage_faults": self.batcher.faults.snapshot()}
+        return body | {"storage_faults": self.batcher.faults.snapshot(), "tiers_unavailable": self.tiers.unavailable()}
 
     def uptime(self) -> float:
         """Seconds since the coordinator object was made."""

@@ -59,6 +59,11 @@ _ROCKSDB_OPTIONS = """\
   compaction_pri=kMinOverlappingRatio
 """
 _REOPEN_BROKEN_S = 30.0  # a tier that failed to open is tried again after this (its files may be repaired)
+_RESTORE = "restore the tier from a backup (groove restore); it is tried again every 30 s"
+# RocksDB's info log, rewritten at each open, says so when recovery drops a damaged write-ahead log tail (it
+# recovers to the last whole record): the only place that says writes were lost
+_ROCKSDB_LOG = "data/LOG"
+_DROPPED_RE = re.compile(r"\.log: dropping (\d+) bytes")
 
 
 def tier_dir(data_dir: Path, tier: str) -> Path:
@@ -77,6 +82,15 @@ def _one_line(exc: BaseException) -> str:
     """CozoDB's error text without its box drawing and advice lines, so it fits a log line and a reply."""
     lines = (line.strip(" \u00d7\u2502") for line in str(exc).splitlines())
     return " ".join(line for line in lines if line and not line.startswith("help:"))
+
+
+def _dropped_at_recovery(info_log: Path) -> int:
+    """Bytes of damaged write-ahead log that RocksDB's recovery dropped as this tier opened (0 if none)."""
+    try:
+        text = info_log.read_text(errors="replace")
+    except OSError:
+        return 0
+    return sum(int(n) for n in _DROPPED_RE.findall(text))
 
 
 class Tier:
@@ -99,6 +113,7 @@ class Tier:
             self.db.close()
             raise StorageError(f"cannot read tier {name!r} at {path}: {_one_line(exc)}") from None
         self._inode = path.stat().st_ino  # the directory RocksDB's open files live in
+        self.dropped = _dropped_at_recovery(path / DB_DIR / _ROCKSDB_LOG)
 
     def vanished(self) -> str | None:
         """Why this tier's directory is no longer the one it was opened in (deleted, or replaced), or None.
@@ -212,15 +227,17 @@ class TierSet:
             try:
                 return self._open_tier(name, path, existed, create)
             except StorageError as exc:
-                if existed:  # its files are damaged: remember, so requests do not each retry the open
-                    self._broken[name] = (str(exc), time.monotonic())
-                    log.error("tier %s is unavailable (other tiers keep serving): %s", name, exc)
-                raise TierUnavailable(name, str(exc)) from None
+                if not existed:
+                    raise TierUnavailable(name, str(exc)) from None
+                # its files are damaged: remember, so requests do not each retry the open
+                self._broken[name] = (f"{exc}; {_RESTORE}", time.monotonic())
+                log.error("tier %s is unavailable (other tiers keep serving): %s", name, exc)
+                raise TierUnavailable(name, self._broken[name][0]) from None
 
     def unavailable(self) -> dict[str, str]:
         """Tiers whose existing files failed to open, with the reason (a tier that could not even be made
-        is not among them)."""
-        return {name: reason for name, (reason, _) in self._broken.items()}
+        is not among them). Safe from any thread: the items are copied in one step before they are read."""
+        return {name: reason for name, (reason, _) in list(self._broken.items())}
 
     def _open_tier(self, name: str, path: Path, existed: bool, create: bool) -> Tier | None:
         if not existed:
@@ -239,6 +256,14 @@ class TierSet:
             except Exception as exc:
                 tier.close()
                 raise StorageError(f"cannot read tier {name!r} at {path}: {_one_line(exc)}") from None
+        if tier.dropped:
+            log.error(
+                "tier %s: recovery dropped %d bytes of a damaged write-ahead log tail (see %s): writes acked in "
+                "them are lost, and a disk that loses written data should be replaced",
+                name,
+                tier.dropped,
+                path / DB_DIR / _ROCKSDB_LOG,
+            )
         log.info(
             "opened tier %s (%d learnings, %.0f ms%s)",
             name,
