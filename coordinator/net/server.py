@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import os
 import queue
 import signal
 import sys
@@ -55,7 +54,6 @@ from protocol.ops import OPS
 log = logging.getLogger(__name__)
 
 _OUTBOX = "inproc://groove-outbox"
-RUNNING_MARKER = "coordinator.running"  # in the data dir while a coordinator runs; left behind by a crash
 _READ, _WRITE, _CHOSEN, _PUSH = b"R", b"W", b"C", b"P"
 _OK = OK.encode()  # a write's outcome frame: "ok", or the error code it was answered with
 _SWITCH_INTERVAL_S = 0.0002
@@ -188,16 +186,15 @@ class Coordinator:
     def _note_last_stop(self, ready_ms: float) -> None:
         """Say whether the previous run stopped cleanly, and how long recovering from it took; then mark this
         run as running (the marker goes when it stops cleanly). Called once the data dir is known to be ours."""
-        marker = self.settings.data_dir / RUNNING_MARKER
-        if marker.exists():
+        previous = self.tiers.mark_running()
+        if previous is not None:
             self.last_stop, self.recovery_ms = "crash", ready_ms
             log.warning(
                 "the previous coordinator on this data dir did not stop cleanly (%s); recovered the user tier "
                 "in %.0f ms (other tiers recover as they open)",
-                marker.read_text(errors="replace").strip() or "no details",
+                previous or "no details",
                 ready_ms,
             )
-        marker.write_text(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
 
     def _fail(self, why: str) -> None:
         """Stop because a part of the coordinator is gone: what is queued still commits and is answered."""
@@ -261,9 +258,7 @@ class Coordinator:
         if self.batcher.syncer is not None:
             self.batcher.syncer.close()
         self.context.term()
-        # the marker goes while the data dir is still ours: closing the tiers lets go of its lock
-        (self.settings.data_dir / RUNNING_MARKER).unlink(missing_ok=True)
-        self.tiers.close()
+        self.tiers.close()  # the running marker goes with it
         log.info("coordinator stopped")
 
     # --- socket loop ---------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TIER_FILE = "tier.json"
 LOCK_FILE = "coordinator.lock"  # flocked by the process that owns the data dir; holds its pid
+RUNNING_MARKER = "coordinator.running"  # in the data dir while a coordinator runs; left behind by a crash
 _WHERE_LIMIT = 200_000  # cached learning locations (about 200 bytes each)
 DB_DIR = "db"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -91,6 +92,22 @@ def _dropped_at_recovery(info_log: Path) -> int:
     except OSError:
         return 0
     return sum(int(n) for n in _DROPPED_RE.findall(text))
+
+
+def _sync_new(path: Path, data_dir: Path) -> None:
+    """Put a new tier's files on disk: each file and directory under `path`, and the directories above it up to
+    the data dir. The WAL syncs of `--durability fsync` cover writes, not the files that make a tier a tier
+    (CozoDB's storage marker among them): a file system that went read-only a moment after a tier was made
+    once left it unopenable, its synced writes with it."""
+    dirs = [Path(root) for root, _, _ in os.walk(path)]
+    files = [d / name for d in dirs for name in os.listdir(d) if (d / name).is_file()]
+    above = [p for p in path.parents if p == data_dir or data_dir in p.parents]
+    for target in [*files, *reversed(dirs), *above]:
+        fd = os.open(target, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 class Tier:
@@ -176,19 +193,23 @@ class TierSet:
         self.faults = Faults()  # tiers whose disk refuses writes (full, read-only, gone)
         self._broken: dict[str, tuple[str, float]] = {}  # tier -> (why it failed to open, when)
         self._lock_fd: int | None = None
+        self._marked = False  # this process made the running marker, so closing removes it
 
     def lock(self) -> None:
         """Take the data dir for this process; DataDirLocked if another process holds it.
 
         RocksDB locks each tier's directory too, but only once a tier opens, and it says so only in an error
         message. This lock is the data dir's, taken before anything is opened, and it goes with the process.
-        A data dir that cannot even hold the lock file is left to the user tier's open to report.
+        StorageError if the data dir cannot hold the lock file (not a directory, read-only, no permission): a
+        coordinator needs to write there, and would otherwise take an unwritable tier for a damaged one.
         """
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:
-            return
+        except FileExistsError:  # mkdir found a file there
+            raise StorageError(f"cannot use data dir {self.data_dir}: it is not a directory") from None
+        except OSError as exc:
+            raise StorageError(f"cannot use data dir {self.data_dir}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -201,6 +222,15 @@ class TierSet:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
+
+    def mark_running(self) -> str | None:
+        """Mark the data dir as served by this process (call with the lock held); returns what the marker of a
+        previous coordinator that did not stop cleanly said, or None if it stopped cleanly."""
+        marker = self.data_dir / RUNNING_MARKER
+        previous = marker.read_text(errors="replace").strip() if marker.exists() else None
+        marker.write_text(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        self._marked = True
+        return previous
 
     def open_user(self) -> Tier:
         """The user tier, opened (created if new); TierUnavailable if its files cannot be opened."""
@@ -250,6 +280,12 @@ class TierSet:
                 raise StorageError(f"cannot create tier {name!r} at {path}: {exc.strerror or exc}") from None
         started = time.monotonic()
         tier = Tier(name, path, self.faults)
+        if not existed:
+            try:
+                _sync_new(path, self.data_dir)
+            except OSError as exc:
+                tier.close()
+                raise StorageError(f"cannot create tier {name!r} at {path}: {exc.strerror or exc}") from None
         if self.on_open is not None:
             try:
                 self.on_open(tier)
@@ -383,6 +419,12 @@ class TierSet:
             for tier in self._open.values():
                 tier.close()
             self._open.clear()
+            if self._marked:  # while the data dir is still ours: the lock goes next
+                self._marked = False
+                try:
+                    (self.data_dir / RUNNING_MARKER).unlink(missing_ok=True)
+                except OSError as exc:  # a data dir gone read-only, say
+                    log.warning("the next start will take this stop for a crash: cannot remove its marker (%s)", exc)
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None

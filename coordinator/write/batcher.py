@@ -213,7 +213,7 @@ class Batcher:
         while (landed := self._landing.get()) is not None:
             try:
                 self.finish(landed)
-            except Exception:  # OSError from the sync, say: committed, not known to be on disk, so no ack
+            except Exception:  # the acker must outlive any one batch: its requests get `internal`
                 log.exception("finishing a batch of %d writes failed", len(landed.items))
                 self._fail(landed.items)
 
@@ -261,8 +261,11 @@ class Batcher:
                 except Exception:  # derived data must never fail a committed source write
                     log.exception("updating derived data for tier %s failed", tier_name)
         if self.syncer is not None and landed.dirty:
-            # OSError: the batch fails with `internal` before any ack (committed, but not known to be on disk)
-            self.syncer.sync(list(landed.dirty.values()))
+            try:
+                self.syncer.sync(list(landed.dirty.values()))
+            except OSError as exc:
+                self._unsynced(landed, exc)
+                return
         outcomes: list[Outcome] = []
         for item in landed.items:
             if item.internal:
@@ -390,6 +393,19 @@ class Batcher:
         for item in items:
             item.error = refusal
         return True
+
+    def _unsynced(self, landed: Landed, exc: OSError) -> None:
+        """The write-ahead log could not be synced: the batch is committed but not known to be on disk, so none
+        of it is acked. Each write gets its tier's disk fault; a resend (same id) gets what survived."""
+        why = f"its write-ahead log could not be synced ({exc.strerror or exc}): the write is not known to be on disk"
+        refusals: dict[str, DiskFault] = {}
+        for name, tier in landed.dirty.items():
+            code = (probe(tier.path) or (ErrorCode.STORAGE_IO, why))[0]
+            writes = sum(1 for item in landed.items if name in item.parts and not item.internal)
+            refusals[name] = self.faults.failed(name, code, why, writes)
+        first = next(iter(refusals.values()))
+        answers = [(item, next((refusals[t] for t in item.parts if t in refusals), first)) for item in landed.items]
+        self.done([(item, item.error or refusal) for item, refusal in answers if not item.internal])
 
     def _housekeeping(self) -> None:
         """Lapsed task leases, periodic lifecycle maintenance and pruning of old request ids, between batches."""

@@ -115,7 +115,7 @@ def test_serve_explains_an_unusable_data_dir_or_endpoint(tmp_path: Path, coordin
     not_a_dir.write_text("x")
     result = run_groove("serve", "--data-dir", str(not_a_dir), "--bind", "tcp://127.0.0.1:0")
     assert result.returncode == 2
-    assert result.stderr.startswith("groove: error: cannot create tier 'user'")
+    assert result.stderr.startswith(f"groove: error: cannot use data dir {not_a_dir}: it is not a directory")
     taken = run_groove("serve", "--data-dir", str(tmp_path / "d"), "--bind", coordinator.endpoint)
     assert taken.returncode == 2
     assert f"cannot listen on {coordinator.endpoint}" in taken.stderr
