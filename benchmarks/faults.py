@@ -5,7 +5,11 @@ every acked write is read back.
 
 - `disk_full`: the data dir on a 6 MiB tmpfs, filled by the writers, then grown to 256 MiB (mounting needs root);
 - `dir_deleted`: the user tier's directory removed under the writers, then the coordinator restarted;
-- `kill_9`: the coordinator killed under the writers, then restarted on its data.
+- `kill_9`: the coordinator killed under the writers, then restarted on its data;
+- `read_only`: the data dir's ext4 (a loop device) turned read-only by an error, then the operator's repair:
+  stop, e2fsck, mount, start (`--durability fsync`);
+- `os_crash`: a power cut, with `--durability fsync`: the coordinator frozen, its ext4 shut down without
+  flushing (what was not synced is gone), the process killed, the file system mounted again, a restart.
 
 Per fault: writes acked, lost (acked, not stored), duplicated, stored unacked, how long from the fault to the
 first clear error a client got (kill -9 gives none: clients resend, so none is due), and from the repair to
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -29,6 +34,7 @@ import click
 from agents import GrooveClient, GrooveError, StorageFull, StorageIO
 from agents.fleet import stop_process
 from benchmarks.common import machine
+from benchmarks.disks import Ext4
 from cli.output import table
 from cli.processes import start_coordinator
 
@@ -44,7 +50,8 @@ class Writers:
         self.calls: list[tuple[float, float, list[str] | GrooveError]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._write, args=(i,)) for i in range(count)]
+        # daemons: a fault that raises must not leave the process waiting on writers no one stops
+        self._threads = [threading.Thread(target=self._write, args=(i,), daemon=True) for i in range(count)]
         for thread in self._threads:
             thread.start()
 
@@ -137,12 +144,12 @@ def disk_full(work: Path, writers: int, seconds: float) -> dict[str, Any]:
 
 
 def _restart(
-    data: Path, endpoint: str, load: Writers, seconds: float
+    data: Path, endpoint: str, load: Writers, seconds: float, serve: tuple[str, ...] = (), log: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], float | None, set[str]]:
     """The repair by a restart on the same endpoint (the writers resend to it): the new process, ms from the
     restart to the first acked write, and every id acked once the writers are stopped `seconds` later."""
     mended = time.monotonic()
-    proc, _ = start_coordinator(data, ["--bind", endpoint, *_SERVE])
+    proc, _ = start_coordinator(data, ["--bind", endpoint, *_SERVE, *serve], log_file=log)
     resumed = _wait(lambda: load.first(mended, None), 60)
     time.sleep(seconds)
     return proc, _ms(mended, resumed), load.stop()
@@ -185,10 +192,62 @@ def kill_9(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         stop_process(proc)
 
 
+_FSYNC = ("--durability", "fsync")
+
+
+def read_only(work: Path, writers: int, seconds: float) -> dict[str, Any]:
+    (work / "ro").mkdir()
+    disk = Ext4.make(work / "ro")
+    data, log = disk.mount / "data", work / "ro" / "coordinator.log"  # the log off the failing disk
+    data.mkdir()
+    proc, endpoint = start_coordinator(data, [*_SERVE, *_FSYNC], log_file=log)
+    try:
+        load = Writers(endpoint, writers)
+        time.sleep(seconds)
+        disk.fail()
+        failed = time.monotonic()
+        refused = _wait(lambda: load.first(failed, StorageIO), 30)
+        time.sleep(seconds)
+        stop_process(proc)  # the operator's repair: stop, check, mount, start
+        disk.detach()
+        disk.check()
+        disk.attach()
+        proc, recovered, acked = _restart(data, endpoint, load, seconds, _FSYNC, log)
+        # a write whose log sync met the fault was committed, not known to be on disk: refused, may be stored
+        return {"first_error_ms": _ms(failed, refused), "recovered_ms": recovered} | _readback(endpoint, acked)
+    finally:
+        stop_process(proc)
+        disk.release()
+
+
+def os_crash(work: Path, writers: int, seconds: float) -> dict[str, Any]:
+    (work / "crash").mkdir()
+    disk = Ext4.make(work / "crash")
+    data, log = disk.mount / "data", work / "crash" / "coordinator.log"
+    data.mkdir()
+    proc, endpoint = start_coordinator(data, [*_SERVE, *_FSYNC], log_file=log)
+    try:
+        load = Writers(endpoint, writers)
+        time.sleep(seconds)
+        proc.send_signal(signal.SIGSTOP)  # the machine stops mid-flight, its disk keeps what was synced
+        disk.crash()
+        proc.kill()
+        proc.wait()
+        disk.detach()
+        disk.attach()  # the journal replays
+        proc, recovered, acked = _restart(data, endpoint, load, seconds, _FSYNC, log)
+        return {"first_error_ms": None, "recovered_ms": recovered} | _readback(endpoint, acked)
+    finally:
+        stop_process(proc)
+        disk.release()
+
+
 FAULTS: dict[str, Callable[[Path, int, float], dict[str, Any]]] = {
     "disk_full": disk_full,
     "dir_deleted": dir_deleted,
     "kill_9": kill_9,
+    "read_only": read_only,
+    "os_crash": os_crash,
 }
 
 

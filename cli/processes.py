@@ -13,14 +13,15 @@ _START_TIMEOUT_S = 60.0
 
 
 def start_coordinator(
-    data_dir: Path, extra: list[str], env: dict[str, str] | None = None
+    data_dir: Path, extra: list[str], env: dict[str, str] | None = None, log_file: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start `groove serve` on a free loopback port (unless `extra` binds elsewhere), with `env` over this
-    process's environment; returns the process and its endpoint once it serves. Its log goes to
-    DATA_DIR/coordinator.log."""
+    process's environment; returns the process and its endpoint once it serves. Its log goes to `log_file`,
+    by default DATA_DIR/coordinator.log (the fault tests keep it off the disk they break)."""
     endpoint_file = data_dir / "endpoint"
     endpoint_file.unlink(missing_ok=True)
-    log = open(data_dir / "coordinator.log", "ab")  # noqa: SIM115 - the child keeps writing to it
+    log_file = log_file or data_dir / "coordinator.log"
+    log = open(log_file, "ab")  # noqa: SIM115 - the child keeps writing to it
     argv = ["serve", "--data-dir", str(data_dir), "--bind", "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file)]
     # its own session: a Ctrl-C at the terminal must not stop it before the agents that depend on it
     proc = subprocess.Popen(
@@ -34,7 +35,7 @@ def start_coordinator(
     deadline = time.monotonic() + _START_TIMEOUT_S
     while not endpoint_file.exists():
         if proc.poll() is not None:
-            tail = (data_dir / "coordinator.log").read_text(errors="replace")[-2000:]
+            tail = log_file.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"coordinator exited with status {proc.returncode}:\n{tail}")
         if time.monotonic() > deadline:
             proc.kill()

@@ -101,8 +101,12 @@ def _sync_new(path: Path, data_dir: Path) -> None:
     once left it unopenable, its synced writes with it."""
     dirs = [Path(root) for root, _, _ in os.walk(path)]
     files = [d / name for d in dirs for name in os.listdir(d) if (d / name).is_file()]
-    above = [p for p in path.parents if p == data_dir or data_dir in p.parents]
-    for target in [*files, *reversed(dirs), *above]:
+    _fsync([*files, *reversed(dirs), *(p for p in path.parents if p == data_dir or data_dir in p.parents)])
+
+
+def _fsync(paths: list[Path]) -> None:
+    """fsync each file or directory, in order."""
+    for target in paths:
         fd = os.open(target, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -229,6 +233,7 @@ class TierSet:
         marker = self.data_dir / RUNNING_MARKER
         previous = marker.read_text(errors="replace").strip() if marker.exists() else None
         marker.write_text(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        _fsync([marker, self.data_dir])  # so that an OS crash, too, is known for one at the next start
         self._marked = True
         return previous
 

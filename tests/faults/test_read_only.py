@@ -10,72 +10,19 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from agents import GrooveClient, GrooveError, StorageIO
-from agents.coding import groove_argv
 from agents.fleet import stop_process
+from benchmarks.disks import Ext4
+from cli.processes import start_coordinator
 from tests.helpers import learning, run_groove, wait_for
 
 
-class Ext4:
-    """An ext4 image on a loop device: mounted, made read-only by a file system error, mounted again."""
-
-    def __init__(self, image: Path, mount: Path) -> None:
-        self.image, self.mount = image, mount
-
-    def attach(self, *options: str) -> None:
-        opts = ",".join(["loop", "errors=remount-ro", *options])
-        subprocess.run(["mount", "-o", opts, str(self.image), str(self.mount)], check=True)
-
-    def detach(self) -> None:
-        subprocess.run(["umount", str(self.mount)], check=True)
-
-    def fail(self) -> None:
-        """What a disk error does: ext4 records it and turns the file system read-only at once."""
-        source = subprocess.run(
-            ["findmnt", "-n", "-o", "SOURCE", str(self.mount)], check=True, capture_output=True, text=True
-        )
-        device = Path(source.stdout.strip()).name
-        Path(f"/sys/fs/ext4/{device}/trigger_fs_error").write_text("groove fault test\n")
-
-    def check(self) -> None:
-        """e2fsck, as an operator does before mounting it again (status 1: errors fixed)."""
-        fsck = subprocess.run(["e2fsck", "-fy", str(self.image)], check=False, capture_output=True, text=True)
-        assert fsck.returncode in (0, 1), fsck.stdout + fsck.stderr
-
-
-@pytest.fixture
-def ext4(tmp_path: Path) -> Iterator[Ext4]:
-    """A 64 MiB ext4 file system (the tests run as root: loop devices are a real part, so a refusal fails)."""
-    image, mount = tmp_path / "disk.img", tmp_path / "disk"
-    mount.mkdir()
-    with image.open("wb") as f:
-        f.truncate(64 << 20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
-    disk = Ext4(image, mount)
-    disk.attach()
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False, capture_output=True)
-
-
 def serve(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`groove serve` on `data_dir`, logging to `log`: off the failing disk, where an operator's log is too."""
-    endpoint_file = log.with_suffix(".endpoint")
-    endpoint_file.unlink(missing_ok=True)
-    argv = ["serve", "--data-dir", str(data_dir), "--bind", "tcp://127.0.0.1:0", "--embedder", "none"]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            groove_argv(*argv, "--durability", "fsync", "--endpoint-file", str(endpoint_file)), stdout=out, stderr=out
-        )
-    wait_for(lambda: endpoint_file.exists() or proc.poll() is not None, "the coordinator serving", timeout=30)
-    assert proc.poll() is None, log.read_text()
-    return proc, endpoint_file.read_text().strip()
+    """`groove serve --durability fsync` on `data_dir`, logging off the failing disk, where an operator's is."""
+    data_dir.mkdir(exist_ok=True)
+    return start_coordinator(data_dir, ["--embedder", "none", "--durability", "fsync"], log_file=log)
 
 
 def test_a_data_dir_gone_read_only_refuses_writes_within_2_s_and_keeps_every_acked_one(
