@@ -193,11 +193,12 @@ def kill_9(work: Path, writers: int, seconds: float) -> dict[str, Any]:
 
 
 _FSYNC = ("--durability", "fsync")
+_EXT4_MB = 1024  # sparse: room for minutes of writes, so the file system fills only where it is meant to
 
 
 def read_only(work: Path, writers: int, seconds: float) -> dict[str, Any]:
     (work / "ro").mkdir()
-    disk = Ext4.make(work / "ro")
+    disk = Ext4.make(work / "ro", size_mb=_EXT4_MB)
     data, log = disk.mount / "data", work / "ro" / "coordinator.log"  # the log off the failing disk
     data.mkdir()
     proc, endpoint = start_coordinator(data, [*_SERVE, *_FSYNC], log_file=log)
@@ -222,7 +223,7 @@ def read_only(work: Path, writers: int, seconds: float) -> dict[str, Any]:
 
 def os_crash(work: Path, writers: int, seconds: float) -> dict[str, Any]:
     (work / "crash").mkdir()
-    disk = Ext4.make(work / "crash")
+    disk = Ext4.make(work / "crash", size_mb=_EXT4_MB)
     data, log = disk.mount / "data", work / "crash" / "coordinator.log"
     data.mkdir()
     proc, endpoint = start_coordinator(data, [*_SERVE, *_FSYNC], log_file=log)
