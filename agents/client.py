@@ -87,9 +87,11 @@ class GrooveClient(BoardCalls):
         body: dict[str, Any] | None = None,
         timeout: float | None = None,
         attempt_timeout: float | None = None,
+        request_id: str | None = None,
     ) -> dict[str, Any]:
-        """Any operation by name, with its body as a map; returns the reply body as a map."""
-        return self.transport.call(op, body or {}, timeout, attempt_timeout)
+        """Any operation by name, with its body as a map; returns the reply body as a map. `request_id`: an id
+        chosen before, so a write sent again under it is applied once."""
+        return self.transport.call(op, body or {}, timeout, attempt_timeout, request_id)
 
     def call_many(
         self, calls: Iterable[tuple[str, dict[str, Any]]], window: int = 16, timeout: float | None = None
@@ -218,10 +220,12 @@ class GrooveClient(BoardCalls):
         success: bool | None = None,
         session_id: str | None = None,
         elsewhere: Sequence[dict[str, Any]] = (),
+        request_id: str | None = None,
     ) -> OutcomeRecordReply:
         """`outcome.record` in full: attributions, plus the injection they close and whether the session
         succeeded (injected learnings left unattributed count as ignored; `success` updates the system's
-        adaptive parameters). `elsewhere`: attributions other coordinators of a cluster apply, counted here."""
+        adaptive parameters). `elsewhere`: attributions other coordinators of a cluster apply, counted here.
+        `request_id`: as for `call`."""
         items = attribution_maps(attributions)
         body = clean(
             attributions=items,
@@ -230,7 +234,7 @@ class GrooveClient(BoardCalls):
             success=success,
             elsewhere=list(elsewhere) or None,
         )
-        return OutcomeRecordReply.model_validate(self.call(C.OP_OUTCOME_RECORD, body))
+        return OutcomeRecordReply.model_validate(self.call(C.OP_OUTCOME_RECORD, body, request_id=request_id))
 
     # --- the learning loop -----------------------------------------------------------------------------
 
@@ -262,10 +266,12 @@ class GrooveClient(BoardCalls):
         body = clean(tiers=tiers, task=task, context=context or None)
         return InjectCandidatesReply.model_validate(self.call(C.OP_INJECT_CANDIDATES, body)).offer
 
-    def record_injection(self, injection_id: str, learning_ids: list[str]) -> int:
-        """`injection.record`: count an injection chosen on another coordinator in these learnings' usage."""
+    def record_injection(self, injection_id: str, learning_ids: list[str], request_id: str | None = None) -> int:
+        """`injection.record`: count an injection chosen on another coordinator in these learnings' usage
+        (`request_id`: as for `call`)."""
         body = {"injection_id": injection_id, "learning_ids": learning_ids}
-        return InjectionRecordReply.model_validate(self.call(C.OP_INJECTION_RECORD, body)).counted
+        reply = self.call(C.OP_INJECTION_RECORD, body, request_id=request_id)
+        return InjectionRecordReply.model_validate(reply).counted
 
     def get_injection(self, injection_id: str) -> InjectionGetReply:
         """What a session was given (each learning as it is now) and whether its outcome was recorded."""

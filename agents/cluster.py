@@ -9,10 +9,16 @@ tier would answer, unless the candidate pools bind (PROTOCOL.md, section 11). An
 home from its own candidates and those the other owners offer; an outcome is closed by the home and applied
 by each owner to its learnings. A stale map gets `WrongCoordinator` (its `owner` names the right one), never
 a split tier.
+
+A coordinator cut off from the client fails an injection or an outcome cleanly while the others' offers and
+lookups are read, before anything is written. If it is cut off later, after the home wrote its part, its own
+part (counting its learnings) is owed: the call returns the home's reply, and the part is sent again under
+the same request id (so it is applied once) at the start of each later injection or outcome, or by `settle`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,9 +27,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agents.client import GrooveClient, attribution_maps
-from agents.errors import GrooveError, NotFound, RequestTooLarge
+from agents.errors import GrooveError, GrooveTimeout, NotFound, RequestTooLarge
 from protocol import constants as C
 from protocol.cluster import ClusterMap
+from protocol.ids import uuid7
 from protocol.keys import CurveClient
 from protocol.loop import GivenLearning, InjectionGetReply, InjectPrepareReply, MaintainReply
 from protocol.models import (
@@ -38,6 +45,18 @@ from protocol.scopes import tier_for_scope
 from protocol.search import SearchContext, SearchHit
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+OwnerPart = Callable[[GrooveClient, str], Any]  # an owner's part of a write: (its client, a request id) -> reply
+
+
+@dataclass
+class Owed:
+    """An owner's part of a write the home applied, not answered yet: resent under its request id."""
+
+    coordinator: str
+    what: str
+    part: OwnerPart
+    request_id: str
 
 
 @dataclass
@@ -65,6 +84,7 @@ class GrooveCluster:
             for name, endpoint in self.map.coordinators.items()
         }
         self._pool = ThreadPoolExecutor(max_workers=len(self.clients), thread_name_prefix="groove-cluster")
+        self.owed: list[Owed] = []  # owners' parts not applied yet (their coordinator did not answer)
 
     def __enter__(self) -> GrooveCluster:
         return self
@@ -159,6 +179,7 @@ class GrooveCluster:
         home = self.map.home
         away = {name: tiers for name, tiers in self.map.by_owner(context.tiers()).items() if name != home}
         where = {"project": project, "enterprise": enterprise}
+        self.settle()
         offers = self.fan_out(list(away), lambda name, client: client.inject_candidates(away[name], task=task, **where))
         offered = list(offers.values())
         while True:
@@ -176,7 +197,9 @@ class GrooveCluster:
             owner = self.map.owner(item.learning.tier)
             if owner != home:
                 chosen.setdefault(owner, []).append(item.learning.id)
-        self.fan_out(list(chosen), lambda name, client: client.record_injection(reply.injection_id, chosen[name]))
+        self._owners_part(
+            {name: _recorder(reply.injection_id, ids) for name, ids in chosen.items()}, "count an injection"
+        )
         return reply
 
     def close_session(
@@ -190,6 +213,7 @@ class GrooveCluster:
         """`GrooveClient.close_session` over the cluster: the home closes the injection, counting every
         attribution, then each other owner applies those of its learnings. A learning no coordinator holds is
         refused (NotFound) before anything is sent."""
+        self.settle()
         home = self.map.home
         items = attribution_maps(attributions)
         given: dict[str, str] = {}  # learning id -> tier, of what the injection gave
@@ -217,13 +241,12 @@ class GrooveCluster:
                 mine, injection_id=injection_id, success=success, session_id=session_id, elsewhere=elsewhere
             )
             applied, ignored = first.applied, first.ignored + len(implied)
-        replies = self.fan_out(
-            list(parts),
-            lambda name, client: client.close_session(
-                [a | {"injected": a["learning_id"] in given} for a in parts[name]], session_id=session_id
-            ),
-        )
-        applied += sum(r.applied for r in replies.values())
+        replies = self._owners_part(
+            {name: _closer([a | {"injected": a["learning_id"] in given} for a in part], session_id)
+             for name, part in parts.items()},
+            "apply outcomes",
+        )  # fmt: skip
+        applied += sum(r.applied for r in replies.values())  # what is owed is counted once applied
         return OutcomeRecordReply(applied=applied, ignored=ignored)
 
     def record_outcome(
@@ -305,6 +328,32 @@ class GrooveCluster:
             status.error = str(exc)
         return status
 
+    def _owners_part(self, parts: dict[str, OwnerPart], what: str) -> dict[str, Any]:
+        """Send each owner its part of a write the home applied, under a request id fixed now; the replies of
+        those that answered. One that did not answer owes its part (see `settle`)."""
+        ids = {name: uuid7() for name in parts}
+        futures = {name: self._pool.submit(part, self.clients[name], ids[name]) for name, part in parts.items()}
+        replies = {}
+        for name, future in futures.items():
+            try:
+                replies[name] = future.result()
+            except GrooveTimeout as exc:
+                self.owed.append(Owed(name, what, parts[name], ids[name]))
+                log.warning("coordinator %s owes its part (%s), resent once it answers: %s", name, what, exc)
+        return replies
+
+    def settle(self) -> list[Owed]:
+        """Send the owed parts again, each under its request id (applied once, however often sent); returns
+        those still owed."""
+        still = []
+        for owed in self.owed:
+            try:
+                owed.part(self.clients[owed.coordinator], owed.request_id)
+            except GrooveTimeout:
+                still.append(owed)
+        self.owed = still
+        return still
+
     def _locate(self, ids: list[str]) -> dict[str, str]:
         """The tier of each of these learnings that some coordinator holds."""
         if not ids:
@@ -313,6 +362,14 @@ class GrooveCluster:
             list(self.clients), lambda _, client: [x for lid in ids if (x := _get_or_none(client, lid)) is not None]
         )
         return {x.id: x.tier for held in found.values() for x in held}
+
+
+def _recorder(injection_id: str, learning_ids: list[str]) -> OwnerPart:
+    return lambda client, request_id: client.record_injection(injection_id, learning_ids, request_id=request_id)
+
+
+def _closer(attributions: list[dict[str, Any]], session_id: str | None) -> OwnerPart:
+    return lambda client, request_id: client.close_session(attributions, session_id=session_id, request_id=request_id)
 
 
 def _nowhere(learning_id: str) -> NotFound:

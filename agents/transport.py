@@ -12,7 +12,7 @@ import contextlib
 import random
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,12 +99,19 @@ class Transport:
         self.sock.close(linger=0)
 
     def call(
-        self, op: str, body: dict[str, Any], timeout: float | None = None, attempt_timeout: float | None = None
+        self,
+        op: str,
+        body: dict[str, Any],
+        timeout: float | None = None,
+        attempt_timeout: float | None = None,
+        request_id: str | None = None,
     ) -> dict[str, Any]:
         """Send one request and return its reply body; raises a RemoteError subclass or GrooveTimeout.
 
-        `attempt_timeout` overrides the transport's for this call (long operations that must not be resent)."""
-        result = self.call_many([(op, body)], window=1, timeout=timeout, attempt_timeout=attempt_timeout)[0]
+        `attempt_timeout` overrides the transport's for this call (long operations that must not be resent);
+        `request_id` sends it under an id chosen before (a write resent later is then applied once)."""
+        ids = None if request_id is None else [request_id]
+        result = self.call_many([(op, body)], 1, timeout, attempt_timeout, ids)[0]
         if result.error is not None:
             raise result.error
         assert result.body is not None
@@ -116,10 +123,12 @@ class Transport:
         window: int = 16,
         timeout: float | None = None,
         attempt_timeout: float | None = None,
+        request_ids: Sequence[str] | None = None,
     ) -> list[Result]:
         """Send requests with up to `window` in flight; results come back in request order.
 
-        Each request has its own deadline of `timeout` seconds from its first send.
+        Each request has its own deadline of `timeout` seconds from its first send, and a new id unless
+        `request_ids` gives them.
         """
         budget = self.timeout if timeout is None else timeout
         attempt = self.attempt_timeout if attempt_timeout is None else attempt_timeout
@@ -134,7 +143,7 @@ class Transport:
                     exhausted = True
                     break
                 index, (op, body) = nxt
-                rid = uuid7()
+                rid = uuid7() if request_ids is None else request_ids[index]
                 now = time.monotonic()
                 payload = encode_request(rid, op, body)
                 if len(payload) > C.MAX_MESSAGE_BYTES:
