@@ -6,6 +6,8 @@ every acked write is read back.
 - `disk_full`: the data dir on a 6 MiB tmpfs, filled by the writers, then grown to 256 MiB (mounting needs root);
 - `dir_deleted`: the user tier's directory removed under the writers, then the coordinator restarted;
 - `kill_9`: the coordinator killed under the writers, then restarted on its data;
+- `hung`: the coordinator stopped (SIGSTOP) for 4 s under the writers, longer than their 2 s attempt time-out
+  and shorter than their 10 s deadline, then SIGCONT;
 - `read_only`: the data dir's ext4 (a loop device) turned read-only by an error, then the operator's repair:
   stop, e2fsck, mount, start (`--durability fsync`);
 - `os_crash`: a power cut, with `--durability fsync`: the coordinator frozen, its ext4 shut down without
@@ -192,6 +194,26 @@ def kill_9(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         stop_process(proc)
 
 
+def hung(work: Path, writers: int, seconds: float) -> dict[str, Any]:
+    data = work / "hung"
+    data.mkdir()
+    proc, endpoint = start_coordinator(data, _SERVE)
+    try:
+        load = Writers(endpoint, writers)
+        time.sleep(seconds)
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(_STOPPED_S)
+        proc.send_signal(signal.SIGCONT)
+        woken = time.monotonic()
+        resumed = _wait(lambda: load.first(woken, None), 30)
+        time.sleep(seconds)
+        acked = load.stop()
+        return {"first_error_ms": None, "recovered_ms": _ms(woken, resumed)} | _readback(endpoint, acked)
+    finally:
+        stop_process(proc)
+
+
+_STOPPED_S = 4.0
 _FSYNC = ("--durability", "fsync")
 _EXT4_MB = 1024  # sparse: room for minutes of writes, so the file system fills only where it is meant to
 
@@ -247,6 +269,7 @@ FAULTS: dict[str, Callable[[Path, int, float], dict[str, Any]]] = {
     "disk_full": disk_full,
     "dir_deleted": dir_deleted,
     "kill_9": kill_9,
+    "hung": hung,
     "read_only": read_only,
     "os_crash": os_crash,
 }

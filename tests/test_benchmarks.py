@@ -266,7 +266,7 @@ def test_the_memory_benchmark_reports_rss_at_every_mark_and_at_rest() -> None:
 @pytest.mark.slow
 def test_the_faults_benchmark_injects_each_fault_and_loses_nothing() -> None:
     _, result = benchmark("faults", "--writers", "2", "--seconds", "0.5")
-    assert set(result["results"]) == {"disk_full", "dir_deleted", "kill_9", "read_only", "os_crash"}
+    assert set(result["results"]) == {"disk_full", "dir_deleted", "kill_9", "hung", "read_only", "os_crash"}
     for name, fault in result["results"].items():
         assert fault["acked"] > 0, name
         assert fault["lost"] == fault["duplicated"] == 0, name
