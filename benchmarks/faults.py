@@ -6,8 +6,10 @@ every acked write is read back.
 - `disk_full`: the data dir on a 6 MiB tmpfs, filled by the writers, then grown to 256 MiB (mounting needs root);
 - `dir_deleted`: the user tier's directory removed under the writers, then the coordinator restarted;
 - `kill_9`: the coordinator killed under the writers, then restarted on its data;
-- `hung`: the coordinator stopped (SIGSTOP) for 4 s under the writers, longer than their 2 s attempt time-out
-  and shorter than their 10 s deadline, then SIGCONT;
+- `hung`: the coordinator stopped (SIGSTOP) under the writers for a second past `--seconds` (at least 2.5 s),
+  longer than their 2 s attempt time-out and shorter than their 10 s deadline, then SIGCONT;
+- `hung_agent` and `cluster_cut` (benchmarks/swarmfaults.py): a board worker stopped while it holds a lease,
+  and a cluster coordinator stopped while clients inject across it;
 - `read_only`: the data dir's ext4 (a loop device) turned read-only by an error, then the operator's repair:
   stop, e2fsck, mount, start (`--durability fsync`);
 - `os_crash`: a power cut, with `--durability fsync`: the coordinator frozen, its ext4 shut down without
@@ -37,6 +39,7 @@ from agents import GrooveClient, GrooveError, StorageFull, StorageIO
 from agents.fleet import stop_process
 from benchmarks.common import machine
 from benchmarks.disks import Ext4
+from benchmarks.swarmfaults import cluster_cut, hung_agent, stopped_for
 from cli.output import table
 from cli.processes import start_coordinator
 
@@ -202,7 +205,7 @@ def hung(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         load = Writers(endpoint, writers)
         time.sleep(seconds)
         proc.send_signal(signal.SIGSTOP)
-        time.sleep(_STOPPED_S)
+        time.sleep(stopped_for(seconds))
         proc.send_signal(signal.SIGCONT)
         woken = time.monotonic()
         resumed = _wait(lambda: load.first(woken, None), 30)
@@ -213,7 +216,6 @@ def hung(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         stop_process(proc)
 
 
-_STOPPED_S = 4.0
 _FSYNC = ("--durability", "fsync")
 _EXT4_MB = 1024  # sparse: room for minutes of writes, so the file system fills only where it is meant to
 
@@ -270,22 +272,34 @@ FAULTS: dict[str, Callable[[Path, int, float], dict[str, Any]]] = {
     "dir_deleted": dir_deleted,
     "kill_9": kill_9,
     "hung": hung,
+    "hung_agent": hung_agent,
+    "cluster_cut": cluster_cut,
     "read_only": read_only,
     "os_crash": os_crash,
 }
+
+
+def _known(_: click.Context, __: click.Parameter, value: str) -> list[str]:
+    chosen = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(FAULTS))
+    if unknown or not chosen:
+        raise click.BadParameter(f"{', '.join(unknown) or 'none given'}: choose among {', '.join(FAULTS)}")
+    return chosen
 
 
 @click.command()
 @click.option("--writers", type=click.IntRange(1, 64), default=4, show_default=True, help="Writing clients.")
 @click.option("--seconds", type=click.FloatRange(0.5), default=3.0, show_default=True,
               help="Load before each fault, and after each repair.")  # fmt: skip
-def main(writers: int, seconds: float) -> None:
+@click.option("--faults", "chosen", default=",".join(FAULTS), show_default=True, callback=_known,
+              help="The faults to inject, comma-separated.")  # fmt: skip
+def main(writers: int, seconds: float, chosen: list[str]) -> None:
     """Inject each fault under load; print what was acked, lost, duplicated, and how long errors and repairs took."""
     results = {}
     with tempfile.TemporaryDirectory(prefix="groove-faults-") as tmp:
-        for name, run in FAULTS.items():
+        for name in chosen:
             click.echo(f"{name} ...", err=True)
-            results[name] = run(Path(tmp), writers, seconds)
+            results[name] = FAULTS[name](Path(tmp), writers, seconds)
     columns = ("acked", "lost", "duplicated", "unacked_stored", "first_error_ms", "recovered_ms")
     click.echo(table(("fault", *columns), [(name, *(r[c] for c in columns)) for name, r in results.items()]))
     click.echo(json.dumps({"bench": "faults", "writers": writers, "results": results, "machine": machine()}))
