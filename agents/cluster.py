@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agents.client import GrooveClient, attribution_maps
-from agents.errors import GrooveError, GrooveTimeout, NotFound, RequestTooLarge
+from agents.errors import GrooveError, GrooveTimeout, NotFound, RemoteError, RequestTooLarge
 from protocol import constants as C
 from protocol.cluster import ClusterMap
 from protocol.ids import uuid7
@@ -337,7 +337,9 @@ class GrooveCluster:
         for name, future in futures.items():
             try:
                 replies[name] = future.result()
-            except GrooveTimeout as exc:
+            except GrooveError as exc:
+                if not _unanswered(exc):
+                    raise
                 self.owed.append(Owed(name, what, parts[name], ids[name]))
                 log.warning("coordinator %s owes its part (%s), resent once it answers: %s", name, what, exc)
         return replies
@@ -349,8 +351,11 @@ class GrooveCluster:
         for owed in self.owed:
             try:
                 owed.part(self.clients[owed.coordinator], owed.request_id)
-            except GrooveTimeout:
-                still.append(owed)
+            except GrooveError as exc:
+                if _unanswered(exc):
+                    still.append(owed)
+                else:  # refused for good (its learnings deleted since, say): resending cannot help
+                    log.warning("coordinator %s refused its owed part (%s): %s", owed.coordinator, owed.what, exc)
         self.owed = still
         return still
 
@@ -362,6 +367,12 @@ class GrooveCluster:
             list(self.clients), lambda _, client: [x for lid in ids if (x := _get_or_none(client, lid)) is not None]
         )
         return {x.id: x.tier for held in found.values() for x in held}
+
+
+def _unanswered(exc: GrooveError) -> bool:
+    """Whether the coordinator may not have applied the request and may yet: no reply before the deadline,
+    or only retryable errors (`busy`, `internal`) until it."""
+    return isinstance(exc, GrooveTimeout) or (isinstance(exc, RemoteError) and exc.retryable)
 
 
 def _recorder(injection_id: str, learning_ids: list[str]) -> OwnerPart:

@@ -63,7 +63,9 @@ class Landed:
     items: list[WriteItem]
     started: float  # perf_counter when its commit began
     changes: list[tuple[str, DerivedChanges]] = field(default_factory=list)  # per tier, in commit order
-    dirty: dict[str, Tier] = field(default_factory=dict)  # tiers it committed to (synced with --durability fsync)
+    # tiers whose log is synced before its acks (--durability fsync): those it committed to, and those a recalled
+    # reply came from (its first commit's sync may have failed: a resend must not be acked unsynced)
+    dirty: dict[str, Tier] = field(default_factory=dict)
 
 
 def _check_curation(item: WriteItem) -> None:
@@ -249,6 +251,10 @@ class Batcher:
             pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
             if pending:
                 self._commit_tier(tier_name, pending, now, landed)
+        for name in {name for item in items for name in item.replies} - set(landed.dirty):
+            recalled = self.tiers.get(name, create=False)
+            if recalled is not None:
+                landed.dirty[name] = recalled
         return landed
 
     def finish(self, landed: Landed) -> None:
@@ -304,6 +310,13 @@ class Batcher:
                 item.replies[tier.name] = reply
         return found
 
+    def _recalled(self, tier: Tier, items: list[WriteItem]) -> bool:
+        """`_recall` in one tier, False when the tier cannot even be read (a disk at fault)."""
+        try:
+            return self._recall([tier], items)
+        except (StorageError, DiskFault):
+            return False
+
     def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int, landed: Landed) -> None:
         """Commit these requests' parts for one tier in one transaction.
 
@@ -346,12 +359,14 @@ class Batcher:
         except (StorageError, DiskFault) as exc:
             if board is not None:  # it holds this transaction's changes: back to what is stored
                 self.boards.reload(tier)
-            if self._disk_fault(tier, live):
-                return
-            if self._recall([tier], live):
+            # a resend of a request applied already is not a disk fault, even while one stands (its first
+            # commit's log sync may have failed): recalled, it is acked once the log is synced
+            if self._recalled(tier, live):
                 rest = [item for item in live if tier_name not in item.replies and item.error is None]
                 if rest:
                     self._commit_tier(tier_name, rest, now, landed)
+                return
+            if self._disk_fault(tier, live):
                 return
             if len(live) > 1:
                 log.warning(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 from pathlib import Path
 
@@ -9,7 +10,11 @@ import pytest
 
 from coordinator.errors import DiskFault
 from coordinator.store.faults import Faults, probe
+from coordinator.store.tiers import Tier
+from coordinator.write.durability import Syncer
 from protocol.errors import ErrorCode
+from protocol.ids import uuid7
+from tests.coordinator.harness import Harness
 
 
 def test_a_writable_directory_with_room_is_no_fault(tmp_path: Path) -> None:
@@ -40,3 +45,37 @@ def test_a_fault_is_logged_once_counted_and_cleared_with_one_line(caplog: pytest
     assert "6 writes refused" in caplog.records[1].getMessage()
     assert faults.snapshot() == {}
     assert faults.refusal("user") is None
+
+
+class FailingSync(Syncer):
+    """The log syncs of `--durability fsync`, failing the first `failures` times as a dying disk does."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def sync(self, tiers: list[Tier]) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise OSError(errno.EIO, "Input/output error")
+        super().sync(tiers)
+
+
+def test_a_write_whose_log_sync_failed_is_not_acked_nor_is_its_resend_until_a_sync_succeeds(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.batcher.syncer = FailingSync(failures=2)
+    body = {"learnings": [{"scope": "global", "category": "solution", "description": "d", "insight": "i"}]}
+    rid = uuid7()
+    (first,) = h.run(h.item("learning.put", body, rid))
+    assert isinstance(first, DiskFault)  # committed, but not known to be on disk: refused, not acked
+    assert first.code == ErrorCode.STORAGE_IO
+    assert first.message == (
+        "tier 'user': its write-ahead log could not be synced (Input/output error): "
+        "the write is not known to be on disk"
+    )
+    (resent,) = h.run(h.item("learning.put", body, rid))  # its stored reply is recalled, but the sync fails again
+    assert isinstance(resent, DiskFault)
+    (synced,) = h.run(h.item("learning.put", body, rid))
+    assert isinstance(synced, dict)  # the first reply, now that the log is on disk
+    assert len(synced["ids"]) == 1
+    h.batcher.syncer.close()
