@@ -3,6 +3,7 @@ corpus's learnings, 100 a request, and reads the coordinator's RSS (its front pr
 then a coordinator restarted on the same data, every tier open, is measured at rest.
 
     python -m benchmarks.memory --learnings 600000 --every 100000
+    python -m benchmarks.memory --learnings 300000 --every 30000 --rate 500   # 10 minutes at a constant rate
 
 The corpus spreads learnings over six project tiers and the user tier, as a real data dir would. Between two
 marks the RSS grows by what the learnings cost plus whatever fixed-size part was still filling (RocksDB's
@@ -34,8 +35,9 @@ _PER_REQUEST = 100
 _SERVE = ["--embedder", "none"]
 
 
-def fill(endpoint: str, pid: int, learnings: int, every: int) -> list[dict[str, Any]]:
-    """Put `learnings` corpus learnings; (learnings stored, RSS MB, seconds) at every `every` and at the end."""
+def fill(endpoint: str, pid: int, learnings: int, every: int, rate: float = 0.0) -> list[dict[str, Any]]:
+    """Put `learnings` corpus learnings, `rate` a second (0: as fast as they are acked); (learnings stored,
+    RSS MB, seconds) at every `every` and at the end."""
     corpus, rng = load_corpus(), random.Random(1)
     tree = ProcessTree(pid)
     marks = [{"learnings": 0, "rss_mb": round(tree.rss_mb(), 1), "s": 0.0}]
@@ -46,6 +48,8 @@ def fill(endpoint: str, pid: int, learnings: int, every: int) -> list[dict[str, 
             n = min(_PER_REQUEST, learnings - done)
             client.put_learnings([corpus.learning(rng, noted_by="memory") for _ in range(n)])
             done += n
+            if rate:
+                time.sleep(max(0.0, started + done / rate - time.monotonic()))
             if done % every < n or done == learnings:
                 marks.append(
                     {"learnings": done, "rss_mb": round(tree.rss_mb(), 1), "s": round(time.monotonic() - started, 1)}
@@ -66,13 +70,15 @@ def slopes(marks: list[dict[str, Any]]) -> list[float]:
 @click.command()
 @click.option("--learnings", type=click.IntRange(1), default=600_000, show_default=True, help="Learnings to store.")
 @click.option("--every", type=click.IntRange(1), default=100_000, show_default=True, help="Learnings between marks.")
-def main(learnings: int, every: int) -> None:
+@click.option("--rate", type=click.FloatRange(0), default=0.0, show_default=True,
+              help="Learnings a second, paced (0: as fast as they are acked).")  # fmt: skip
+def main(learnings: int, every: int, rate: float) -> None:
     """Fill a coordinator and report RSS per stored learning, under the writes and at rest."""
     with tempfile.TemporaryDirectory(prefix="groove-memory-") as tmp:
         data = Path(tmp)
         proc, endpoint = start_coordinator(data, _SERVE)
         try:
-            marks = fill(endpoint, proc.pid, learnings, every)
+            marks = fill(endpoint, proc.pid, learnings, every, rate)
         finally:
             stop_process(proc)
         rest = rest_rss(data, _SERVE)
@@ -80,7 +86,8 @@ def main(learnings: int, every: int) -> None:
     rows = [(m["learnings"], m["rss_mb"], m["s"], kb) for m, kb in zip(marks[1:], per, strict=True)]
     click.echo(table(("learnings", "RSS MB", "s", "KB per learning since the mark before"), rows))
     click.echo(f"at rest on the same data: {rest} MB (empty: {marks[0]['rss_mb']} MB)")
-    line = {"bench": "memory", "learnings": learnings, "marks": marks, "kb_per_learning": per, "rss_mb_at_rest": rest}
+    line = {"bench": "memory", "learnings": learnings, "rate": rate, "marks": marks, "kb_per_learning": per}
+    line["rss_mb_at_rest"] = rest
     click.echo(json.dumps({**line, "machine": machine()}))
 
 

@@ -65,23 +65,26 @@ def hung_agent(work: Path, writers: int, seconds: float) -> dict[str, Any]:
     data = work / "board"
     data.mkdir()
     proc, endpoint = start_coordinator(data, _SERVE)
+    workers: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
     try:
         with GrooveClient(endpoint, timeout=30) as client:
             memory = client.create_memory("/srv/faults", "faults", "finish without the stalled agent")
             for start in range(0, _TASKS, 500):
                 client.add_tasks(memory, [{"id": f"t{i}", "title": f"task {i}"} for i in range(start, start + 500)])
-            workers = {}
             for i in range(max(2, writers)):
                 acked = work / f"agent-{i}.json"
                 argv = ["agent", "--agent-id", f"agent-{i}", "--memory", memory, "--lease-ms", str(_LEASE_MS)]
                 cmd = groove_argv("--endpoint", endpoint, *argv, "--acked-file", str(acked))
                 workers[f"agent-{i}"] = (subprocess.Popen(cmd, stdout=subprocess.PIPE), acked)
+            # the load for `seconds` once the agent to stop is at work (a loaded machine starts them slowly)
+            if _until(lambda: _holding(client, memory), 60) is None:
+                raise RuntimeError("agent-0 never claimed a task")
             time.sleep(seconds)
             stalled = workers["agent-0"][0]
             stalled.send_signal(signal.SIGSTOP)
             stopped = time.monotonic()
             time.sleep(0.3)  # its request in flight is answered: the coordinator's view settles
-            (held,) = [t.id for t in client.tasks(memory, status="assigned", assigned_to="agent-0")]
+            (held,) = _holding(client, memory)  # each completion claims the next: a working agent holds one
             done = _until(lambda: client.task(held).status == "completed", 30)
             time.sleep(max(0.0, stopped_for(seconds) - (time.monotonic() - stopped)))
             stalled.send_signal(signal.SIGCONT)
@@ -101,7 +104,16 @@ def hung_agent(work: Path, writers: int, seconds: float) -> dict[str, Any]:
             "recovered_ms": _ms(stopped, done),
         }
     finally:
+        for worker, _ in workers.values():  # none may outlive the run (one that raised), holding its pipes
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
         stop_process(proc)
+
+
+def _holding(client: GrooveClient, memory: str) -> list[str]:
+    """The tasks agent-0 holds."""
+    return [t.id for t in client.tasks(memory, status="assigned", assigned_to="agent-0")]
 
 
 def cluster_cut(work: Path, writers: int, seconds: float) -> dict[str, Any]:

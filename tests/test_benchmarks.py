@@ -256,11 +256,13 @@ def test_the_fleets_benchmark_runs_the_swarm_locally_and_on_ray() -> None:
 
 
 def test_the_memory_benchmark_reports_rss_at_every_mark_and_at_rest() -> None:
-    run, result = benchmark("memory", "--learnings", "300", "--every", "100")
+    run, result = benchmark("memory", "--learnings", "300", "--every", "100", "--rate", "1000")
     assert [m["learnings"] for m in result["marks"]] == [0, 100, 200, 300]
     assert len(result["kb_per_learning"]) == 3
     assert result["rss_mb_at_rest"] > 0
     assert "at rest on the same data" in run.stdout
+    assert result["rate"] == 1000
+    assert result["marks"][-1]["s"] >= 0.25  # paced: 300 learnings at 1,000 a second
 
 
 FAULT_PARTS = {"disks": "disk_full,dir_deleted,read_only,os_crash", "processes": "kill_9,hung,hung_agent,cluster_cut"}

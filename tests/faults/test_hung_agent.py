@@ -27,24 +27,33 @@ def test_a_stopped_agents_task_goes_to_another_and_its_late_completion_is_refuse
     memory = client.create_memory("/srv/hung-agent", "hung", "finish without the stalled agent")
     client.add_tasks(memory, [{"id": f"t{i}", "title": f"task {i}"} for i in range(_TASKS)])
 
+    spawned: list[subprocess.Popen[bytes]] = []
+
     def agent(name: str) -> tuple[subprocess.Popen[bytes], Path]:
         acked = tmp_path / f"{name}.json"
         args = ("--agent-id", name, "--memory", memory, "--lease-ms", str(_LEASE_MS), "--acked-file", str(acked))
-        return spawn_agent(coordinator.endpoint, *args), acked
+        spawned.append(spawn_agent(coordinator.endpoint, *args))
+        return spawned[-1], acked
 
-    stalled, stalled_acked = agent("stalled")
-    wait_for(lambda: _completed(client, "stalled") >= 5, "the agent at work")
-    stalled.send_signal(signal.SIGSTOP)
-    stopped = time.monotonic()
-    time.sleep(0.3)  # what it had in flight is answered, so the coordinator's view is settled
-    # each completion claims the next task: a working agent always holds one
-    (held,) = [t.id for t in client.tasks(memory, status="assigned", assigned_to="stalled")]
+    try:
+        stalled, stalled_acked = agent("stalled")
+        wait_for(lambda: _completed(client, "stalled") >= 5, "the agent at work")
+        stalled.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        time.sleep(0.3)  # what it had in flight is answered, so the coordinator's view is settled
+        # each completion claims the next task: a working agent always holds one
+        (held,) = [t.id for t in client.tasks(memory, status="assigned", assigned_to="stalled")]
 
-    rescuer, rescuer_acked = agent("rescuer")
-    rescued = agent_report(rescuer, timeout=120)  # it drains the plan, the stalled agent's task included
-    assert time.monotonic() - stopped > _LEASE_MS / 1000
-    stalled.send_signal(signal.SIGCONT)
-    woken = agent_report(stalled, timeout=60)
+        rescuer, rescuer_acked = agent("rescuer")
+        rescued = agent_report(rescuer, timeout=120)  # it drains the plan, the stalled agent's task included
+        assert time.monotonic() - stopped > _LEASE_MS / 1000
+        stalled.send_signal(signal.SIGCONT)
+        woken = agent_report(stalled, timeout=60)
+    finally:  # a failure above must not leave a stopped agent behind
+        for proc in spawned:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
     assert rescued["errors"] == 0, rescued["error_samples"]
     assert woken["errors"] == 1  # its completion of the lapsed task, and nothing else

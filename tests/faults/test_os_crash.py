@@ -17,18 +17,18 @@ import pytest
 from agents import GrooveClient, GrooveError
 from agents.fleet import stop_process
 from benchmarks.disks import Ext4
-from cli.processes import start_coordinator
+from tests.faults.conftest import Serve
 from tests.helpers import learning, wait_for
 
 _WRITERS = 4
 
 
 @pytest.mark.parametrize("durability", ["fsync", "process"])
-def test_a_power_cut_keeps_every_write_acked_with_fsync(ext4: Ext4, tmp_path: Path, durability: str) -> None:
+def test_a_power_cut_keeps_every_write_acked_with_fsync(
+    ext4: Ext4, serve_on: Serve, tmp_path: Path, durability: str
+) -> None:
     data, log = ext4.mount / "data", tmp_path / "coordinator.log"  # the log off the disk that is cut
-    data.mkdir()
-    serve = ["--embedder", "none", "--durability", durability]
-    proc, endpoint = start_coordinator(data, serve, log_file=log)
+    proc, endpoint = serve_on(data, "--durability", durability)
     sent: set[str] = set()
     acked: set[str] = set()
     stop = threading.Event()
@@ -62,7 +62,7 @@ def test_a_power_cut_keeps_every_write_acked_with_fsync(ext4: Ext4, tmp_path: Pa
             writer.join()
     ext4.detach()
     ext4.attach()  # the journal replays: what had been synced is there
-    proc, endpoint = start_coordinator(data, serve, log_file=log)
+    proc, endpoint = serve_on(data, "--durability", durability)
     try:
         with GrooveClient(endpoint, timeout=30) as client:
             stored = [x.description for x in client.iter_learnings()]

@@ -7,7 +7,6 @@ once, nothing unacked. A coordinator will not start on a read-only data dir, and
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -15,21 +14,17 @@ from pathlib import Path
 from agents import GrooveClient, GrooveError, StorageIO
 from agents.fleet import stop_process
 from benchmarks.disks import Ext4
-from cli.processes import start_coordinator
+from tests.faults.conftest import Serve
 from tests.helpers import learning, run_groove, wait_for
 
-
-def serve(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`groove serve --durability fsync` on `data_dir`, logging off the failing disk, where an operator's is."""
-    data_dir.mkdir(exist_ok=True)
-    return start_coordinator(data_dir, ["--embedder", "none", "--durability", "fsync"], log_file=log)
+_FSYNC = ("--durability", "fsync")
 
 
 def test_a_data_dir_gone_read_only_refuses_writes_within_2_s_and_keeps_every_acked_one(
-    ext4: Ext4, tmp_path: Path
+    ext4: Ext4, serve_on: Serve, tmp_path: Path
 ) -> None:
     log_path = tmp_path / "coordinator.log"
-    proc, endpoint = serve(ext4.mount / "data", log_path)
+    proc, endpoint = serve_on(ext4.mount / "data", *_FSYNC)
     calls: list[tuple[float, float, list[str] | GrooveError]] = []  # (sent, answered, acked ids or the error)
     stop = threading.Event()
 
@@ -75,7 +70,7 @@ def test_a_data_dir_gone_read_only_refuses_writes_within_2_s_and_keeps_every_ack
     ext4.detach()
     ext4.check()
     ext4.attach()
-    proc, endpoint = serve(ext4.mount / "data", log_path)
+    proc, endpoint = serve_on(ext4.mount / "data", *_FSYNC)
     try:
         with GrooveClient(endpoint, timeout=10) as client:
             stored = [x.description for x in client.iter_learnings()]
@@ -94,9 +89,9 @@ def test_a_data_dir_gone_read_only_refuses_writes_within_2_s_and_keeps_every_ack
 
 
 def test_a_coordinator_will_not_start_on_a_read_only_data_dir_and_says_so_in_one_line(
-    ext4: Ext4, tmp_path: Path
+    ext4: Ext4, serve_on: Serve
 ) -> None:
-    proc, endpoint = serve(ext4.mount / "data", tmp_path / "coordinator.log")
+    proc, endpoint = serve_on(ext4.mount / "data")
     with GrooveClient(endpoint) as client:
         client.put_learnings([learning()])
     assert stop_process(proc, grace=30) == 0
