@@ -256,9 +256,9 @@ def test_the_fleets_benchmark_runs_the_swarm_locally_and_on_ray() -> None:
 
 
 def test_the_memory_benchmark_reports_rss_at_every_mark_and_at_rest() -> None:
-    run, result = benchmark("memory", "--learnings", "300", "--every", "100", "--rate", "1000")
-    assert [m["learnings"] for m in result["marks"]] == [0, 100, 200, 300]
-    assert len(result["kb_per_learning"]) == 3
+    run, result = benchmark("memory", "--preload", "100", "--learnings", "300", "--every", "100", "--rate", "1000")
+    assert [m["learnings"] for m in result["marks"]] == [0, 100, 200, 300, 400]
+    assert len(result["kb_per_learning"]) == 4
     assert result["rss_mb_at_rest"] > 0
     assert "at rest on the same data" in run.stdout
     assert result["rate"] == 1000
