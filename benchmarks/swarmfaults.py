@@ -118,8 +118,8 @@ def _holding(client: GrooveClient, memory: str) -> list[str]:
 
 def cluster_cut(work: Path, writers: int, seconds: float) -> dict[str, Any]:
     """Two coordinators (`a` the home, `b` owning a project); clients inject for that project across both,
-    each with its own `GrooveCluster` (2 s timeout); `b` stopped with SIGSTOP for 4 s, then SIGCONT, and what
-    the clients owe is settled. Writes are injections: each counted once in every chosen learning's usage."""
+    each with its own `GrooveCluster` (2 s timeout); `b` stopped with SIGSTOP (`stopped_for`), then SIGCONT,
+    and what the clients owe is settled. Writes are injections: each counted once in every chosen learning's usage."""
     sockets = Path(tempfile.mkdtemp(prefix="groove-cf-"))  # ipc paths are limited to ~100 bytes
     path = work / "cluster.toml"
     path.write_text(
