@@ -1,16 +1,21 @@
-"""What the benchmarks share: latency summaries and the machine facts every figure needs next to it."""
+"""What the benchmarks share: latency summaries, waiting on a condition, and the machine facts every figure
+needs next to it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import platform
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
 from coordinator.metrics import percentile
+
+T = TypeVar("T")
 
 
 def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
@@ -23,6 +28,19 @@ def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
         "max_ms": round(ordered[-1], 3) if ordered else 0.0,
         "over_1s": sum(1 for x in ordered if x > 1000),
     }
+
+
+def poll(condition: Callable[[], T | None], timeout: float) -> T | None:
+    """The first value `condition()` gives that is not None, asked every 50 ms; None after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while (found := condition()) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def ms_between(start: float, end: float | None) -> float | None:
+    """Milliseconds from `start` to `end` (monotonic seconds), to 0.1 ms; None when `end` never came."""
+    return None if end is None else round((end - start) * 1000, 1)
 
 
 def machine() -> dict[str, Any]:

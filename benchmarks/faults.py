@@ -37,7 +37,7 @@ import click
 
 from agents import GrooveClient, GrooveError, StorageFull, StorageIO
 from agents.fleet import stop_process
-from benchmarks.common import machine
+from benchmarks.common import machine, ms_between, poll
 from benchmarks.disks import Ext4
 from benchmarks.swarmfaults import cluster_cut, hung_agent, stopped_for
 from cli.output import table
@@ -98,13 +98,6 @@ class Writers:
         return {lid for _, _, got in self.calls if isinstance(got, list) for lid in got}
 
 
-def _wait(condition: Callable[[], float | None], timeout: float) -> float | None:
-    deadline = time.monotonic() + timeout
-    while (found := condition()) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return found
-
-
 def _readback(endpoint: str, acked: set[str]) -> dict[str, int]:
     with GrooveClient(endpoint, timeout=60) as client:
         stored = [x.id for x in client.iter_learnings()]
@@ -114,10 +107,6 @@ def _readback(endpoint: str, acked: set[str]) -> dict[str, int]:
         "duplicated": len(stored) - len(set(stored)),
         "unacked_stored": len(set(stored) - acked),
     }
-
-
-def _ms(start: float, end: float | None) -> float | None:
-    return None if end is None else round((end - start) * 1000, 1)
 
 
 def disk_full(work: Path, writers: int, seconds: float) -> dict[str, Any]:
@@ -130,16 +119,16 @@ def disk_full(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         try:
             load = Writers(endpoint, writers)
             started = time.monotonic()
-            full = _wait(lambda: load.first(started, StorageFull), 120)
+            full = poll(lambda: load.first(started, StorageFull), 120)
             # the fault's moment: the first write the disk refused was sent just before this answer
             fault = min(sent for sent, _, got in load.calls if isinstance(got, StorageFull)) if full else started
             time.sleep(seconds)
             subprocess.run(["mount", "-o", "remount,size=256m", str(disk)], check=True)
             mended = time.monotonic()
-            resumed = _wait(lambda: load.first(mended, None), 60)
+            resumed = poll(lambda: load.first(mended, None), 60)
             time.sleep(seconds)
             acked = load.stop()
-            return {"first_error_ms": _ms(fault, full), "recovered_ms": _ms(mended, resumed)} | _readback(
+            return {"first_error_ms": ms_between(fault, full), "recovered_ms": ms_between(mended, resumed)} | _readback(
                 endpoint, acked
             )
         finally:
@@ -155,9 +144,9 @@ def _restart(
     restart to the first acked write, and every id acked once the writers are stopped `seconds` later."""
     mended = time.monotonic()
     proc, _ = start_coordinator(data, ["--bind", endpoint, *_SERVE, *serve], log_file=log)
-    resumed = _wait(lambda: load.first(mended, None), 60)
+    resumed = poll(lambda: load.first(mended, None), 60)
     time.sleep(seconds)
-    return proc, _ms(mended, resumed), load.stop()
+    return proc, ms_between(mended, resumed), load.stop()
 
 
 def dir_deleted(work: Path, writers: int, seconds: float) -> dict[str, Any]:
@@ -169,14 +158,14 @@ def dir_deleted(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         time.sleep(seconds)
         shutil.rmtree(data / "user")
         deleted = time.monotonic()
-        refused = _wait(lambda: load.first(deleted, StorageIO), 30)
+        refused = poll(lambda: load.first(deleted, StorageIO), 30)
         time.sleep(seconds)
         acked_after = {lid for sent, _, got in load.calls if sent > deleted and isinstance(got, list) for lid in got}
         stop_process(proc)
         proc, recovered, acked = _restart(data, endpoint, load, seconds)  # the repair: a restart
         before = {lid for sent, _, got in load.calls if sent <= deleted and isinstance(got, list) for lid in got}
         # what was acked before the deletion was deleted with the directory: the backup's to restore
-        return {"first_error_ms": _ms(deleted, refused), "recovered_ms": recovered,
+        return {"first_error_ms": ms_between(deleted, refused), "recovered_ms": recovered,
                 "acked_after_fault": len(acked_after)} | _readback(endpoint, acked - before)  # fmt: skip
     finally:
         stop_process(proc)
@@ -208,10 +197,10 @@ def hung(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         time.sleep(stopped_for(seconds))
         proc.send_signal(signal.SIGCONT)
         woken = time.monotonic()
-        resumed = _wait(lambda: load.first(woken, None), 30)
+        resumed = poll(lambda: load.first(woken, None), 30)
         time.sleep(seconds)
         acked = load.stop()
-        return {"first_error_ms": None, "recovered_ms": _ms(woken, resumed)} | _readback(endpoint, acked)
+        return {"first_error_ms": None, "recovered_ms": ms_between(woken, resumed)} | _readback(endpoint, acked)
     finally:
         stop_process(proc)
 
@@ -231,7 +220,7 @@ def read_only(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         time.sleep(seconds)
         disk.fail()
         failed = time.monotonic()
-        refused = _wait(lambda: load.first(failed, StorageIO), 30)
+        refused = poll(lambda: load.first(failed, StorageIO), 30)
         time.sleep(seconds)
         stop_process(proc)  # the operator's repair: stop, check, mount, start
         disk.detach()
@@ -239,7 +228,7 @@ def read_only(work: Path, writers: int, seconds: float) -> dict[str, Any]:
         disk.attach()
         proc, recovered, acked = _restart(data, endpoint, load, seconds, _FSYNC, log)
         # a write whose log sync met the fault was committed, not known to be on disk: refused, may be stored
-        return {"first_error_ms": _ms(failed, refused), "recovered_ms": recovered} | _readback(endpoint, acked)
+        return {"first_error_ms": ms_between(failed, refused), "recovered_ms": recovered} | _readback(endpoint, acked)
     finally:
         stop_process(proc)
         disk.release()

@@ -18,6 +18,7 @@ from agents import GrooveClient, GrooveError, GrooveTimeout
 from agents.cluster import GrooveCluster
 from agents.coding import groove_argv
 from agents.fleet import stop_process
+from benchmarks.common import ms_between, poll
 from cli.processes import start_coordinator
 from protocol import constants as C
 
@@ -44,20 +45,6 @@ def _recorded(home: GrooveClient) -> int:
         before = page.before
 
 
-def _ms(start: float, end: float | None) -> float | None:
-    return None if end is None else round((end - start) * 1000, 1)
-
-
-def _until(condition: Any, timeout: float) -> float | None:
-    """When `condition()` first held (monotonic), or None after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return time.monotonic()
-        time.sleep(0.05)
-    return None
-
-
 def hung_agent(work: Path, writers: int, seconds: float) -> dict[str, Any]:
     """Board workers (`groove agent --memory`) draining a plan; one stopped with SIGSTOP while it holds a lease
     for longer than the lease, then SIGCONT. Writes are task completions; recovery is from the stop to the
@@ -77,7 +64,7 @@ def hung_agent(work: Path, writers: int, seconds: float) -> dict[str, Any]:
                 cmd = groove_argv("--endpoint", endpoint, *argv, "--acked-file", str(acked))
                 workers[f"agent-{i}"] = (subprocess.Popen(cmd, stdout=subprocess.PIPE), acked)
             # the load for `seconds` once the agent to stop is at work (a loaded machine starts them slowly)
-            if _until(lambda: _holding(client, memory), 60) is None:
+            if poll(lambda: _holding(client, memory) or None, 60) is None:
                 raise RuntimeError("agent-0 never claimed a task")
             time.sleep(seconds)
             stalled = workers["agent-0"][0]
@@ -85,7 +72,7 @@ def hung_agent(work: Path, writers: int, seconds: float) -> dict[str, Any]:
             stopped = time.monotonic()
             time.sleep(0.3)  # its request in flight is answered: the coordinator's view settles
             (held,) = _holding(client, memory)  # each completion claims the next: a working agent holds one
-            done = _until(lambda: client.task(held).status == "completed", 30)
+            done = poll(lambda: time.monotonic() if client.task(held).status == "completed" else None, 30)
             time.sleep(max(0.0, stopped_for(seconds) - (time.monotonic() - stopped)))
             stalled.send_signal(signal.SIGCONT)
             time.sleep(seconds)
@@ -101,7 +88,7 @@ def hung_agent(work: Path, writers: int, seconds: float) -> dict[str, Any]:
             "duplicated": len(completed) - len(set(completed)),
             "unacked_stored": len(stored - set(completed)),
             "first_error_ms": None,
-            "recovered_ms": _ms(stopped, done),
+            "recovered_ms": ms_between(stopped, done),
         }
     finally:
         for worker, _ in workers.values():  # none may outlive the run (one that raised), holding its pipes
@@ -191,6 +178,6 @@ def _cut_b(path: Path, b: subprocess.Popen[bytes], writers: int, seconds: float)
         "lost": sum(max(0, n - counted.get(lid, 0)) for lid, n in expected.items()),  # counts short of the acked
         "duplicated": sum(max(0, n - expected.get(lid, 0)) for lid, n in counted.items()),  # counted twice
         "unacked_stored": recorded - len(given),  # injections the home recorded that no client got
-        "first_error_ms": _ms(stopped, next((t for t, got in calls if isinstance(got, GrooveTimeout)), None)),
-        "recovered_ms": _ms(woken, next((t for t, got in calls if t > woken and isinstance(got, list)), None)),
+        "first_error_ms": ms_between(stopped, next((t for t, got in calls if isinstance(got, GrooveTimeout)), None)),
+        "recovered_ms": ms_between(woken, next((t for t, got in calls if t > woken and isinstance(got, list)), None)),
     }

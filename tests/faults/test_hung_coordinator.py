@@ -8,14 +8,14 @@ held; one that ran out while the coordinator was stopped lapses at once, and its
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from collections.abc import Callable
 
 import pytest
 
 from agents import Conflict, GrooveClient, GrooveError, GrooveTimeout
-from tests.helpers import RunningCoordinator, learning, wait_for
+from tests.faults.load import WriteLoad
+from tests.helpers import RunningCoordinator, wait_for
 
 _STOPPED_S = 4.0
 _CLIENT_TIMEOUT_S = 2.0
@@ -33,39 +33,20 @@ def test_a_stopped_coordinator_times_clients_out_then_serves_them_losing_and_dou
     assert short is not None
     assert {long.id, short.id} == {"long", "short"}
 
-    calls: list[tuple[float, list[str] | GrooveError]] = []
-    stop = threading.Event()
-
-    def write() -> None:
-        with GrooveClient(coordinator.endpoint, timeout=_CLIENT_TIMEOUT_S, attempt_timeout=0.5) as client:
-            n = 0
-            while not stop.is_set():
-                try:
-                    got: list[str] | GrooveError = client.put_learnings([learning(n=n)]).ids
-                except GrooveError as exc:
-                    got = exc
-                calls.append((time.monotonic(), got))
-                n += 1
-
-    writing = threading.Thread(target=write)
-    writing.start()
-    try:
-        wait_for(lambda: len(calls) > 20, "the load going")
+    with WriteLoad(coordinator.endpoint, timeout=_CLIENT_TIMEOUT_S, attempt_timeout=0.5) as load:
         coordinator.proc.send_signal(signal.SIGSTOP)
         time.sleep(_STOPPED_S)
         coordinator.proc.send_signal(signal.SIGCONT)
         resumed = time.monotonic()
-        wait_for(lambda: any(at > resumed and isinstance(got, list) for at, got in calls), "writes acked again")
+        wait_for(lambda: any(at > resumed and isinstance(got, list) for _, at, got in load.calls), "writes acked again")
         time.sleep(0.5)
-    finally:
-        stop.set()
-        writing.join()
+    calls = load.calls
 
-    timeouts = [got for _, got in calls if isinstance(got, GrooveError)]
+    timeouts = [got for _, _, got in calls if isinstance(got, GrooveError)]
     assert timeouts  # the clients said so while it was stopped...
     assert all(isinstance(got, GrooveTimeout) for got in timeouts)
     assert "no reply from" in str(timeouts[0])
-    acked = {lid for _, got in calls if isinstance(got, list) for lid in got}
+    acked = {lid for _, _, got in calls if isinstance(got, list) for lid in got}
     client = client_factory(coordinator.endpoint)
     stored = [x.id for x in client.iter_learnings()]
     assert len(stored) == len(set(stored))  # ...and what they resent was applied once

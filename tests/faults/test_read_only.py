@@ -7,14 +7,14 @@ once, nothing unacked. A coordinator will not start on a read-only data dir, and
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
-from agents import GrooveClient, GrooveError, StorageIO
+from agents import GrooveClient, StorageIO
 from agents.fleet import stop_process
 from benchmarks.disks import Ext4
 from tests.faults.conftest import Serve
+from tests.faults.load import WriteLoad
 from tests.helpers import learning, run_groove, wait_for
 
 _FSYNC = ("--durability", "fsync")
@@ -25,32 +25,12 @@ def test_a_data_dir_gone_read_only_refuses_writes_within_2_s_and_keeps_every_ack
 ) -> None:
     log_path = tmp_path / "coordinator.log"
     proc, endpoint = serve_on(ext4.mount / "data", *_FSYNC)
-    calls: list[tuple[float, float, list[str] | GrooveError]] = []  # (sent, answered, acked ids or the error)
-    stop = threading.Event()
-
-    def write() -> None:
-        with GrooveClient(endpoint, timeout=10) as client:
-            n = 0
-            while not stop.is_set():
-                sent = time.monotonic()
-                try:
-                    got: list[str] | GrooveError = client.put_learnings([learning(n=n)]).ids
-                except GrooveError as exc:
-                    got = exc
-                calls.append((sent, time.monotonic(), got))
-                n += 1
-
-    writing = threading.Thread(target=write)
-    writing.start()
-    try:
-        wait_for(lambda: len(calls) > 20, "the load going")
+    with WriteLoad(endpoint) as load:
         ext4.fail()
         failed = time.monotonic()
-        wait_for(lambda: any(isinstance(got, StorageIO) for _, _, got in calls), "a write refused", timeout=10)
+        wait_for(lambda: any(isinstance(got, StorageIO) for _, _, got in load.calls), "a write refused", timeout=10)
         time.sleep(0.3)
-    finally:
-        stop.set()
-        writing.join()
+    calls = load.calls
     first = next(i for i, (_, _, got) in enumerate(calls) if isinstance(got, StorageIO))
     assert calls[first][1] - failed < 2.0
     assert all(isinstance(got, StorageIO) for _, _, got in calls[first:])  # nothing acked after the first refusal
