@@ -40,7 +40,7 @@ def measure(spread: bool, batch: int, batches: int) -> dict[str, Any]:
         derived = Derived(10_000, embeddings=False, row_cache=100_000)
         tiers = TierSet(Path(tmp), on_open=derived.load_tier)
         tiers.open_user()
-        batcher = Batcher(tiers, Metrics(), lambda _: None, 256, 0.0, 20_000, committed=derived.after_commit)
+        batcher = Batcher(tiers, Metrics(), lambda _: None, 256, 0.0, 20_000, committed=derived.after_batch)
 
         def items() -> list[WriteItem]:
             out = []

@@ -96,7 +96,7 @@ class Coordinator:
             settings.max_batch,
             settings.max_wait_ms,
             settings.queue_size,
-            committed=self.derived.after_commit,
+            committed=self.derived.after_batch,
             maintain_every_s=settings.maintain_every_s,
             fsync=settings.durability == "fsync",
             gone_agents=self.registry.gone,

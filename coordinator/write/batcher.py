@@ -51,9 +51,9 @@ Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
 # Receives every request of a batch with its reply body or rejection, once the batch is done: one call per
 # batch, because each hand-off to the socket thread costs a GIL round trip.
 Done = Callable[[list[Outcome]], None]
-# Told, per tier and before the acks, what a commit changed, so derived data keeps up with the source (on the
-# acker thread, batch after batch in commit order).
-Committed = Callable[[str, DerivedChanges], None]
+# Told, before the acks, what each commit of a batch changed (per tier, in commit order), so derived data keeps up
+# with the source (on the acker thread, batch after batch).
+Committed = Callable[[list[tuple[str, DerivedChanges]]], None]
 
 
 @dataclass(slots=True)
@@ -260,12 +260,11 @@ class Batcher:
     def finish(self, landed: Landed) -> None:
         """After a batch committed: tell derived data what changed, sync the WAL (`--durability fsync`), then
         answer every request."""
-        if self.committed is not None:
-            for tier_name, derived in landed.changes:
-                try:
-                    self.committed(tier_name, derived)
-                except Exception:  # derived data must never fail a committed source write
-                    log.exception("updating derived data for tier %s failed", tier_name)
+        if self.committed is not None and landed.changes:
+            try:
+                self.committed(landed.changes)
+            except Exception:  # derived data must never fail a committed source write
+                log.exception("updating derived data for a batch of %d writes failed", len(landed.items))
         if self.syncer is not None and landed.dirty:
             try:
                 self.syncer.sync(list(landed.dirty.values()))

@@ -239,9 +239,9 @@ def test_the_acker_tells_derived_data_before_each_ack_and_answers_batches_in_com
         with lock:
             events.extend(("ack", item.request_id) for item, _ in outcomes)
 
-    def committed(tier: str, changes: DerivedChanges) -> None:
+    def committed(commits: list[tuple[str, DerivedChanges]]) -> None:
         with lock:
-            events.extend(("derived", lid) for lid, _ in changes.texts)
+            events.extend(("derived", lid) for _, changes in commits for lid, _ in changes.texts)
 
     tiers = TierSet(tmp_path)
     tiers.open_user()

@@ -1,9 +1,14 @@
-"""The keyword index: every word first, the rarest words as a fallback, stop words, tiers, replacement."""
+"""The keyword index: every word first, the rarest words as a fallback, stop words, tiers, replacement, and a
+batch of commits taken in one transaction."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import pytest
+
+from coordinator.search.derived import Derived, DerivedChanges
 from coordinator.search.keywords import KeywordIndex, query_terms
 
 
@@ -83,3 +88,33 @@ def test_a_file_backed_index_starts_afresh_replaces_removes_and_drops_a_tier(tmp
     assert len(kw) == 1
     assert kw.search("pin", ["user"], 10) == []
     assert kw.search("retry", ["project:/x"], 10)[0][:2] == ("c", "project:/x")
+
+
+def _changes(texts: list[tuple[str, str]] = [], deleted: list[str] = []) -> DerivedChanges:  # noqa: B006
+    return DerivedChanges(texts, [], deleted, [], [lid for lid, _ in texts] + deleted, [], [], [], [], [], [])
+
+
+def test_a_batch_of_commits_reaches_the_keyword_index_as_its_last_commit_left_each_learning() -> None:
+    derived = Derived(100, embeddings=False)
+    derived.after_batch([("user", _changes([("a", "retry with backoff"), ("b", "pin the proxy")]))])
+    derived.after_batch(
+        [
+            ("project:/x", _changes([("c", "retry later")])),
+            ("user", _changes([("d", "retry at once")], deleted=["a"])),
+            ("project:/x", _changes(deleted=["c"])),  # put and deleted by one batch (a retry one by one)
+            ("user", _changes([("b", "retry the proxy")])),  # edited
+        ]
+    )
+    assert {lid for lid, *_ in derived.keywords.search("retry", ["user", "project:/x"], 10)} == {"b", "d"}
+    assert derived.keywords.search("pin", ["user"], 10) == []
+
+
+def test_a_tier_whose_derived_update_fails_leaves_the_others_and_the_keyword_index_whole(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    derived = Derived(100, embeddings=False)
+    bad = _changes([("a", "retry with backoff")])
+    bad.touched = [["a"]]  # type: ignore[list-item]  # unhashable: the row cache cannot take it
+    derived.after_batch([("user", bad), ("project:/x", _changes([("c", "retry later")]))])
+    assert {lid for lid, *_ in derived.keywords.search("retry", ["user", "project:/x"], 10)} == {"a", "c"}
+    assert [r.exc_info is not None for r in caplog.records if r.levelno == logging.ERROR] == [True]
