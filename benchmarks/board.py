@@ -26,7 +26,7 @@ import click
 
 from agents import GrooveClient
 from agents.fleet import stop_process
-from benchmarks.common import latency_summary, machine
+from benchmarks.common import ProcessTree, latency_summary, machine
 from cli.output import table
 from cli.processes import start_coordinator
 from protocol import constants as C
@@ -164,16 +164,21 @@ def run_groove(tasks: list[dict[str, Any]], agents: int, work: Path, chain: bool
             for i in range(0, len(tasks), _ADD_CHUNK):
                 client.add_tasks(memory, tasks[i : i + _ADD_CHUNK])
             chained = ["--chain" if chain else "--no-chain"]
+            tree = ProcessTree(coordinator.pid)
             procs = _spawn("groove-agent", ["--endpoint", endpoint, "--memory", memory, *chained], agents, work)
             probe = NudgeProbe(endpoint, memory)
             probe.start()
+            cpu_before = tree.cpu_seconds()
             records = _gather(procs, timeout=3600)
+            cpu_s = tree.cpu_seconds() - cpu_before
             probe.stop()
             stored = {t.id: t for t in client.tasks(memory)}
     finally:
         stop_process(coordinator)
     result = summary(records, tasks, sum(1 for t in stored.values() if t.attempts > 0))
     result["nudge_push_ms"] = probe.summary()
+    # the coordinator and its front, per task drained (each task is a claim and a completion, or one chained call)
+    result["coordinator_cpu_us_per_task"] = round(cpu_s / len(tasks) * 1e6, 1)
     # by the coordinator's own clock: no task assigned before each of its dependencies completed
     result["history"]["stored_before_dependencies"] = sum(
         1
@@ -244,6 +249,7 @@ def main(ctx: click.Context, agents: int, tasks: int, depth: int, peer: bool, ch
         f"immediate nudges pushed while the agents worked: {push['sent']} sent, {push['missed']} missed, "
         f"p50 {push['p50_ms']} / p99 {push['p99_ms']} / max {push['max_ms']} ms"
     )
+    click.echo(f"coordinator CPU per task drained (front included): {results['groove']['coordinator_cpu_us_per_task']} µs")
     ratio = None
     if "sqlite" in results:
         ratio = round(results["groove"]["tasks_per_s"] / max(1e-9, results["sqlite"]["tasks_per_s"]), 3)

@@ -85,6 +85,15 @@ class ProcessTree:
                 total += proc.cpu_percent(None)
         return total
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user and system) used so far by every member still running."""
+        total = 0.0
+        for proc in self._members():
+            with contextlib.suppress(psutil.Error):
+                times = proc.cpu_times()
+                total += times.user + times.system
+        return total
+
     def rss_mb(self) -> float:
         """Resident memory of every member, MB."""
         total = 0

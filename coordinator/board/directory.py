@@ -1,4 +1,4 @@
-"""Every tier's board, and which tier holds each working memory and task (the writer thread's only).
+"""Every tier's board, and which tier holds each working memory and task (the writer thread's, but for `counts`).
 
 Board operations name a memory or a task, not a tier, so the first one loads the boards of every tier on
 disk; from then on a tier's board is loaded when it is first needed (a tier made later starts empty).
@@ -30,6 +30,15 @@ class Boards:
     def reload(self, tier: Tier) -> None:
         """Rebuild a tier's board from what is stored (after a commit to it failed)."""
         self._boards[tier.name] = Board.load(tier)
+
+    def counts(self, memory_id: str) -> dict[str, int] | None:
+        """A memory's tasks by status as last committed, if its tier's board is loaded and it has tasks (a reader
+        thread may ask: it reads one published map, which the writer replaces, never changes)."""
+        for board in list(self._boards.values()):
+            counts = board.published.get(memory_id)
+            if counts is not None:
+                return counts
+        return None
 
     def loaded(self) -> list[tuple[str, Board]]:
         """The boards loaded so far, by tier name."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.board.directory import Boards
 from coordinator.errors import Rejected
 from coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, MEMORIES, NOTES, NUDGES, TASKS, Relation
 from coordinator.store.tiers import Tier, TierSet
@@ -27,7 +28,11 @@ Wire = dict[str, Any]
 _FEW = ("assigned", "in_progress", "review")
 
 
-def _counts(tier: Tier, memory_id: str) -> dict[str, int]:
+def _counts(tier: Tier, boards: Boards, memory_id: str) -> dict[str, int]:
+    """A memory's tasks by status: from its board in memory if loaded, else counted in CozoDB."""
+    published = boards.counts(memory_id)
+    if published is not None:
+        return published
     # the equality first: CozoDB then reads the index's prefix instead of walking all of it
     rows = tier.run("?[status, count(id)] := memory_id = $m, *tasks:by_memory{memory_id, status, id}", {"m": memory_id})
     return {status: int(n) for status, n in rows}
@@ -42,13 +47,13 @@ def find_memory(tiers: TierSet, memory_id: str) -> tuple[Tier, dict[str, Any]]:
     raise Rejected(ErrorCode.NOT_FOUND, f"no working memory {memory_id}")
 
 
-def get_memory(tiers: TierSet, body: MemoryGetRequest) -> dict[str, Any]:
+def get_memory(tiers: TierSet, boards: Boards, body: MemoryGetRequest) -> dict[str, Any]:
     """`memory.get`: the memory with its tasks counted by status."""
     tier, memory = find_memory(tiers, body.id)
-    return {"memory": memory | {"tasks": _counts(tier, body.id)}}
+    return {"memory": memory | {"tasks": _counts(tier, boards, body.id)}}
 
 
-def list_memories(tiers: TierSet, body: MemoryListRequest) -> dict[str, Any]:
+def list_memories(tiers: TierSet, boards: Boards, body: MemoryListRequest) -> dict[str, Any]:
     """`memory.list`: of one project (its tier) or of all, in one status if asked; newest first."""
     if body.project is not None:
         tier = tiers.get(C.TIER_PROJECT_PREFIX + body.project, create=False)
@@ -60,7 +65,7 @@ def list_memories(tiers: TierSet, body: MemoryListRequest) -> dict[str, Any]:
     for tier in chosen:
         for row in tier.run(f"{MEMORIES.scan()}{status}", {"status": body.status}):
             memory = MEMORIES.wire(row)
-            memories.append(memory | {"tasks": _counts(tier, memory["id"])})
+            memories.append(memory | {"tasks": _counts(tier, boards, memory["id"])})
     memories.sort(key=lambda m: (-m["created_at"], m["id"]))
     return {"memories": memories}
 

@@ -20,6 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from coordinator.board.directory import Boards
 from coordinator.board.reads import (
     find_memory,
     get_memory,
@@ -101,6 +102,7 @@ class Services(Protocol):
 
     tiers: TierSet
     derived: Derived
+    boards: Boards
     registry: AgentRegistry
     idle: IdleNudges
 
@@ -244,8 +246,8 @@ HANDLERS: dict[str, Handler] = {
     C.OP_EXPORT: Read[ExportRequest](lambda s, b: export_tiers(s.tiers, b), held=True),
     C.OP_IMPORT: Prepared[ImportRequest, Any](_import, writes.IMPORT),
     C.OP_MEMORY_CREATE: Write(writes.MEMORY_CREATE),
-    C.OP_MEMORY_GET: Read[MemoryGetRequest](lambda s, b: get_memory(s.tiers, b)),
-    C.OP_MEMORY_LIST: Read[MemoryListRequest](lambda s, b: list_memories(s.tiers, b)),
+    C.OP_MEMORY_GET: Read[MemoryGetRequest](lambda s, b: get_memory(s.tiers, s.boards, b)),
+    C.OP_MEMORY_LIST: Read[MemoryListRequest](lambda s, b: list_memories(s.tiers, s.boards, b)),
     C.OP_MEMORY_UPDATE: Write(writes.MEMORY_UPDATE),
     C.OP_TASK_ADD: Write(writes.TASK_ADD),
     C.OP_TASK_CLAIM: Write(writes.TASK_CLAIM),

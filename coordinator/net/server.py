@@ -102,6 +102,7 @@ class Coordinator:
             gone_agents=self.registry.gone,
             owners=settings.owners(),
         )
+        self.boards = self.batcher.boards
         self._stop = threading.Event()
         self._embedding_worker = threading.Thread(
             target=self.derived.run_worker,

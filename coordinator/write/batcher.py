@@ -379,6 +379,8 @@ class Batcher:
                 item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
             return
         landed.dirty[tier_name] = tier
+        if board is not None:
+            board.publish()
         self.faults.committed(tier_name)
         added, removed = changes(write)
         tier.learnings += len(added) - len(removed)

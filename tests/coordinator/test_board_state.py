@@ -138,3 +138,32 @@ def test_a_gone_agent_loses_every_lease_it_holds_at_once() -> None:
     assert board.holders() == {"alive"}
     assert sorted(t["id"] for t in board.tasks.values() if t["status"] == "pending") == ["a", "b"]
     assert {t["last_error"] for t in board.tasks.values() if t["status"] == "pending"} == {"agent 'gone' is gone"}
+
+
+def test_counts_follow_every_move_and_readers_see_them_only_once_published() -> None:
+    tasks = [
+        {"id": "a", "title": "t"},
+        {"id": "b", "title": "t", "depends_on": ["a"]},
+        {"id": "c", "title": "t", "depends_on": ["b"]},
+        {"id": "d", "title": "t"},
+        {"id": "e", "title": "t"},
+    ]
+    board = board_with(tasks, max_attempts=1)
+    assert board.published == {}  # nothing committed yet
+    board.publish()
+    assert board.published[MEMORY] == {"pending": 5}
+    complete(board, str(claim(board, "x", 1)), "x", 2)  # a
+    assert claim(board, "y", 3) == "b"
+    board.apply(TaskFailRequest(task_id="b", agent_id="y", error="no", retry=False), [], 4)  # c is blocked
+    board.apply(TaskCancelRequest(task_id="e"), [], 5)
+    assert claim(board, "z", 6) == "d"
+    assert board.published[MEMORY] == {"pending": 5}  # the batch has not committed yet
+    board.publish()
+    truth = {"completed": 1, "failed": 1, "blocked": 1, "cancelled": 1, "assigned": 1}
+    assert board.published[MEMORY] == truth
+    board.expire(10_000)  # d's lease lapses with its one attempt spent
+    board.publish()
+    assert board.published[MEMORY] == {"completed": 1, "failed": 2, "blocked": 1, "cancelled": 1}  # no zeros
+    rows = {relation.name: taken for relation, taken in board.take_dirty()}
+    rebuilt = Board([MEMORIES.wire(r) for r in rows[MEMORIES.name]], [TASKS.wire(r) for r in rows[TASKS.name]])
+    assert rebuilt.published == board.published  # a board loaded from its rows starts published
