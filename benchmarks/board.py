@@ -249,7 +249,8 @@ def main(ctx: click.Context, agents: int, tasks: int, depth: int, peer: bool, ch
         f"immediate nudges pushed while the agents worked: {push['sent']} sent, {push['missed']} missed, "
         f"p50 {push['p50_ms']} / p99 {push['p99_ms']} / max {push['max_ms']} ms"
     )
-    click.echo(f"coordinator CPU per task drained (front included): {results['groove']['coordinator_cpu_us_per_task']} µs")
+    cpu = results["groove"]["coordinator_cpu_us_per_task"]
+    click.echo(f"coordinator CPU per task drained (front included): {cpu} µs")
     ratio = None
     if "sqlite" in results:
         ratio = round(results["groove"]["tasks_per_s"] / max(1e-9, results["sqlite"]["tasks_per_s"]), 3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocol.codec import comparable
 from protocol.errors import ErrorCode
 
 
@@ -69,13 +70,12 @@ def already_closed(injection_id: str) -> Rejected:
 def reused_id(request_id: str, first_op: str, first_digest: str, op: str, digest: str) -> Rejected | None:
     """Why a write's request id seen before cannot be answered with its first reply, or None if it can: another
     operation is `bad_request`, another body (by `protocol.codec.body_digest`) is `conflict`; an id names one
-    request, so nothing is changed. An empty digest (a write applied before schema v6 stored one) is not
-    compared."""
+    request, so nothing is changed. Digests are compared only where `protocol.codec.comparable` says so."""
     if first_op != op:
         return Rejected(
             ErrorCode.BAD_REQUEST, f"request id {request_id} was already used for {first_op}; use a new id per request"
         )
-    if first_digest and digest and first_digest != digest:
+    if first_digest != digest and comparable(first_digest, digest):
         return Rejected(
             ErrorCode.CONFLICT,
             f"request id {request_id} was already used with a different body; a resend must repeat its request "

@@ -141,7 +141,7 @@ def test_a_gone_agent_loses_every_lease_it_holds_at_once() -> None:
 
 
 def test_counts_follow_every_move_and_readers_see_them_only_once_published() -> None:
-    tasks = [
+    tasks: list[dict[str, Any]] = [
         {"id": "a", "title": "t"},
         {"id": "b", "title": "t", "depends_on": ["a"]},
         {"id": "c", "title": "t", "depends_on": ["b"]},

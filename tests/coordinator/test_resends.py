@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import msgpack
 
+from coordinator.errors import reused_id
 from coordinator.net.resends import Resends
+from protocol.codec import body_digest, comparable
+from protocol.errors import ErrorCode
 
 
 def code(payload: bytes | None) -> str:
@@ -45,3 +48,15 @@ def test_the_cache_keeps_the_most_recent_and_skips_what_should_be_retried() -> N
     resends.wait("e", "learning.put", "d", b"p", 0.0)
     resends.done("e", b"internal error", cacheable=False)
     assert resends.answer(b"p", "e", "learning.put", "d") is None  # a retry is applied, not answered the error
+
+
+def test_digests_are_compared_only_when_taken_alike() -> None:
+    new, other = body_digest({"a": 1}), body_digest({"a": 2})
+    earlier = "3f1c0e5a9b2d4c6e8f0a1b2c3d4e5f60"  # as a release before the prefix stored it
+    assert comparable(new, other)
+    assert not comparable(earlier, new)
+    assert not comparable("", new)
+    refusal = reused_id("r1", "learning.put", other, "learning.put", new)
+    assert refusal is not None
+    assert refusal.code == ErrorCode.CONFLICT
+    assert reused_id("r1", "learning.put", earlier, "learning.put", new) is None  # answered without the check
