@@ -23,6 +23,7 @@ from protocol import constants as C
 from protocol.endpoints import EndpointError, check_endpoint
 from protocol.envelope import decode_reply, encode_request
 from protocol.errors import ProtocolError
+from protocol.frames import send_frames
 from protocol.ids import uuid7
 from protocol.keys import CurveClient
 
@@ -170,7 +171,7 @@ class Transport:
         # No connection to queue it on (a refused CURVE handshake drops it) or the send buffer is full:
         # blocking here would outlive every deadline; the resend timer tries again.
         with contextlib.suppress(zmq.Again):
-            self.sock.send_multipart([b"", payload], zmq.NOBLOCK)
+            send_frames(self.sock, (b"", payload), block=False)
 
     def _receive(self, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
         # Called when poll said a message is ready; takes every message already queued.

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import msgpack
 import zmq
 from pydantic import BaseModel
 
@@ -47,6 +48,7 @@ from coordinator.write.planning import StoreVectors
 from protocol import constants as C
 from protocol.codec import RequestEnvelope, body_digest, decode_request, encode_error, encode_ok, peek_op, validate_body
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.frames import send_frames
 from protocol.ids import uuid7
 from protocol.models import RelationPutRequest
 from protocol.ops import OPS
@@ -55,7 +57,6 @@ log = logging.getLogger(__name__)
 
 _OUTBOX = "inproc://groove-outbox"
 _READ, _WRITE, _CHOSEN, _PUSH = b"R", b"W", b"C", b"P"
-_OK = OK.encode()  # a write's outcome frame: "ok", or the error code it was answered with
 _SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # replies taken from the writer and readers per loop turn, so neither direction starves the other
 _DRAIN_BATCHES = 1  # batches of requests (of up to 64, front._DRAIN) taken from the front per loop turn
@@ -295,8 +296,7 @@ class Coordinator:
                 if not self._known(peer, request_id, write.name, digest):
                     self._write(peer, request_id, digest, write, prepared, received)
                 continue
-            for i in range(1, len(frames), 3):
-                request_id, payload, outcome = frames[i].decode(), frames[i + 1], frames[i + 2].decode()
+            for request_id, payload, outcome in msgpack.unpackb(frames[1]):
                 waiting = self.resends.done(request_id, payload, outcome == OK)
                 self.metrics.record_op(waiting.op, (time.perf_counter() - waiting.received) * 1000, outcome)
                 for peer in waiting.peers:
@@ -445,25 +445,24 @@ class Coordinator:
         return len(pairs)
 
     def _writes_done(self, outcomes: list[Outcome]) -> None:
-        frames, pushes = [_WRITE], []
+        # one frame for the batch: a frame per reply cost the acker, and the socket loop, a ZeroMQ call each
+        answers: list[tuple[str, bytes, str]] = []
+        pushes = []
         for item, result in outcomes:
             if isinstance(result, Rejected):
                 if result.code == ErrorCode.UNAUTHORIZED:
                     self.metrics.unauthorized += 1
-                frames += [
-                    item.request_id.encode(),
-                    encode_error(item.request_id, result.code, result.message, detail=result.detail),
-                    result.code.value.encode(),
-                ]
+                payload = encode_error(item.request_id, result.code, result.message, detail=result.detail)
+                answers.append((item.request_id, payload, result.code.value))
             else:
-                frames += [item.request_id.encode(), encode_ok(item.request_id, result), _OK]
+                answers.append((item.request_id, encode_ok(item.request_id, result), OK))
                 stats.count_write(self.metrics, item.body, result)
                 handler = HANDLERS.get(item.op.name)  # internal writes have none
                 if isinstance(handler, Write) and handler.acked is not None:
                     pushes += [[_PUSH, peer, push] for peer, push in handler.acked(self, item.body, result)]
-        self._outbox().send_multipart(frames)
+        send_frames(self._outbox(), (_WRITE, msgpack.packb(answers)))
         for message in pushes:  # after the acks: the sender hears first that its nudge was stored
-            self._outbox().send_multipart(message)
+            send_frames(self._outbox(), message)
 
     def _read(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, received: float) -> None:
         handler = HANDLERS[request.op]
@@ -487,7 +486,7 @@ class Coordinator:
             payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
             outcome = ErrorCode.INTERNAL.value
         self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000, outcome)
-        self._outbox().send_multipart([_READ, peer, payload])
+        send_frames(self._outbox(), (_READ, peer, payload))
 
     def stats(self) -> dict[str, Any]:
         """The `stats` reply body."""
