@@ -47,15 +47,17 @@ _PING_TIMEOUT_S = 10.0
 
 
 class Sampler(threading.Thread):
-    """The coordinator's CPU percent and RSS once a second, and how long a `ping` takes every 100 ms."""
+    """The coordinator's CPU percent, RSS and writes committed once a second, and how long a `ping` takes every
+    100 ms."""
 
     def __init__(self, pid: int, endpoint: str) -> None:
         super().__init__(daemon=True)
         self.process = ProcessTree(pid)  # the coordinator and its front process
         self.endpoint = endpoint
-        self.series: list[tuple[float, float, float]] = []  # (seconds, CPU %, RSS MB)
+        self.series: list[tuple[float, float, float, int]] = []  # (seconds, CPU %, RSS MB, writes committed)
         self.pings: list[tuple[float, float]] = []  # (wall-clock time sent, ms until the reply)
         self.stopped = threading.Event()
+        self.committed = 0
 
     def run(self) -> None:
         started = time.monotonic()
@@ -72,9 +74,13 @@ class Sampler(threading.Thread):
                 next_sample += 1.0
                 try:
                     rss = self.process.rss_mb()
-                    self.series.append((round(time.monotonic() - started, 1), self.process.cpu_percent(), rss))
+                    at, cpu = round(time.monotonic() - started, 1), self.process.cpu_percent()
                 except psutil.Error:
                     return
+                # what was written by then, for RSS at a count (a missed reading repeats the last)
+                with contextlib.suppress(GrooveTimeout):
+                    self.committed = client.stats().writes_committed
+                self.series.append((at, cpu, rss, self.committed))
 
     def ping_summary(self, since: float = 0.0, until: float = float("inf")) -> dict[str, float]:
         """Ping latency percentiles for pings sent between two wall-clock times, and how many took over 100 ms."""
@@ -116,9 +122,9 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
         result["readback"] = readback(client, fleet.workdir, preloaded=args["preload"])
         load_from = SETTLE_S + PER_AGENT_S * args["agents"]  # seconds after the sampler started
         warmed_up = load_from + args["duration"] / 4
-        warm = [rss for t, _, rss in sampler.series if t > warmed_up]
+        warm = [rss for t, _, rss, _ in sampler.series if t > warmed_up]
         # whole seconds inside the load only: start-up and read-back would dilute the mean
-        loaded = [cpu for t, cpu, _ in sampler.series if load_from + 1 < t <= load_from + args["duration"]]
+        loaded = [cpu for t, cpu, _, _ in sampler.series if load_from + 1 < t <= load_from + args["duration"]]
         result["coordinator"] = {
             "rss_mb_peak": round(max((s[2] for s in sampler.series), default=0.0), 1),
             "rss_mb_after_warmup": [round(min(warm, default=0.0), 1), round(max(warm, default=0.0), 1)],
@@ -126,7 +132,8 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
             "cpu_percent_under_load": round(sum(loaded) / max(1, len(loaded)), 1),
             "ping_ms": sampler.ping_summary(start_at, start_at + args["duration"]),
             "ping_ms_whole_run": sampler.ping_summary(),
-            "series": [[t, round(cpu), round(rss, 1)] for t, cpu, rss in sampler.series],
+            "series": [[t, round(cpu), round(rss, 1), n] for t, cpu, rss, n in sampler.series],
+            "rss_mb_by_writes": rss_by_writes(sampler.series),
             "batch_size": stats.batch_size.model_dump(),
             "commit_ms": stats.commit_ms.model_dump(),
             "batches": stats.batches_committed,
@@ -137,6 +144,16 @@ def run_groove(args: dict[str, Any], work: Path) -> dict[str, Any]:
     if args["rest_rss"]:
         result["coordinator"]["rss_mb_at_rest"] = rest_rss(data, serve_args(args))
     return result
+
+
+def rss_by_writes(series: list[tuple[float, float, float, int]], every: int = 250_000) -> list[list[float]]:
+    """[writes committed, RSS MB] at the first reading past each multiple of `every` writes (a write that repeats
+    a learning's content reinforces it: the learnings stored are fewer, as the read-back counts them)."""
+    marks: list[list[float]] = []
+    for _, _, rss, committed in series:
+        if committed >= every * (len(marks) + 1):
+            marks.append([committed, round(rss, 1)])
+    return marks
 
 
 def rest_rss(data: Path, serve: list[str]) -> float:

@@ -77,6 +77,7 @@ def test_the_board_benchmark_drains_a_small_graph_both_ways() -> None:
         drained = result["results"][name]
         assert drained["completed"] == 60
         assert set(drained["history"].values()) == {0}
+    assert result["results"]["groove"]["coordinator_cpu_us_per_task"] > 0
 
 
 @pytest.mark.slow
@@ -185,7 +186,14 @@ def test_the_load_harness_reads_every_write_back_and_measures_the_peers_and_the_
     assert set(result["peers"]) == {"sqlite_wal", "zmq_echo"}
     assert all(ratio > 0 for ratio in result["ratios"].values())
     assert result["coordinator"]["rss_mb_at_rest"] > 0
+    assert {len(reading) for reading in result["coordinator"]["series"]} == {4}  # with the writes committed
     assert "RSS of a coordinator restarted on the same data" in run.stdout
+
+
+def test_rss_by_writes_takes_the_first_reading_past_each_mark() -> None:
+    series = [(1.0, 0.0, 100.0, 0), (2.0, 0.0, 110.0, 90), (3.0, 0.0, 120.0, 110), (4.0, 0.0, 125.0, 150)]
+    series += [(5.0, 0.0, 130.0, 230)]
+    assert load.rss_by_writes(series, every=100) == [[110, 120.0], [230, 130.0]]
 
 
 @pytest.mark.slow
