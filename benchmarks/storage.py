@@ -37,7 +37,7 @@ from coordinator.write.planning import Planner
 from coordinator.write.render import script
 from coordinator.write.tierwrite import TierWrite
 from protocol import constants as C
-from protocol.codec import body_digest
+from protocol.digests import body_digest
 from protocol.ids import now_ms, uuid7
 from protocol.models import LearningPutRequest
 

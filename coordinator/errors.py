@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.codec import comparable
+from protocol.digests import comparable
 from protocol.errors import ErrorCode
 
 

@@ -46,7 +46,8 @@ from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
 from coordinator.write.planning import StoreVectors
 from protocol import constants as C
-from protocol.codec import RequestEnvelope, body_digest, decode_request, encode_error, encode_ok, peek_op, validate_body
+from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, peek_op, validate_body
+from protocol.digests import body_digest
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.frames import send_frames
 from protocol.ids import uuid7

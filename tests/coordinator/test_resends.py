@@ -7,7 +7,7 @@ import msgpack
 
 from coordinator.errors import reused_id
 from coordinator.net.resends import Resends
-from protocol.codec import body_digest, comparable
+from protocol.digests import body_digest, comparable
 from protocol.errors import ErrorCode
 
 
