@@ -69,8 +69,8 @@ def already_closed(injection_id: str) -> Rejected:
 
 def reused_id(request_id: str, first_op: str, first_digest: str, op: str, digest: str) -> Rejected | None:
     """Why a write's request id seen before cannot be answered with its first reply, or None if it can: another
-    operation is `bad_request`, another body (by `protocol.codec.body_digest`) is `conflict`; an id names one
-    request, so nothing is changed. Digests are compared only where `protocol.codec.comparable` says so."""
+    operation is `bad_request`, another body (by `protocol.digests.body_digest`) is `conflict`; an id names one
+    request, so nothing is changed. Digests are compared only where `protocol.digests.comparable` says so."""
     if first_op != op:
         return Rejected(
             ErrorCode.BAD_REQUEST, f"request id {request_id} was already used for {first_op}; use a new id per request"

@@ -83,7 +83,7 @@ class WriteItem:
     request_id: str
     op: WriteOp[Any]
     body: BaseModel
-    # protocol.codec.body_digest of the request's body: a resend with another body is refused, not applied
+    # protocol.digests.body_digest of the request's body: a resend with another body is refused, not applied
     digest: str = ""
     parts: dict[str, Part] = field(default_factory=dict)
     replies: dict[str, dict[str, Any]] = field(default_factory=dict)
