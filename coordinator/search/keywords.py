@@ -25,7 +25,7 @@ _OR_TERMS = 4
 _CACHE_KIB = 8192  # SQLite's page cache for a file-backed index; the operating system caches the rest
 _CHUNK = 500  # ids per `IN (...)` lookup
 # FTS5's `automerge`: segments merged per level (4 by default). Each transaction writes a segment; merging 8 at
-# a time made indexing 8-11 % cheaper here, with the same query time at 40,000 learnings (5.6-6.2 ms).
+# a time made indexing 7-11 % cheaper here, with the same query time at 40,000 learnings (5.6-6.2 ms).
 _AUTOMERGE = 8
 
 
