@@ -88,7 +88,6 @@ def peek_op(data: bytes) -> str | None:
     """The operation a payload asks for, if it names one, without decoding its body."""
     op = _peek(data, "op")
     return op if isinstance(op, str) else None
-    return None
 
 
 def validate_body(request: RequestEnvelope) -> BaseModel:
