@@ -122,6 +122,7 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
     report = Report(spec.agent_id, kind if kind in (SYNTHETIC, VECTOR_SEARCH, BOARD, *CODING_AGENTS) else "script")
     with GrooveClient(spec.endpoint, timeout=spec.timeout, curve=spec.curve) as client:
         client.call(C.OP_HELLO, spec.identity())
+        client.prepare()  # before the start, not in the first timed call (workers start together)
         began = time.monotonic()
         stop_at = float("inf")
         limit = spec.count if spec.count is not None else 1 << 62

@@ -273,6 +273,7 @@ def groove_agent(endpoint: str, memory: str, agent_id: str, start_at: float, out
     completion alike."""
     records = []
     with GrooveClient(endpoint, timeout=600) as client:
+        client.prepare(C.OP_TASK_CLAIM, C.OP_TASK_COMPLETE, C.OP_MEMORY_GET)  # like a worker: before the start
         time.sleep(max(0.0, start_at - time.time()))
         task, began, claimed = None, 0.0, 0.0
         while True:

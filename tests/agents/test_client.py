@@ -96,6 +96,26 @@ def test_the_client_is_light() -> None:
     assert figures["rss_mb"] < 60
 
 
+def test_prepare_builds_the_named_reply_validators_before_the_first_call() -> None:
+    # a fresh interpreter: in this one, other tests' calls have built validators already
+    code = (
+        "import json; from agents import GrooveClient; from protocol.ops import OPS\n"
+        "built = lambda: sorted(op for op, spec in OPS.items() if spec.reply.__pydantic_complete__)\n"
+        "before = built()\n"
+        "try:\n    GrooveClient.prepare('task.claim', 'task.clam')\nexcept ValueError as exc:\n    refused = str(exc)\n"
+        "after_refusal = built(); GrooveClient.prepare('task.claim', 'task.complete'); named = built()\n"
+        "GrooveClient.prepare()\n"
+        "print(json.dumps([before, refused, after_refusal, named, built() == sorted(OPS)]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    before, refused, after_refusal, named, everything = json.loads(out.stdout)
+    assert not {"task.claim", "task.complete"} & set(before)
+    assert refused == "unknown operation 'task.clam'"
+    assert after_refusal == before  # a bad name builds nothing
+    assert set(named) - set(before) == {"task.claim", "task.complete"}
+    assert everything
+
+
 @pytest.mark.parametrize("endpoint", ["tcp://nohost", "localhost:5555", "tcp://h:0", "tcp://h:99999", "udp://h:1"])
 def test_a_malformed_endpoint_is_refused_before_a_socket_sees_it(endpoint: str) -> None:
     with pytest.raises(BadEndpoint, match="endpoint"):
