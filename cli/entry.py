@@ -1,8 +1,9 @@
 """The `groove` console script: runs a verb and turns every failure into one line on stderr.
 
-`groove hook ...` and `groove mcp ...` are run without importing the other verbs: an agent runs the hook
-before every session and after every tool call, and waits for the MCP server's tools, and loading the whole
-CLI (the coordinator's settings, every verb's models) would take most of their budget on a small machine.
+`groove hook ...`, `groove mcp ...` and `groove serve ...` are run without importing the other verbs: an agent
+runs the hook before every session and after every tool call, and waits for the MCP server's tools, and loading
+the whole CLI (the coordinator's settings, every verb's models) would take most of their budget on a small
+machine; a coordinator restarted after a crash serves sooner without the client verbs' code.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def main() -> None:
         from cli.hook import hook_command
 
         run(hook_command, args[1:], "groove hook")
+    if args[:1] == ["serve"]:  # a coordinator (re)starting: the client verbs' imports would only delay it
+        from cli.serve import serve_command
+
+        run(serve_command, args[1:], "groove serve")
     if args[:1] == ["mcp"]:  # an agent waits for its tools: the other verbs' imports would delay them
         from cli.mcp import mcp_command
 

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import logging
-import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-import zmq
 
 from cli.agent import agent_command
 from cli.backup import backup_commands
@@ -24,13 +19,10 @@ from cli.loop import loop_commands
 from cli.mcp import mcp_command
 from cli.memory import memory_commands
 from cli.options import group_connection_options
-from cli.output import fail
 from cli.records import record_commands
+from cli.serve import serve_command
 from cli.swarm import swarm_command
 from cli.ui import ui_command
-from coordinator.net.config import DURABILITIES, EMBED_DEVICES, EMBEDDERS, ENV_PREFIX, LOG_LEVELS, Settings, build
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -43,101 +35,6 @@ def cli(ctx: click.Context, /, **connection: Any) -> None:
     ctx.obj = connection
 
 
-def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
-    """A `serve` option for the Settings field `name`: env GROOVE_<NAME>, default shown from Settings."""
-    field = Settings.model_fields[name]
-    default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
-    env = ENV_PREFIX + name.upper()
-    flag = "--" + name.replace("_", "-")
-    return click.option(flag, envvar=env, help=f"{help_text} [env {env}; default {default}].", **kwargs)
-
-
-@cli.command()
-@click.option(
-    "--config",
-    "config_file",
-    envvar="GROOVE_CONFIG",
-    type=click.Path(path_type=Path),
-    help="TOML file with any of the settings below (same names, underscores) [env GROOVE_CONFIG].",
-)
-@setting("data_dir", "Directory holding every tier", type=click.Path(path_type=Path))
-@setting("bind", "ZeroMQ endpoint to listen on (port 0 picks one)")
-@setting("max_batch", "Most writes per group commit; 1 turns batching off", type=int)
-@setting("max_wait_ms", "How long a batch waits for more writes once it has one", type=float)
-@setting("queue_size", "Writes queued before new ones are answered `busy`", type=int)
-@setting("readers", "Reader threads", type=int)
-@setting("reply_cache", "Recent write replies kept in memory for retries", type=int)
-@setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
-@setting("log_level", "Log verbosity", type=click.Choice(LOG_LEVELS))
-@setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(EMBEDDERS))
-@setting(
-    "embed_device",
-    "Where the backlog of learnings is embedded: auto = a CUDA GPU when torch sees one (fp16), else the CPU; "
-    "queries are embedded on the CPU",
-    type=click.Choice(EMBED_DEVICES),
-)
-@setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
-@setting("maintain_every_s", "Seconds between lifecycle runs (decay, archive, purge); 0 turns them off", type=float)
-@setting(
-    "durability",
-    "process: acked writes survive a coordinator crash; fsync: also an OS crash (WAL synced before each ack)",
-    type=click.Choice(DURABILITIES),
-)
-@setting("row_cache", "Learning rows kept in memory for search (about 1 KB each); 0 turns it off", type=int)
-@setting("curve", "Encrypt and authenticate every connection with CurveZMQ", is_flag=True, default=None)
-@setting(
-    "authorized_keys",
-    "With --curve: directory of the client public keys (*.key) admitted, each naming its role",
-    type=click.Path(path_type=Path),
-)
-@setting(
-    "curve_key",
-    "With --curve: the server's secret key file, made if missing (default DATA_DIR/server.key_secret)",
-    type=click.Path(path_type=Path),
-)
-@setting(
-    "insecure", "Allow a non-loopback --bind without CURVE (anyone who reaches it is admin)", is_flag=True, default=None
-)
-@setting(
-    "cluster",
-    "Cluster map (TOML): this coordinator writes only the tiers the map gives it, refusing the others",
-    type=click.Path(path_type=Path),
-)
-@setting("cluster_name", "With --cluster: this coordinator's name in the map")
-@click.option(
-    "--endpoint-file",
-    type=click.Path(path_type=Path),
-    help="Write the bound endpoint here once serving (useful with port 0).",
-)
-def serve(config_file: Path | None, endpoint_file: Path | None, **options: Any) -> None:
-    """Run the coordinator until SIGINT/SIGTERM, then commit and acknowledge every queued write."""
-    from coordinator.errors import CoordinatorError
-    from coordinator.net.server import Coordinator
-
-    try:
-        settings = build(options, config_file)
-    except CoordinatorError as exc:
-        fail(str(exc), 2)
-    logging.basicConfig(
-        level=settings.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    coordinator = Coordinator(settings)
-    try:
-        coordinator.start()
-    except CoordinatorError as exc:
-        fail(str(exc), 2)
-    except zmq.ZMQError as exc:
-        fail(f"cannot listen on {settings.bind}: {exc}", 2)
-    coordinator.install_signal_handlers()
-    if endpoint_file is not None:
-        tmp = endpoint_file.with_suffix(".tmp")
-        tmp.write_text(coordinator.endpoint + "\n")
-        tmp.replace(endpoint_file)
-    coordinator.serve()
-    if coordinator.failure is not None:  # a supervisor restarts what exits non-zero
-        fail(coordinator.failure, 1)
-
-
 for command in [
     *client_commands,
     *memory_commands,
@@ -148,6 +45,7 @@ for command in [
     *record_commands,
 ]:
     cli.add_command(command)
+cli.add_command(serve_command)
 cli.add_command(agent_command)
 cli.add_command(keys_group)
 cli.add_command(swarm_command)
