@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import zmq
-from zmq.auth.thread import ThreadAuthenticator
 
 from coordinator.errors import ConfigError
 from protocol import constants as C
@@ -93,6 +92,9 @@ class Gate:
     def __init__(self, context: zmq.Context[Any], principals: dict[bytes, Principal]) -> None:
         self.principals = principals
         self.refused = 0
+        # imported only with CURVE on: it loads asyncio, 25 ms of every coordinator's and front's start otherwise
+        from zmq.auth.thread import ThreadAuthenticator  # noqa: PLC0415
+
         self._auth = ThreadAuthenticator(context, log=logging.getLogger("coordinator.zap"))
         self._auth.start()
         self._auth.configure_curve_callback("*", credentials_provider=self)

@@ -27,7 +27,7 @@ import msgpack
 import zmq
 from pydantic import BaseModel
 
-from coordinator import __version__
+from coordinator import release
 from coordinator.errors import Rejected, StorageError, TierUnavailable
 from coordinator.metrics import OK, Metrics
 from coordinator.net import stats
@@ -171,7 +171,7 @@ class Coordinator:
         # (measured: ~93k tracked under a write flood, two thirds of them import-time functions, types, dicts).
         gc.collect()
         gc.freeze()
-        log.info("coordinator %s serving on %s", __version__, self.endpoint)
+        log.info("coordinator %s serving on %s", release(), self.endpoint)
 
     def _open_user(self) -> float:
         """Open the user tier (serving without it if it is damaged but there); returns how long that took, in ms."""
@@ -407,7 +407,7 @@ class Coordinator:
 
     def ping(self) -> dict[str, Any]:
         """The `ping` reply body: version, uptime, the tiers whose disk refuses writes and those not opened."""
-        body = {"version": __version__, "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
+        body = {"version": release(), "protocol": C.PROTOCOL_VERSION, "uptime_s": self.uptime()}
         return body | {"storage_faults": self.batcher.faults.snapshot(), "tiers_unavailable": self.tiers.unavailable()}
 
     def uptime(self) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pycozo.client import Client
 
-from coordinator import __version__
+from coordinator import release
 from coordinator.errors import Rejected, StorageError
 from coordinator.store.schema import CURRENT_VERSION
 from coordinator.store.tiers import DB_DIR, TIER_FILE, TierSet, tier_dir
@@ -58,7 +58,7 @@ def backup_tiers(tiers: TierSet, directory: Path) -> dict[str, Any]:
         log.info("backup: tier %s (%d learnings) -> %s", tier.name, tier.learnings, target)
     manifest = {
         "format": BACKUP_FORMAT,
-        "groove": __version__,
+        "groove": release(),
         "schema_version": CURRENT_VERSION,
         "created_at": now_ms(),
         "tiers": written,
