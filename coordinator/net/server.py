@@ -148,8 +148,10 @@ class Coordinator:
         if self.derived.embeddings and self.settings.embed_device == "cuda":
             resolve_device("cuda")  # CoordinatorError now, with nothing opened, if there is no GPU to use
         self.tiers.lock()  # DataDirLocked: another coordinator serves this data dir; never serve beside it
-        # the front imports and binds (≈ 0.1 s) while the user tier opens: a restart after a crash serves sooner
+        # the front imports and binds (≈ 85 ms) while the user tier opens and the release is read (≈ 20 ms each):
+        # a restart after a crash serves sooner
         self.link.launch(self.settings)
+        release()
         try:
             ready_ms = self._open_user()
         except BaseException:
