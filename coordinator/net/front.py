@@ -9,6 +9,7 @@ makes one receive per batch of requests and one send per batch of replies.
 
 The link (ipc, in a private temporary directory; one frame per message, msgpack):
 
+    coordinator -> front   ["G"]                                go: bind now (the data dir is the coordinator's)
     front -> coordinator   ["H", endpoint]                      bound: the endpoint clients reach
                            ["E", errno, message]                the bind failed; the front exits
                            ["B", refused, dropped, entries]     a batch: each entry [user id or nil, frames...],
@@ -17,6 +18,8 @@ The link (ipc, in a private temporary directory; one frame per message, msgpack)
                            ["R", [[routing id, payload], ...]]  replies, sent as [id, "", payload]
                            ["S"]                                stop: send what is queued, then exit
 
+The coordinator starts the front first thing, so that the front's imports run beside its own, and says "go"
+once it holds its data dir: the public endpoint is never bound by a coordinator that cannot serve.
 `refused` and `dropped` are running totals: CURVE handshakes refused, replies a client could not take (at its
 high-water mark, or gone; it retries). The front reads clients only while it has credit, and the coordinator
 gives one back per batch it has handled: requests wait in ZeroMQ's per-connection queues, which it reads
@@ -45,7 +48,7 @@ from coordinator.net.auth import Gate, load_authorized, server_keys
 from protocol import constants as C
 from protocol.frames import send_frames
 
-HELLO, FAILED, BATCH, CREDIT, REPLIES, STOP = "H", "E", "B", "C", "R", "S"
+GO, HELLO, FAILED, BATCH, CREDIT, REPLIES, STOP = "G", "H", "E", "B", "C", "R", "S"
 _DRAIN = 64  # client messages per batch
 _PARENT_CHECK_MS = 1000
 _LINGER_MS = 2000
@@ -133,6 +136,14 @@ def _tell(link: zmq.Socket[bytes], message: list[Any]) -> None:
         link.send(msgpack.packb(message), zmq.NOBLOCK)
 
 
+def _told_to_go(link: zmq.Socket[bytes], parent: int) -> bool:
+    """Wait for the coordinator's go; False if it says stop instead, or is gone."""
+    while os.getppid() == parent:
+        if link.poll(_PARENT_CHECK_MS):
+            return bool(msgpack.unpackb(link.recv())[0] == GO)  # or STOP: nothing else comes first
+    return False
+
+
 def _die_with_parent(parent: int) -> None:
     """Be killed the moment the coordinator dies (Linux): a coordinator restarted after a kill -9 must find its
     port free at once, not after this process's next look at its parent (which still ends it elsewhere)."""
@@ -175,6 +186,10 @@ def main(link: str, bind: str, hwm: int, authorized_keys: Path | None, curve_key
     pair.setsockopt(zmq.SNDHWM, 0)  # bounded by the coordinator's credit instead
     pair.setsockopt(zmq.RCVHWM, 0)
     pair.connect(link)
+    if not _told_to_go(pair, parent):
+        pair.close(linger=0)
+        context.term()
+        return
     router = _router(context, hwm)
     gate = None
     if authorized_keys is not None and curve_key is not None:

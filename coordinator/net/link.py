@@ -23,7 +23,7 @@ import zmq
 
 from coordinator.errors import CoordinatorError
 from coordinator.net.config import Settings
-from coordinator.net.front import BATCH, CREDIT, FAILED, HELLO, REPLIES, STOP
+from coordinator.net.front import BATCH, CREDIT, FAILED, GO, HELLO, REPLIES, STOP
 
 _START_S = 30.0  # a front that has not bound its socket by then is not going to
 _STOP_S = 10.0
@@ -50,18 +50,20 @@ class FrontLink:
     """One front process and the socket to it."""
 
     def __init__(self, context: zmq.Context[Any]) -> None:
+        self.context = context  # the coordinator's, for its other sockets too
         self.sock: zmq.Socket[bytes] = context.socket(zmq.PAIR)
         self.sock.setsockopt(zmq.SNDHWM, 0)  # bounded by the credit the front is given
         self.sock.setsockopt(zmq.RCVHWM, 0)
         self._dir: Path | None = None  # made by `launch`: a start that fails earlier leaves nothing behind
         self._bind = ""
         self.proc: subprocess.Popen[bytes] | None = None
+        self._serving = False  # the front said it listens
         self.refused = 0  # CURVE handshakes the front refused
         self.dropped = 0  # replies the front could not hand to their client
         self._out: list[list[bytes]] = []
 
     def launch(self, settings: Settings) -> None:
-        """Start the front process; it imports and binds while the caller opens its tiers (`ready` waits for it)."""
+        """Start the front process. It imports while the caller does, then waits for `go` before it binds."""
         _sweep()
         self._dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))  # mode 0700
         endpoint = f"ipc://{self._dir / 'front'}"
@@ -74,6 +76,22 @@ class FrontLink:
         self._bind = settings.bind
         self.proc = subprocess.Popen(argv)
 
+    def go(self) -> None:
+        """Let the front bind, once the caller knows it will serve; it binds while the caller opens its tiers
+        (`ready` waits for it). CoordinatorError when the front is gone or never connects."""
+        assert self.proc is not None, "launch first"
+        deadline = time.monotonic() + _START_S
+        while not self.sock.poll(100, zmq.POLLOUT):  # writable once the front has connected
+            self._check(deadline)
+        self._send([GO])
+
+    def _check(self, deadline: float) -> None:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise CoordinatorError(f"the front process exited with status {self.proc.returncode} before listening")
+        if time.monotonic() > deadline:
+            raise CoordinatorError(f"the front process did not listen on {self._bind} within {_START_S:.0f} s")
+
     def ready(self) -> str:
         """Wait until the launched front listens; returns the endpoint clients reach. Raises zmq.ZMQError when it
         cannot bind (the port taken, say), CoordinatorError when it does not start at all. Either way the front
@@ -85,19 +103,17 @@ class FrontLink:
             raise
 
     def _started(self) -> str:
-        assert self.proc is not None, "launch first"
         deadline = time.monotonic() + _START_S
-        while time.monotonic() < deadline:
+        while True:
             if self.sock.poll(100):
                 message: list[Any] = msgpack.unpackb(self.sock.recv())
                 if message[0] == HELLO:
+                    self._serving = True
                     self._send([CREDIT, _CREDIT])
                     return str(message[1])
                 if message[0] == FAILED:
                     raise zmq.ZMQError(message[1], message[2])
-            if self.proc.poll() is not None:
-                raise CoordinatorError(f"the front process exited with status {self.proc.returncode} before listening")
-        raise CoordinatorError(f"the front process did not listen on {self._bind} within {_START_S:.0f} s")
+            self._check(deadline)
 
     def alive(self) -> bool:
         """Whether the front process is still running."""
@@ -140,7 +156,10 @@ class FrontLink:
 
     def stop(self) -> None:
         """Send what is queued, tell the front to stop, wait for it, and remove the link."""
-        if self.proc is not None and self.alive():
+        if self.proc is not None and self.alive() and not self._serving:
+            self.proc.terminate()  # still importing, or waiting for `go`: nothing of it to finish
+            self.proc.wait()
+        elif self.proc is not None and self.alive():
             self.flush()
             self._send([STOP])
             try:

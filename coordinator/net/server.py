@@ -79,7 +79,8 @@ def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
 class Coordinator:
     """One coordinator: open tiers, serve requests until asked to stop, then flush and close."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, link: FrontLink | None = None) -> None:
+        """`link`: its front process, launched already (`groove serve` launches it before importing this)."""
         self.settings = settings
         self.metrics = Metrics()
         self.registry = AgentRegistry()
@@ -116,7 +117,8 @@ class Coordinator:
             target=self.derived.near.run, args=(self._relate, self._stop), name="groove-neighbours", daemon=True
         )
         self.readers = ThreadPoolExecutor(settings.readers, thread_name_prefix="groove-reader")
-        self.context = zmq.Context()
+        self.link = link or FrontLink(zmq.Context())  # the front process owns the public socket
+        self.context = self.link.context
         self.started = time.monotonic()
         self._local = threading.local()
         self._pushers: list[zmq.Socket[bytes]] = []
@@ -127,7 +129,6 @@ class Coordinator:
         # writes prepared on reader threads (an injection chosen, an import read), waiting for the socket
         # thread to queue them: (peer, request id, its body's digest, its write, the prepared body, when received)
         self._chosen: queue.SimpleQueue[tuple[bytes, str, str, WriteOp[Any], BaseModel, float]] = queue.SimpleQueue()
-        self.link = FrontLink(self.context)  # the front process owns the public socket
         self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
         self.endpoint = settings.bind
         self.last_stop = "clean"  # or "crash": how the previous run on this data dir ended
@@ -136,7 +137,17 @@ class Coordinator:
         self.principals: dict[bytes, Principal] | None = None  # with --curve: each admitted key's role
 
     def start(self) -> None:
-        """Open the user tier, bind the socket and start the writer. Raises if either fails."""
+        """Open the user tier, bind the socket and start the writer. Raises if either fails, leaving nothing
+        behind: no front process, no link directory."""
+        if self.link.proc is None:
+            self.link.launch(self.settings)
+        try:
+            self._start()
+        except BaseException:
+            self.link.stop()
+            raise
+
+    def _start(self) -> None:
         # The socket loop, the writer and the readers hand work to each other constantly; Python's default 5 ms
         # GIL switch interval would add up to 5 ms to each hand-off whenever another thread is computing.
         sys.setswitchinterval(_SWITCH_INTERVAL_S)
@@ -148,15 +159,10 @@ class Coordinator:
         if self.derived.embeddings and self.settings.embed_device == "cuda":
             resolve_device("cuda")  # CoordinatorError now, with nothing opened, if there is no GPU to use
         self.tiers.lock()  # DataDirLocked: another coordinator serves this data dir; never serve beside it
-        # the front imports and binds (≈ 85 ms) while the user tier opens and the release is read (≈ 20 ms each):
-        # a restart after a crash serves sooner
-        self.link.launch(self.settings)
+        # the front binds while the user tier opens and the release is read: a restart after a crash serves sooner
+        self.link.go()
         release()
-        try:
-            ready_ms = self._open_user()
-        except BaseException:
-            self.link.stop()  # nothing left behind: no front process, no link directory
-            raise
+        ready_ms = self._open_user()
         self.inbox.bind(_OUTBOX)
         if curve is not None:
             self.principals, public, _ = curve
