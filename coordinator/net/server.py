@@ -79,7 +79,7 @@ def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
 class Coordinator:
     """One coordinator: open tiers, serve requests until asked to stop, then flush and close."""
 
-    def __init__(self, settings: Settings, link: FrontLink | None = None) -> None:
+    def __init__(self, settings: Settings, link: FrontLink) -> None:
         """`link`: its front process, launched already (`groove serve` launches it before importing this)."""
         self.settings = settings
         self.metrics = Metrics()
@@ -117,7 +117,7 @@ class Coordinator:
             target=self.derived.near.run, args=(self._relate, self._stop), name="groove-neighbours", daemon=True
         )
         self.readers = ThreadPoolExecutor(settings.readers, thread_name_prefix="groove-reader")
-        self.link = link or FrontLink(zmq.Context())  # the front process owns the public socket
+        self.link = link  # the front process owns the public socket
         self.context = self.link.context
         self.started = time.monotonic()
         self._local = threading.local()
@@ -139,8 +139,6 @@ class Coordinator:
     def start(self) -> None:
         """Open the user tier, bind the socket and start the writer. Raises if either fails, leaving nothing
         behind: no front process, no link directory."""
-        if self.link.proc is None:
-            self.link.launch(self.settings)
         try:
             self._start()
         except BaseException:
