@@ -6,8 +6,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from agents import GrooveClient
-from coordinator.write.durability import WalSync
+from coordinator.write.durability import CONFIRM_FILE, WalSync
 from tests.helpers import RunningCoordinator
 
 
@@ -48,3 +50,23 @@ def test_wal_sync_follows_the_log_files_as_rocksdb_rotates_them(tmp_path: Path) 
     assert wal.syncs == 2
     wal.close()
     assert wal._fds == {}
+
+
+def test_each_wal_sync_is_confirmed_by_a_journal_commit_of_its_own_and_fails_without_one(tmp_path: Path) -> None:
+    (tmp_path / "db" / "data").mkdir(parents=True)
+    (tmp_path / "db" / "data" / "000004.log").write_bytes(b"a")
+    wal = WalSync(tmp_path / "db")
+    sizes = []
+    for _ in range(3):
+        wal.sync()
+        sizes.append((tmp_path / CONFIRM_FILE).stat().st_size)
+    assert sizes == [8, 16, 8]  # a size change each time: a metadata change the journal must commit
+    wal.close()
+    other = tmp_path / "other"
+    (other / "db" / "data").mkdir(parents=True)
+    (other / CONFIRM_FILE).mkdir()  # the confirmation cannot be made: the sync has not happened, as far as acks go
+    unconfirmed = WalSync(other / "db")
+    with pytest.raises(IsADirectoryError):
+        unconfirmed.sync()
+    assert unconfirmed.syncs == 0
+    unconfirmed.close()
