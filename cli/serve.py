@@ -101,9 +101,13 @@ def serve_command(config_file: Path | None, endpoint_file: Path | None, **option
     # after them; it binds only once the coordinator holds its data dir (`Coordinator.start`).
     link = FrontLink(zmq.Context())
     link.launch(settings)
-    from coordinator.net.server import Coordinator
+    try:
+        from coordinator.net.server import Coordinator
 
-    coordinator = Coordinator(settings, link)
+        coordinator = Coordinator(settings, link)
+    except BaseException:
+        link.stop()  # nothing left behind: no front process, no link directory
+        raise
     try:
         coordinator.start()
     except CoordinatorError as exc:
