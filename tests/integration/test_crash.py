@@ -88,9 +88,6 @@ def test_an_injection_retried_after_a_crash_gets_its_first_choice_again(
 
 
 @pytest.mark.slow
-# Alone: 20 restarts and 20 agent processes' starts beside two other pytest workers on two cores took this test
-# from 34 s to 43-56 s; its kill schedule (21 s of the 34) is its design and stays as it is
-@pytest.mark.serial
 @pytest.mark.parametrize("durability", ["process", "fsync"])
 def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once(
     coordinator_factory: Callable[..., RunningCoordinator],
