@@ -105,6 +105,16 @@ def test_the_hook_benchmark_times_the_hooks_and_their_peers() -> None:
         assert 0 < timed["p50_ms"] <= timed["max_ms"]
 
 
+def test_the_restart_benchmark_times_each_start_after_a_kill_against_the_interpreters_own() -> None:
+    run, result = benchmark("restart", "--restarts", "2", "--learnings", "20")
+    assert set(result["results"]) == {"restart", "python_start"}
+    assert result["restarts"] == 2
+    for timed in result["results"].values():
+        assert 0 < timed["p50_ms"] <= timed["max_ms"]
+    assert result["ratio_python"] > 1  # a coordinator cannot start before its interpreter has
+    assert "times the bare interpreter's start" in run.stdout
+
+
 def test_the_load_harness_runs_the_same_agents_against_a_cluster_and_reads_every_write_back() -> None:
     run, result = benchmark("load", "--agents", "4", "--duration", "2", "--peers", "", "--cluster", "2")
     cluster = result["cluster"]
