@@ -126,8 +126,7 @@ class Coordinator:
         self.resends = Resends(settings.reply_cache)
         self._closing = False
         self._reads_pending = 0  # socket thread only
-        # writes prepared on reader threads (an injection chosen, an import read), waiting for the socket
-        # thread to queue them: (peer, request id, its body's digest, its write, the prepared body, when received)
+        # writes prepared on reader threads, for the socket thread: (peer, request id, digest, write, body, received)
         self._chosen: queue.SimpleQueue[tuple[bytes, str, str, WriteOp[Any], BaseModel, float]] = queue.SimpleQueue()
         self.inbox: zmq.Socket[bytes] = self.context.socket(zmq.PULL)
         self.endpoint = settings.bind
@@ -174,9 +173,10 @@ class Coordinator:
         self._neighbours.start()
         # Everything made so far (modules, classes, the user tier's derived data) lives as long as the process:
         # out of the cyclic collector's sight, each full collection under load scans a third as many objects
-        # (measured: ~93k tracked under a write flood, two thirds of them import-time functions, types, dicts).
+        # (~93k tracked under a write flood, two thirds import-time ones). `groove serve` starts with it off.
         gc.collect()
         gc.freeze()
+        gc.enable()
         log.info("coordinator %s serving on %s", release(), self.endpoint)
 
     def _open_user(self) -> float:

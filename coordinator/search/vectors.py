@@ -14,13 +14,16 @@ import logging
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from usearch.index import BatchMatches, Index, Matches
 
 from coordinator.search.embedder import Vectors
 from protocol import constants as C
+
+if TYPE_CHECKING:  # usearch is imported with the first graph: a start, and a tier searched exactly, go without it
+    from usearch.index import BatchMatches, Index, Matches
 
 _HNSW_M = 16
 # The graph stores its vectors in half precision and its answers are re-scored from the f32 matrix: on 100k real
@@ -195,6 +198,8 @@ class VectorIndex:
                 self._dirty, self._builder = None, None
 
     def _build_from(self, snapshot: Vectors) -> None:
+        from usearch.index import Index  # noqa: PLC0415 - see the imports
+
         started = time.monotonic()
         index = Index(
             ndim=self.dim, metric="ip", dtype=_GRAPH_DTYPE, connectivity=_HNSW_M, expansion_add=_HNSW_EF_CONSTRUCTION
@@ -224,6 +229,8 @@ class VectorIndex:
 
 def _per_query(found: Matches | BatchMatches) -> list[npt.NDArray[np.intp]]:
     """The rows found for each query: usearch answers a batch of one query as one `Matches`."""
+    from usearch.index import Matches  # noqa: PLC0415 - loaded already: the graph answered
+
     if isinstance(found, Matches):
         return [found.keys.astype(np.intp)]
     return [keys[:n].astype(np.intp) for keys, n in zip(found.keys, found.counts, strict=True)]
