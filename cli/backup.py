@@ -109,6 +109,3 @@ def import_command(client: GrooveClient, file: Path, as_json: bool) -> None:
         f"{reply.relations_imported} relations ({reply.relations_skipped} skipped) into {reply.tiers} tiers; "
         f"{reply.queued_for_embedding} queued for embedding"
     )
-
-
-backup_commands = [backup, restore, export_command, import_command]

@@ -290,6 +290,3 @@ def nudge_table(nudges: list[ListedNudge]) -> str:
         (when(n.created_at), n.target, n.priority, n.delivery, n.message, ", ".join(n.acked_by) or "-") for n in nudges
     ]
     return table(("at", "to", "priority", "delivery", "message", "acknowledged by"), rows)
-
-
-board_commands = [memory_group, tasks_group, nudge, decisions, board]

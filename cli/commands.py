@@ -380,6 +380,3 @@ def agents(client: GrooveClient, state: str | None, as_json: bool) -> None:
     ]  # fmt: skip
     head = ("agent", "role", "pid", "host", "last seen", "requests", "state", "status", "task", "done/failed")
     click.echo(table(head, rows))
-
-
-client_commands = [ping, learn, get, list_, outcome, delete, relate, relations, stats, agents]

@@ -105,6 +105,3 @@ def archive(client: GrooveClient, learning_id: str, reason: str | None) -> None:
     """Take a learning out of search and injection now (`groove restore ID` brings it back)."""
     client.archive(learning_id, reason)
     click.echo("archived")
-
-
-curation_commands = [promote, propose, reviews, review, archive]

@@ -201,6 +201,3 @@ def maintain(client: GrooveClient | GrooveCluster, tiers: tuple[str, ...], now: 
         )
     )
     click.echo(f"decayed {reply.decayed}, archived {reply.archived}, purged {reply.purged}")
-
-
-loop_commands = [params, inject, session, sessions, history, session_end, maintain]

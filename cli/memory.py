@@ -131,6 +131,3 @@ def reembed(client: GrooveClient, tiers: tuple[str, ...], no_wait: bool, as_json
         emit_json(reply.model_dump())
     else:
         click.echo(f"queued {reply.count} learning(s) from {len(reply.tiers)} tier(s) for embedding")
-
-
-memory_commands = [search, reindex, reembed]

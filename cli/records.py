@@ -127,6 +127,3 @@ def reverse_decision(client: GrooveClient, decision_id: str, reversed_by: str) -
     """Mark a reversible decision as no longer holding."""
     client.reverse_decision(decision_id, reversed_by)
     click.echo("reversed")
-
-
-record_commands = [reverse_decision]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import click
 import yaml
 
 from agents.coding import groove_argv
@@ -24,6 +25,13 @@ from cli.processes import start_coordinator
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]  # the repository
+
+
+def subcommands(group: click.Group) -> dict[str, click.Command]:
+    """A group's commands by name, loading each (`groove`'s own verbs load only when asked for)."""
+    ctx = click.Context(group)
+    found = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+    return {name: command for name, command in found.items() if command is not None}
 
 
 def compose() -> dict[str, Any]:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from agents import GrooveClient
 from agents.coding import groove_argv
-from tests.helpers import RunningCoordinator, run_groove, silent_endpoint
+from tests.helpers import RunningCoordinator, run_groove, silent_endpoint, subcommands
 
 
 def test_client_verbs(coordinator: RunningCoordinator) -> None:
@@ -222,7 +222,7 @@ def test_every_verb_has_complete_help() -> None:
 
     def verbs(group: click.Group, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], click.Command]]:
         found = []
-        for name, command in group.commands.items():
+        for name, command in subcommands(group).items():
             if isinstance(command, click.Group):
                 found += verbs(command, (*path, name))
             else:

@@ -1,14 +1,19 @@
-"""The console script's runner: the cyclic collector, off while a process starts up, is on when a verb runs."""
+"""The console script: each verb loads only its own module, and the cyclic collector, off while a process
+starts up, is on when a verb runs."""
 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import click
 import pytest
 
 from cli.entry import run
+from cli.main import cli
+from tests.helpers import subcommands
 
 
 @pytest.fixture
@@ -42,3 +47,22 @@ def test_a_verb_runs_with_the_collector_on() -> None:
 def test_serve_turns_it_on_itself_once_started() -> None:
     # `groove serve` passes collect=False: Coordinator.start freezes what start-up made, then turns it on
     assert not collector_during(collect=False)
+
+
+def test_every_verb_in_the_table_is_the_command_of_that_name() -> None:
+    verbs = subcommands(cli)
+    assert len(verbs) > 40
+    assert [name for name, command in verbs.items() if command.name != name] == []
+
+
+def test_a_client_verb_loads_none_of_the_other_verbs_modules() -> None:
+    probe = (
+        "import sys, click; from cli.main import cli; cli.get_command(click.Context(cli), 'learn'); "
+        "print(' '.join(m for m in sys.modules if m.startswith(('cli.', 'coordinator', 'ui', 'integrations'))))"
+    )
+    loaded = set(
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    )
+    assert "cli.commands" in loaded
+    assert loaded.isdisjoint({"cli.swarm", "cli.backup", "cli.board", "cli.ui", "cli.agent", "cli.serve"}), loaded
+    assert not any(m.startswith(("coordinator", "ui")) for m in loaded), loaded  # nor the coordinator's code

@@ -68,6 +68,7 @@ def test_ctrl_c_stops_the_agents_then_the_coordinator_and_still_reports(tmp_path
     with GrooveClient(endpoint.read_text().strip(), timeout=10) as client:
         # both running (a worker stopped while starting up has no report)
         wait_for(lambda: len(client.agents()) == 5, "every agent said hello", 60)
+
         # the learning agents themselves well under way: the board agents' writes alone would leave `learn` at 0
         def learning_agents_busy() -> bool:
             served = {a.agent_id: a.requests for a in client.agents() if a.agent_id.startswith("agent-")}

@@ -10,7 +10,7 @@ import yaml
 
 from cli.main import cli
 from coordinator.net.config import ENV_PREFIX, Settings, build
-from tests.helpers import ROOT, compose
+from tests.helpers import ROOT, compose, subcommands
 
 
 def known_env() -> set[str]:
@@ -22,7 +22,7 @@ def known_env() -> set[str]:
             envvars = getattr(param, "envvar", None)
             found.update([envvars] if isinstance(envvars, str) else envvars or [])
         if isinstance(command, click.Group):
-            for sub in command.commands.values():
+            for sub in subcommands(command).values():
                 walk(sub)
 
     walk(cli)
@@ -38,8 +38,8 @@ def check_command(argv: list[str]) -> None:
             names = {opt for p in command.params for opt in getattr(p, "opts", [])}
             names |= {opt for p in cli.params for opt in p.opts}
             assert word in names, f"{word} is not an option of {command.name}"
-        elif isinstance(command, click.Group) and word in command.commands:
-            command = command.commands[word]
+        elif isinstance(command, click.Group) and word in (verbs := subcommands(command)):
+            command = verbs[word]
     assert not isinstance(command, click.Group), f"no verb in {argv}"
 
 
