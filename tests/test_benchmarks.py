@@ -244,13 +244,13 @@ def test_the_search_benchmark_measures_quality_lag_throughput_and_latency() -> N
         "--sizes",
         "300",
         "--duration",
-        "1",
+        "0.5",
         "--queries",
         "5",
         "--clients",
-        "2",
+        "1",  # each writer's learnings are embedded before the searches (≈ 150/s): one writer, half a second
         "--lag-seconds",
-        "2",
+        "1",
         "--texts",
         "64",
     )
