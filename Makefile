@@ -57,8 +57,9 @@ test: $(STAMP)
 ## check: the inner loop, well under 2 minutes: lint, import contracts, types, and the tests that start no
 ## browser, agent or coordinator process of their own
 PACKAGES := protocol agents coordinator cli integrations ui benchmarks tests
-FAST_TESTS := tests/protocol tests/coordinator tests/test_house.py tests/ui/test_parts.py tests/cli/test_output.py tests/cli/test_entry.py \
-	tests/agents/test_coding.py tests/integrations/test_install.py tests/integrations/test_scripted_model.py
+FAST_TESTS := tests/protocol tests/coordinator tests/test_house.py tests/ui/test_parts.py tests/cli/test_output.py \
+	tests/cli/test_entry.py tests/agents/test_coding.py tests/integrations/test_install.py \
+	tests/integrations/test_scripted_model.py
 check: $(STAMP)
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck
 	$(BIN)/pytest -q -n 3 $(FAST_TESTS)
