@@ -1,9 +1,9 @@
 """The `groove` console script: runs a verb and turns every failure into one line on stderr.
 
-`groove hook ...`, `groove mcp ...` and `groove serve ...` are run without importing the other verbs: an agent
-runs the hook before every session and after every tool call, and waits for the MCP server's tools, and loading
-the whole CLI (the coordinator's settings, every verb's models) would take most of their budget on a small
-machine; a coordinator restarted after a crash serves sooner without the client verbs' code.
+Every verb loads only its own module (the table in `cli/main.py`). `groove hook ...`, `groove mcp ...` and
+`groove serve ...` are run without even the group of verbs: an agent runs the hook before every session and
+after every tool call, and waits for the MCP server's tools; and `serve` keeps the cyclic collector off until
+the coordinator has frozen what its start-up made.
 """
 
 from __future__ import annotations
