@@ -18,29 +18,21 @@ from pathlib import Path
 import click
 
 from agents import GrooveClient
-from agents.coding import groove_argv
 from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine
 from cli.output import table
 from cli.processes import start_coordinator
 
 _POLL_S = 0.002
-_START_TIMEOUT_S = 60.0
 
 
 def _serving_after(data: Path, endpoint: str) -> tuple[float, subprocess.Popen[bytes]]:
     """Start `groove serve` on `data` at `endpoint`; seconds until its endpoint file appears, and the process."""
-    endpoint_file = data / "endpoint"
-    endpoint_file.unlink(missing_ok=True)
-    argv = groove_argv("serve", "--data-dir", str(data), "--bind", endpoint, "--embedder", "none")
     started = time.perf_counter()
-    with open(data / "coordinator.log", "ab") as log:
-        proc = subprocess.Popen([*argv, "--endpoint-file", str(endpoint_file)], stdout=log, stderr=log)
-    while not endpoint_file.exists():
-        if proc.poll() is not None or time.perf_counter() - started > _START_TIMEOUT_S:
-            proc.kill()
-            raise click.ClickException(f"the coordinator did not serve (see {data / 'coordinator.log'})")
-        time.sleep(_POLL_S)
+    try:
+        proc, _ = start_coordinator(data, ["--bind", endpoint, "--embedder", "none"], poll_s=_POLL_S)
+    except RuntimeError as exc:
+        raise click.ClickException(f"the coordinator did not serve: {exc}") from None
     return time.perf_counter() - started, proc
 
 

@@ -14,11 +14,16 @@ _START_POLL_S = 0.01  # a start takes ~0.4 s: polling every 50 ms added 25 ms to
 
 
 def start_coordinator(
-    data_dir: Path, extra: list[str], env: dict[str, str] | None = None, log_file: Path | None = None
+    data_dir: Path,
+    extra: list[str],
+    env: dict[str, str] | None = None,
+    log_file: Path | None = None,
+    poll_s: float = _START_POLL_S,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start `groove serve` on a free loopback port (unless `extra` binds elsewhere), with `env` over this
-    process's environment; returns the process and its endpoint once it serves. Its log goes to `log_file`,
-    by default DATA_DIR/coordinator.log (the fault tests keep it off the disk they break)."""
+    process's environment; returns the process and its endpoint once it serves (its endpoint file checked
+    every `poll_s`). Its log goes to `log_file`, by default DATA_DIR/coordinator.log (the fault tests keep it
+    off the disk they break)."""
     endpoint_file = data_dir / "endpoint"
     endpoint_file.unlink(missing_ok=True)
     log_file = log_file or data_dir / "coordinator.log"
@@ -41,5 +46,5 @@ def start_coordinator(
         if time.monotonic() > deadline:
             proc.kill()
             raise RuntimeError(f"coordinator did not start within {_START_TIMEOUT_S:.0f} s")
-        time.sleep(_START_POLL_S)
+        time.sleep(poll_s)
     return proc, endpoint_file.read_text().strip()

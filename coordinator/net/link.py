@@ -156,17 +156,18 @@ class FrontLink:
 
     def stop(self) -> None:
         """Send what is queued, tell the front to stop, wait for it, and remove the link."""
-        if self.proc is not None and self.alive() and not self._serving:
-            self.proc.terminate()  # still importing, or waiting for `go`: nothing of it to finish
-            self.proc.wait()
-        elif self.proc is not None and self.alive():
-            self.flush()
-            self._send([STOP])
-            try:
-                self.proc.wait(_STOP_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        if self.proc is not None and self.alive():
+            if not self._serving:
+                self.proc.terminate()  # still importing, or waiting for `go`: nothing of it to finish
                 self.proc.wait()
+            else:
+                self.flush()
+                self._send([STOP])
+                try:
+                    self.proc.wait(_STOP_S)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
         self.sock.close(linger=0)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
