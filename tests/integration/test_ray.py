@@ -55,7 +55,7 @@ def test_ray_actors_run_the_workers_and_a_killed_actor_is_restarted(
     coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
 ) -> None:
     seen = drive("restart", coordinator.endpoint, tmp_path)
-    assert "agent w1 lost its Ray actor; restarting it" in seen["events"][0]
+    assert "agent w1 lost its Ray actor; restarting it" in seen["events"][0], f"{seen['left_at_kill']:.1f} s left"
     assert seen["runs"] == {"w0": 1, "w1": 2, "w2": 1}
     reports = seen["reports"]
     assert [r["agent_id"] for r in reports] == ["w0", "w1", "w2"]
