@@ -2,8 +2,9 @@
 
 A request keeps its id across every resend, so the coordinator applies a retried write once and answers
 the retry with the original reply. A resend happens when an attempt times out (doubling the attempt
-timeout each time) and when the coordinator answers with a retryable error such as `busy` (after the
-delay it suggests, with jitter), until the call's deadline.
+timeout each time), when the coordinator answers with a retryable error such as `busy` (after the
+delay it suggests, with jitter), and at once when the connection comes back after it dropped: a coordinator
+that died lost what it had not answered, and its restart should not wait out the attempt timeout.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from agents.errors import BadEndpoint, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
 from protocol import constants as C
@@ -26,6 +28,9 @@ from protocol.errors import ProtocolError
 from protocol.frames import send_frames
 from protocol.ids import uuid7
 from protocol.keys import CurveClient
+
+# the monitor's events that matter: the link dropped; it is back (ZMTP handshake done, CURVE included)
+_LINK_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED
 
 _MIN_BACKOFF_S = 0.005
 _MAX_BACKOFF_S = C.MAX_BUSY_RETRY_MS / 1000
@@ -79,12 +84,18 @@ class Transport:
         self.sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         if curve is not None:
             curve.apply(self.sock)
+        self._monitor = self.sock.get_monitor_socket(_LINK_EVENTS)
+        self._dropped = False  # the connection dropped and has not come back yet
         self.sock.connect(endpoint)
         # Unsolicited messages (immediate nudges) as (kind, body), oldest first, taken by `take_pushed`.
         self.pushed: deque[tuple[str, dict[str, Any]]] = deque(maxlen=10_000)
-        # One poller for the socket's life: Socket.poll() builds a new one on every call.
+        # Pollers for the socket's life (Socket.poll() builds a new one on every call): one for replies alone,
+        # one for replies and the link's events.
+        self._replies = zmq.Poller()
+        self._replies.register(self.sock, zmq.POLLIN)
         self._poller = zmq.Poller()
         self._poller.register(self.sock, zmq.POLLIN)
+        self._poller.register(self._monitor, zmq.POLLIN)
 
     def wait_pushed(self, timeout: float) -> None:
         """Take in unsolicited messages for up to `timeout` seconds, returning as soon as one came (between
@@ -92,11 +103,14 @@ class Transport:
         deadline = time.monotonic() + timeout
         before = len(self.pushed)
         while len(self.pushed) == before and (left := deadline - time.monotonic()) > 0:
-            if self._poller.poll(int(left * 1000) + 1):
-                self._receive({}, {})
+            self._poll(left, {}, {})
 
     def close(self) -> None:
-        """Close the socket; unanswered requests are abandoned."""
+        """Close the socket; unanswered requests are abandoned. Closing twice does nothing."""
+        if self.sock.closed:
+            return
+        self.sock.disable_monitor()
+        self._monitor.close(linger=0)
         self.sock.close(linger=0)
 
     def call(
@@ -161,9 +175,7 @@ class Transport:
             if not flights:
                 break
             now = time.monotonic()
-            wait = max(0.0, min(f.resend_at for f in flights.values()) - now)
-            if self._poller.poll(int(wait * 1000) + 1):
-                self._receive(flights, results)
+            self._poll(max(0.0, min(f.resend_at for f in flights.values()) - now), flights, results)
             self._resend_due(flights, results)
         return [results[i] for i in sorted(results)]
 
@@ -173,11 +185,34 @@ class Transport:
         with contextlib.suppress(zmq.Again):
             send_frames(self.sock, (b"", payload), block=False)
 
+    def _poll(self, wait: float, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
+        """Wait up to `wait` seconds for replies or a change of link, and take what came."""
+        for sock, _ in self._poller.poll(int(wait * 1000) + 1):
+            if sock is self.sock:
+                self._receive(flights, results)
+            else:
+                self._link_changed(flights)
+
+    def _link_changed(self, flights: dict[str, _Flight]) -> None:
+        # Resent on the handshake, not on the drop: ZeroMQ keeps what is sent while disconnected, but not what
+        # the dead peer had already taken. The copy ZeroMQ kept, if any, is answered once (same request id).
+        while self._monitor.poll(0):
+            event = recv_monitor_message(self._monitor)["event"]
+            if event == zmq.EVENT_DISCONNECTED:
+                self._dropped = True
+            elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED and self._dropped:
+                self._dropped = False
+                now = time.monotonic()
+                for flight in flights.values():
+                    if flight.resend_at < flight.deadline:  # not a call that must never be resent
+                        flight.resend_at = min(flight.deadline, now + flight.attempt_timeout)
+                        self._send(flight.payload)
+
     def _receive(self, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
         # Called when poll said a message is ready; takes every message already queued.
         received = False
         while True:
-            if received and not self._poller.poll(0):
+            if received and not self._replies.poll(0):
                 return
             received = True
             frames = self.sock.recv_multipart()

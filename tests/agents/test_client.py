@@ -15,7 +15,8 @@ import zmq
 
 from agents import BadEndpoint, BadRequest, Busy, GrooveClient, GrooveTimeout, InternalError, NotFound, RemoteError
 from agents.errors import from_wire
-from protocol.codec import encode_error
+from protocol import constants as C
+from protocol.codec import encode_error, encode_ok
 from protocol.envelope import encode_request
 from protocol.errors import ErrorCode
 from tests.helpers import RunningCoordinator, learning, silent_endpoint
@@ -177,3 +178,49 @@ def test_a_call_given_up_says_the_coordinators_last_error_not_no_reply() -> None
         router.close()
     assert len(answered) > 1  # resent...
     assert len(set(answered)) == 1  # ...under its one id, then given up with the coordinator's error
+
+
+def test_a_request_lost_with_its_connection_is_resent_as_soon_as_the_peer_is_back() -> None:
+    """A coordinator killed with a request in flight loses it; the restarted one is sent it again the moment
+    the client reconnects (under the same id, so a write still applies once), not after the attempt timeout."""
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
+    router: zmq.Socket[bytes] = context.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    router.bind("tcp://127.0.0.1:0")
+    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+    received: list[str] = []
+    replied = threading.Event()
+
+    def crash_then_answer() -> None:
+        nonlocal router
+        _, _, payload = router.recv_multipart()
+        received.append(msgpack.unpackb(payload)["id"])
+        router.close()  # gone with the request unanswered, as a killed coordinator is
+        router = context.socket(zmq.ROUTER)
+        router.setsockopt(zmq.LINGER, 0)
+        deadline = time.monotonic() + 10
+        while True:  # the restart binds the same endpoint, once ZeroMQ's I/O thread has let the old one go
+            try:
+                router.bind(endpoint)
+                break
+            except zmq.ZMQError:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        peer, _, payload = router.recv_multipart()
+        request_id = msgpack.unpackb(payload)["id"]
+        received.append(request_id)
+        router.send_multipart([peer, b"", encode_ok(request_id, {"pong": True})])
+        replied.set()
+
+    answering = threading.Thread(target=crash_then_answer)
+    answering.start()
+    started = time.monotonic()
+    with GrooveClient(endpoint, timeout=60, attempt_timeout=30) as client:
+        client.transport.call(C.OP_PING, {})
+    took = time.monotonic() - started
+    answering.join()
+    router.close()
+    assert replied.is_set()
+    assert len(received) == 2
+    assert received[0] == received[1]  # the same request, resent under its id
+    assert took < 10  # not the 30 s attempt timeout
