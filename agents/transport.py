@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import struct
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from agents.errors import BadEndpoint, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
 from protocol import constants as C
@@ -197,7 +197,9 @@ class Transport:
         # Resent on the handshake, not on the drop: ZeroMQ keeps what is sent while disconnected, but not what
         # the dead peer had already taken. The copy ZeroMQ kept, if any, is answered once (same request id).
         while self._monitor.poll(0):
-            event = recv_monitor_message(self._monitor)["event"]
+            # frame 1: the event (uint16) and its value (uint32), native order; frame 2: the endpoint. Read here,
+            # not with zmq.utils.monitor, which imports asyncio and ssl (26 ms at every client's start)
+            (event,) = struct.unpack_from("=H", self._monitor.recv_multipart()[0])
             if event == zmq.EVENT_DISCONNECTED:
                 self._dropped = True
             elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED and self._dropped:

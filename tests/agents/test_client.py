@@ -92,7 +92,8 @@ def test_the_client_is_light() -> None:
     code = (
         "import sys, psutil; from agents import GrooveClient; c = GrooveClient('tcp://127.0.0.1:1'); "
         "import json; print(json.dumps({'rss_mb': psutil.Process().memory_info().rss / 1e6, "
-        "'heavy': [m for m in ('torch', 'sentence_transformers', 'pycozo', 'coordinator') if m in sys.modules]}))"
+        "'heavy': [m for m in ('torch', 'sentence_transformers', 'pycozo', 'coordinator', 'asyncio') "
+        "if m in sys.modules]}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     figures = json.loads(out.stdout)
