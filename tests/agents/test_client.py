@@ -181,47 +181,76 @@ def test_a_call_given_up_says_the_coordinators_last_error_not_no_reply() -> None
     assert len(set(answered)) == 1  # ...under its one id, then given up with the coordinator's error
 
 
+def _restarted(router: zmq.Socket[bytes], endpoint: str) -> zmq.Socket[bytes]:
+    """Close `router` as a killed coordinator goes, with what it took unanswered; bind a new one where it was."""
+    router.close()
+    again: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
+    again.setsockopt(zmq.LINGER, 0)
+    deadline = time.monotonic() + 10
+    while True:  # the endpoint is free once ZeroMQ's I/O thread has let the old socket go
+        try:
+            again.bind(endpoint)
+            return again
+        except zmq.ZMQError:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+
 def test_a_request_lost_with_its_connection_is_resent_as_soon_as_the_peer_is_back() -> None:
     """A coordinator killed with a request in flight loses it; the restarted one is sent it again the moment
     the client reconnects (under the same id, so a write still applies once), not after the attempt timeout."""
-    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
-    router: zmq.Socket[bytes] = context.socket(zmq.ROUTER)
+    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
     router.setsockopt(zmq.LINGER, 0)
     router.bind("tcp://127.0.0.1:0")
     endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
     received: list[str] = []
-    replied = threading.Event()
 
     def crash_then_answer() -> None:
         nonlocal router
         _, _, payload = router.recv_multipart()
         received.append(msgpack.unpackb(payload)["id"])
-        router.close()  # gone with the request unanswered, as a killed coordinator is
-        router = context.socket(zmq.ROUTER)
-        router.setsockopt(zmq.LINGER, 0)
-        deadline = time.monotonic() + 10
-        while True:  # the restart binds the same endpoint, once ZeroMQ's I/O thread has let the old one go
-            try:
-                router.bind(endpoint)
-                break
-            except zmq.ZMQError:
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+        router = _restarted(router, endpoint)
         peer, _, payload = router.recv_multipart()
         request_id = msgpack.unpackb(payload)["id"]
         received.append(request_id)
         router.send_multipart([peer, b"", encode_ok(request_id, {"pong": True})])
-        replied.set()
 
     answering = threading.Thread(target=crash_then_answer)
     answering.start()
     started = time.monotonic()
     with GrooveClient(endpoint, timeout=60, attempt_timeout=30) as client:
-        client.transport.call(C.OP_PING, {})
+        assert client.transport.call(C.OP_PING, {}) == {"pong": True}
     took = time.monotonic() - started
     answering.join()
     router.close()
-    assert replied.is_set()
     assert len(received) == 2
     assert received[0] == received[1]  # the same request, resent under its id
     assert took < 10  # not the 30 s attempt timeout
+
+
+def test_a_call_that_must_not_be_resent_is_not_resent_on_reconnect_either() -> None:
+    """A call whose one attempt lasts its whole deadline (a backup, an export) is never sent twice: not after
+    a reconnect either. It times out at its deadline."""
+    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    router.bind("tcp://127.0.0.1:0")
+    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+    ended = threading.Event()
+    after_restart: list[bytes] = []
+
+    def crash_then_listen() -> None:
+        nonlocal router
+        router.recv_multipart()
+        router = _restarted(router, endpoint)
+        while not ended.is_set():
+            if router.poll(50):
+                after_restart.append(router.recv_multipart()[-1])
+
+    listening = threading.Thread(target=crash_then_listen)
+    listening.start()
+    with GrooveClient(endpoint, timeout=2) as client, pytest.raises(GrooveTimeout):
+        client.transport.call(C.OP_PING, {}, timeout=2, attempt_timeout=2)
+    ended.set()
+    listening.join()
+    router.close()
+    assert after_restart == []
