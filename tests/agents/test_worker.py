@@ -140,7 +140,9 @@ def test_a_fleet_restarts_a_worker_that_crashes_and_collects_every_report(
 ) -> None:
     fleet = Fleet(coordinator.endpoint, tmp_path / "fleet")
     fleet.spawn("steady", mix="learn=1", duration=4)
-    crashing = fleet.spawn("crashing", mix="learn=1", acked_file=tmp_path / "crashing-{run}.json", duration=6)
+    # 10 s: under CI load the worker can take seconds to start writing, and one killed with under a second of
+    # its run left is (rightly) not restarted
+    crashing = fleet.spawn("crashing", mix="learn=1", acked_file=tmp_path / "crashing-{run}.json", duration=10)
     with GrooveClient(coordinator.endpoint) as client:  # killed once it is writing, not while it starts
         wait_for(
             lambda: any(a.agent_id == "crashing" and a.requests > 0 for a in client.agents()),
