@@ -13,6 +13,7 @@ must be stored completed (or in review), each note stored.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from agents.corpus import load
@@ -48,15 +49,11 @@ class PlanWork(Workload):
             self.report.error(CLAIM, exc)
             return False
 
-    def verify(self) -> None:
-        """Every acked completion is stored (the task completed or in review)."""
-        for task_id in self.completed:
-            try:
-                status = self.client.task(task_id).status
-            except GrooveError as exc:
-                self.report.error("verify", exc)
-                continue
-            if status in ("completed", "review"):
+    def verify(self, stopping: Callable[[], bool]) -> None:
+        """Every acked completion is stored (the task completed or in review), until done or `stopping()`."""
+        calls = [(C.OP_TASK_GET, {"id": task_id}) for task_id in self.completed]
+        for _, body in self._read_back(calls, stopping):
+            if body["task"]["status"] in ("completed", "review"):
                 self.report.verified += 1
             else:
                 self.report.mismatches += 1
@@ -155,19 +152,20 @@ class BoardWork(PlanWork):
         self.report.ok(NOTE)
         self.noted[note_id] = task.id
 
-    def verify(self) -> None:
+    def verify(self, stopping: Callable[[], bool]) -> None:
         """Every acked completion is stored (the task completed or in review), and every acked note."""
         started = time.monotonic()
-        for task_id in sorted(set(self.noted.values())):
-            try:
-                stored = {n.id for n in self.client.notes(self.memory_id, task_id=task_id, include_expired=True)}
-            except GrooveError as exc:
-                self.report.error("verify", exc)
-                continue
-            for note_id in (nid for nid, tid in self.noted.items() if tid == task_id):
+        by_task: dict[str, list[str]] = {}
+        for note_id, task_id in self.noted.items():
+            by_task.setdefault(task_id, []).append(note_id)
+        tasks = sorted(by_task)
+        body = {"memory_id": self.memory_id, "include_expired": True}
+        for index, listed in self._read_back([(C.OP_NOTE_LIST, body | {"task_id": t}) for t in tasks], stopping):
+            stored = {note["id"] for note in listed["notes"]}
+            for note_id in by_task[tasks[index]]:
                 if note_id in stored:
                     self.report.verified += 1
                 else:
                     self.report.mismatches += 1
-        super().verify()
+        super().verify(stopping)
         self.report.verify_s = time.monotonic() - started

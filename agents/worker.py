@@ -140,10 +140,8 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
             stop_at = began + spec.duration if spec.duration else float("inf")
             workload.run()
             report.elapsed_s = time.monotonic() - began
-            if isinstance(workload, Synthetic) and spec.verify:
+            if isinstance(workload, Synthetic | PlanWork) and spec.verify:
                 workload.verify(abort.is_set)
-            if isinstance(workload, PlanWork) and spec.verify and not abort.is_set():
-                workload.verify()
             if isinstance(workload, AgentWork):
                 report.sessions = workload.sessions_report()
         finally:

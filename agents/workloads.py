@@ -17,7 +17,7 @@ import json
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ OPS = {  # the operation each kind sends
     INJECT: C.OP_INJECT_PREPARE,
 }
 _OUTCOME_WEIGHTS = ((C.OUTCOME_HELPFUL, 6), (C.OUTCOME_IGNORED, 3), (C.OUTCOME_CONTRADICTED, 1))
+_READ_BACK_CHUNK = 256  # read-back requests between two looks at `stopping`
 
 
 def parse_mix(text: str) -> dict[str, float]:
@@ -128,6 +129,21 @@ class Workload:
         """Make requests until `more` says stop."""
         raise NotImplementedError
 
+    def _read_back(
+        self, calls: list[tuple[str, dict[str, Any]]], stopping: Callable[[], bool]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The read-back's requests, 16 in flight, in chunks until done or `stopping()` (a second signal):
+        (index, reply body) for each answered one; each error counts as a verify error."""
+        for at in range(0, len(calls), _READ_BACK_CHUNK):
+            if stopping():
+                return
+            for index, result in enumerate(self.client.call_many(calls[at : at + _READ_BACK_CHUNK], 16), at):
+                if result.error is not None:
+                    self.report.error("verify", result.error)
+                else:
+                    assert result.body is not None
+                    yield index, result.body
+
 
 class Synthetic(Workload):
     """The seeded learn / outcome / search / inject mix over the bundled corpus."""
@@ -216,18 +232,11 @@ class Synthetic(Workload):
         """Read back every learning acked, checking its content, in chunks until done or `stopping()`."""
         report, started = self.report, time.monotonic()
         written = list(self.evidence.written.items())
-        for at in range(0, len(written), 256):
-            if stopping():
-                break
-            chunk = written[at : at + 256]
-            calls = [(C.OP_LEARNING_GET, {"id": lid}) for lid, _ in chunk]
-            for (_, description), result in zip(chunk, self.client.call_many(calls, window=16), strict=True):
-                if result.error is not None:
-                    report.error("verify", result.error)
-                elif result.body is None or result.body["learning"]["description"] != description:
-                    report.mismatches += 1
-                else:
-                    report.verified += 1
+        for index, body in self._read_back([(C.OP_LEARNING_GET, {"id": lid}) for lid, _ in written], stopping):
+            if body["learning"]["description"] == written[index][1]:
+                report.verified += 1
+            else:
+                report.mismatches += 1
         report.verify_s = time.monotonic() - started
 
 

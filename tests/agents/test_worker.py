@@ -160,3 +160,25 @@ def test_a_fleet_restarts_a_worker_that_crashes_and_collects_every_report(
     assert json.loads((tmp_path / "crashing-2.json").read_text())["learned"]
     assert [r["agent_id"] for r in fleet.reports()] == ["steady", "crashing"]
     assert all(r["errors"] == 0 and r["ops"]["learn"] > 0 for r in fleet.reports())
+
+
+def test_a_board_worker_reads_back_every_completion_and_note_it_was_acked(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
+    def work(name: str, abort: threading.Event | None = None) -> Report:
+        memory = client.create_memory(f"/srv/{name}", name, "work the plan, then check it")
+        client.add_tasks(memory, [{"id": f"{name}-{i}", "title": f"task {i}"} for i in range(40)])
+        spec = WorkerSpec(coordinator.endpoint, f"{name}-worker", memory=memory, fail_share=0.1, timeout=30)
+        report = run_worker(spec, abort=abort)
+        assert report.errors == 0, report.error_samples
+        assert report.ops["complete"] == 40  # the whole plan, failed tasks retried
+        assert report.ops["note"] > 0
+        assert report.mismatches == 0
+        return report
+
+    checked = work("checked")
+    assert checked.verified == checked.ops["complete"] + checked.ops["note"]  # each completion and note, once
+    assert checked.verify_s > 0
+    aborted = threading.Event()
+    aborted.set()  # a second signal, as `groove agent` takes it: the read-back is skipped
+    assert work("skipped", aborted).verified == 0
