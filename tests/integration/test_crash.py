@@ -88,7 +88,7 @@ def test_an_injection_retried_after_a_crash_gets_its_first_choice_again(
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("torture")  # one after the other: 40 agent processes at once starve two cores
+@pytest.mark.serial  # alone: beside other tests, 20 agent processes and 20 restarts starve two cores
 @pytest.mark.parametrize("durability", ["process", "fsync"])
 def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once(
     coordinator_factory: Callable[..., RunningCoordinator],
