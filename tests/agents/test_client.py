@@ -127,13 +127,25 @@ def test_a_malformed_endpoint_is_refused_before_a_socket_sees_it(endpoint: str) 
         GrooveClient(endpoint)
 
 
+def _peer(endpoint: str = "tcp://127.0.0.1:0") -> tuple[zmq.Socket[bytes], str]:
+    """A ROUTER standing in for the coordinator, bound at `endpoint` (a free loopback port by default), and where
+    it listens. An endpoint just closed is free once ZeroMQ's I/O thread has let the old socket go."""
+    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            router.bind(endpoint)
+            return router, router.getsockopt_string(zmq.LAST_ENDPOINT)
+        except zmq.ZMQError:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+
 def test_an_error_without_an_id_answers_the_one_request_in_flight() -> None:
     """A peer that could not read the request's id answers with `id` null (PROTOCOL.md, section 3): with one
     request in flight the client takes it as that request's answer instead of waiting for its deadline."""
-    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
-    router.setsockopt(zmq.LINGER, 0)
-    router.bind("tcp://127.0.0.1:0")
-    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+    router, endpoint = _peer()
 
     def answer() -> None:
         peer, _, _ = router.recv_multipart()
@@ -152,10 +164,7 @@ def test_an_error_without_an_id_answers_the_one_request_in_flight() -> None:
 def test_a_call_given_up_says_the_coordinators_last_error_not_no_reply() -> None:
     """A coordinator that keeps answering a retryable error is resent to until the deadline; then the client
     raises that error (what the coordinator said), not a timeout that suggests nobody answered."""
-    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
-    router.setsockopt(zmq.LINGER, 0)
-    router.bind("tcp://127.0.0.1:0")
-    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+    router, endpoint = _peer()
     answered = []
     stop = threading.Event()
 
@@ -184,25 +193,13 @@ def test_a_call_given_up_says_the_coordinators_last_error_not_no_reply() -> None
 def _restarted(router: zmq.Socket[bytes], endpoint: str) -> zmq.Socket[bytes]:
     """Close `router` as a killed coordinator goes, with what it took unanswered; bind a new one where it was."""
     router.close()
-    again: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
-    again.setsockopt(zmq.LINGER, 0)
-    deadline = time.monotonic() + 10
-    while True:  # the endpoint is free once ZeroMQ's I/O thread has let the old socket go
-        try:
-            again.bind(endpoint)
-            return again
-        except zmq.ZMQError:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+    return _peer(endpoint)[0]
 
 
 def test_a_request_lost_with_its_connection_is_resent_as_soon_as_the_peer_is_back() -> None:
     """A coordinator killed with a request in flight loses it; the restarted one is sent it again the moment
     the client reconnects (under the same id, so a write still applies once), not after the attempt timeout."""
-    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
-    router.setsockopt(zmq.LINGER, 0)
-    router.bind("tcp://127.0.0.1:0")
-    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+    router, endpoint = _peer()
     received: list[str] = []
 
     def crash_then_answer() -> None:
@@ -231,10 +228,7 @@ def test_a_request_lost_with_its_connection_is_resent_as_soon_as_the_peer_is_bac
 def test_a_call_that_must_not_be_resent_is_not_resent_on_reconnect_either() -> None:
     """A call whose one attempt lasts its whole deadline (a backup, an export) is never sent twice: not after
     a reconnect either. It times out at its deadline."""
-    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
-    router.setsockopt(zmq.LINGER, 0)
-    router.bind("tcp://127.0.0.1:0")
-    endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+    router, endpoint = _peer()
     ended = threading.Event()
     after_restart: list[bytes] = []
 
