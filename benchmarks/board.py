@@ -26,7 +26,7 @@ import click
 
 from agents import GrooveClient
 from agents.fleet import stop_process
-from benchmarks.common import ProcessTree, latency_summary, machine
+from benchmarks.common import ProcessTree, latency_summary, machine, ratio
 from cli.output import table
 from cli.processes import start_coordinator
 from protocol import constants as C
@@ -251,13 +251,13 @@ def main(ctx: click.Context, agents: int, tasks: int, depth: int, peer: bool, ch
     )
     cpu = results["groove"]["coordinator_cpu_us_per_task"]
     click.echo(f"coordinator CPU per task drained (front included): {cpu} µs")
-    ratio = None
+    over_sqlite = None
     if "sqlite" in results:
-        ratio = round(results["groove"]["tasks_per_s"] / max(1e-9, results["sqlite"]["tasks_per_s"]), 3)
-        click.echo(f"groove tasks/s ÷ sqlite: {ratio}")
+        over_sqlite = ratio(results["groove"]["tasks_per_s"], max(1e-9, results["sqlite"]["tasks_per_s"]))
+        click.echo(f"groove tasks/s ÷ sqlite: {over_sqlite}")
     summary_line = {"bench": "board", "agents": agents, "tasks": len(plan), "depth": depth, "chain": chain}
     summary_line["results"] = results
-    click.echo(json.dumps(summary_line | {"ratio_sqlite": ratio, "machine": machine()}))
+    click.echo(json.dumps(summary_line | {"ratio_sqlite": over_sqlite, "machine": machine()}))
 
 
 @main.command(name="groove-agent")

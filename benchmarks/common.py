@@ -30,6 +30,13 @@ def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
     }
 
 
+def ratio(figure: float, against: float) -> float:
+    """`figure / against` to three significant figures, never rounded to 0 when both are positive: a ratio
+    rounded to a fixed number of places reads 0.0 when a short run on a busy machine gives groove a few writes
+    beside a peer's tens of thousands, which says "groove did nothing" when it did something."""
+    return float(f"{figure / against:.3g}")
+
+
 def poll(condition: Callable[[], T | None], timeout: float) -> T | None:
     """The first value `condition()` gives that is not None, asked every 50 ms; None after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from benchmarks import load, storage, writer
-from benchmarks.common import machine
+from benchmarks.common import machine, ratio
 from cli.output import table
 
 
@@ -36,7 +36,7 @@ def _load_args(agents: int, in_flight: int, duration: float) -> dict[str, Any]:
 def ratios(figures: dict[str, float]) -> dict[str, float]:
     """groove's writes/s over each limit and peer measured beside it."""
     groove = figures["groove"]
-    return {f"groove/{name}": round(groove / rate, 3) for name, rate in figures.items() if name != "groove" and rate}
+    return {f"groove/{name}": ratio(groove, rate) for name, rate in figures.items() if name != "groove" and rate}
 
 
 @click.command()

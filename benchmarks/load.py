@@ -35,7 +35,7 @@ from agents import GrooveClient, GrooveTimeout
 from agents.fleet import Fleet, stop_process
 from agents.workloads import parse_mix
 from benchmarks.cluster import agent_projects, run_cluster
-from benchmarks.common import ProcessTree, latency_summary, machine
+from benchmarks.common import ProcessTree, latency_summary, machine, ratio
 from benchmarks.evidence import PER_AGENT_S, SETTLE_S, readback, spawn_agent, summarize
 from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
 from cli.output import table
@@ -304,9 +304,9 @@ def report(args: dict[str, Any], groove: dict[str, Any], peers: dict[str, dict[s
     if "rss_mb_at_rest" in c:
         click.echo(f"RSS of a coordinator restarted on the same data, every tier open: {c['rss_mb_at_rest']} MB")
     learn = groove["kinds"].get("learn", {"per_s": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "p999_ms": 0.0, "over_1s": 0})
-    ratios = {name: round(learn["per_s"] / v["per_s"], 3) for name, v in peers.items() if v["per_s"]}
-    for name, ratio in ratios.items():
-        click.echo(f"groove writes/s ÷ {name}: {ratio}")
+    ratios = {name: ratio(learn["per_s"], v["per_s"]) for name, v in peers.items() if v["per_s"]}
+    for name, value in ratios.items():
+        click.echo(f"groove writes/s ÷ {name}: {value}")
     line = {
         "bench": "load",
         "agents": args["agents"],

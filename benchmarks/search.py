@@ -24,7 +24,7 @@ import click
 from agents import GrooveClient
 from agents.coding import groove_argv
 from agents.fleet import stop_process
-from benchmarks.common import machine
+from benchmarks.common import machine, ratio
 from cli.output import table
 from cli.processes import start_coordinator
 from coordinator.metrics import percentile
@@ -193,7 +193,7 @@ def embedding_throughput(client: GrooveClient, count: int) -> dict[str, float]:
     return {
         "bare_texts_per_s": round(bare, 1),
         "worker_texts_per_s": round(worker, 1),
-        "ratio": round(worker / bare, 3),
+        "ratio": ratio(worker, bare),
     }
 
 
