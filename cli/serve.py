@@ -42,6 +42,7 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("max_wait_ms", "How long a batch waits for more writes once it has one", type=float)
 @setting("queue_size", "Writes queued before new ones are answered `busy`", type=int)
 @setting("readers", "Reader threads", type=int)
+@setting("commit_threads", "Threads a batch's tiers commit on, side by side (1: one after the other)", type=int)
 @setting("reply_cache", "Recent write replies kept in memory for retries", type=int)
 @setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
 @setting("log_level", "Log verbosity", type=click.Choice(LOG_LEVELS))
@@ -52,6 +53,12 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
     "queries are embedded on the CPU",
     type=click.Choice(EMBED_DEVICES),
 )
+@setting(
+    "embed_workers",
+    "Embedding processes on the CPU; 0 = one per 4 cores (with GPUs: one per GPU, whatever this says)",
+    type=int,
+)
+@setting("embed_threads", "torch threads per CPU embedding process; 0 = 4, or every core if fewer", type=int)
 @setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
 @setting("maintain_every_s", "Seconds between lifecycle runs (decay, archive, purge); 0 turns them off", type=float)
 @setting(

@@ -18,6 +18,10 @@ class StorageError(CoordinatorError):
     """A tier could not be opened, migrated or written."""
 
 
+class EmbeddingUnavailable(CoordinatorError):
+    """No embedding worker could embed a query in time: the search goes on by its words."""
+
+
 class DataDirLocked(StorageError):
     """Another process (a coordinator, or an offline restore) holds the data directory."""
 

@@ -414,6 +414,19 @@ class RowCacheStats(Reply):
     misses: int
 
 
+class ProcessStats(Reply):
+    """A process the coordinator runs beside itself: its front, or an embedding worker."""
+
+    name: str  # "front", "embed-0", "embed-1", ...
+    pid: int | None
+    alive: bool
+    restarts: int  # times it died and was started again
+    last_exit: int | None  # how its previous run ended (negative: killed by that signal)
+    up_s: float  # seconds since its current run started (0 while it is down)
+    device: str | None = None  # an embedding worker's: where its model runs (None while it loads)
+    embedded: int = 0  # an embedding worker's: texts it embedded
+
+
 class UnavailableTier(Reply):
     """A tier whose files could not be opened, and why; its requests get `tier_unavailable`."""
 
@@ -451,8 +464,11 @@ class StatsReply(Reply):
     uptime_s: float
     embedder: str
     embedding_queue_depth: int
+    embedding_oldest_ms: float = 0.0
     embeddings_per_s: float
     visibility_lag_ms: Summary
+    processes: list[ProcessStats] = []
+    commit_threads: int = 1
     keyword_entries: int
     vectors: int
     near_duplicate_backlog: int

@@ -114,6 +114,7 @@ class SearchReply(Reply):
     results: list[SearchHit]
     notes: list[NoteHit] = Field(default_factory=list)
     took_ms: float = 0.0
+    words_only: int = 0  # results asked for by meaning and found by words alone: no vector for them (or the query) yet
 
 
 class RebuildRequest(Body):

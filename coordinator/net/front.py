@@ -45,6 +45,7 @@ import msgpack
 import zmq
 
 from coordinator.net.auth import Gate, load_authorized, server_keys
+from coordinator.procs import die_with_parent
 from protocol import constants as C
 from protocol.frames import send_frames
 
@@ -144,18 +145,6 @@ def _told_to_go(link: zmq.Socket[bytes], parent: int) -> bool:
     return False
 
 
-def _die_with_parent(parent: int) -> None:
-    """Be killed the moment the coordinator dies (Linux): a coordinator restarted after a kill -9 must find its
-    port free at once, not after this process's next look at its parent (which still ends it elsewhere)."""
-    if sys.platform.startswith("linux"):
-        import ctypes  # noqa: PLC0415 - Linux only
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # it died before the line above took effect
-        sys.exit(1)
-
-
 def _router(context: zmq.Context[Any], hwm: int) -> zmq.Socket[bytes]:
     router: zmq.Socket[bytes] = context.socket(zmq.ROUTER)
     router.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -177,7 +166,7 @@ def main(link: str, bind: str, hwm: int, authorized_keys: Path | None, curve_key
     """Run the front of one coordinator (started by it, never by hand)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
-    _die_with_parent(parent)
+    die_with_parent(parent)
     logging.basicConfig(
         level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s (front): %(message)s"
     )

@@ -7,88 +7,102 @@ else on the host can speak to the coordinator past the front (and past CURVE).
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgpack
-import psutil
 import zmq
 
 from coordinator.errors import CoordinatorError
 from coordinator.net.config import Settings
 from coordinator.net.front import BATCH, CREDIT, FAILED, GO, HELLO, REPLIES, STOP
+from coordinator.procs import Child, private_dir
 
 _START_S = 30.0  # a front that has not bound its socket by then is not going to
 _STOP_S = 10.0
 _FLUSH_AT = 64  # replies held before they go out without waiting for the end of the batch
 _CREDIT = 2  # batches the front may send ahead: one being handled, one waiting
-_PREFIX = "groove-link-"  # then the coordinator's pid: a kill -9 leaves the directory, the next start sweeps it
-
-
-def _sweep() -> None:
-    """Remove the link directories of coordinators that are gone (killed before they could)."""
-    for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
-        pid = path.name[len(_PREFIX) :].split("-", 1)[0]
-        if not pid.isdigit() or psutil.pid_exists(int(pid)):
-            continue
-        try:
-            mine = path.stat().st_uid == os.getuid()
-        except FileNotFoundError:  # another coordinator starting at the same time swept it first
-            continue
-        if mine:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 class FrontLink:
-    """One front process and the socket to it."""
+    """One front process and the socket to it; a front that dies is started again on the same endpoint."""
 
     def __init__(self, context: zmq.Context[Any]) -> None:
         self.context = context  # the coordinator's, for its other sockets too
-        self.sock: zmq.Socket[bytes] = context.socket(zmq.PAIR)
-        self.sock.setsockopt(zmq.SNDHWM, 0)  # bounded by the credit the front is given
-        self.sock.setsockopt(zmq.RCVHWM, 0)
+        self.sock = self._pair()
         self._dir: Path | None = None  # made by `launch`: a start that fails earlier leaves nothing behind
         self._bind = ""
-        self.proc: subprocess.Popen[bytes] | None = None
+        self._args: list[str] = []  # the front's options but its link and its bind
+        self.child: Child | None = None
         self._serving = False  # the front said it listens
         self.refused = 0  # CURVE handshakes the front refused
         self.dropped = 0  # replies the front could not hand to their client
         self._out: list[list[bytes]] = []
 
+    def _pair(self) -> zmq.Socket[bytes]:
+        sock: zmq.Socket[bytes] = self.context.socket(zmq.PAIR)
+        sock.setsockopt(zmq.SNDHWM, 0)  # bounded by the credit the front is given
+        sock.setsockopt(zmq.RCVHWM, 0)
+        return sock
+
     def launch(self, settings: Settings) -> None:
         """Start the front process. It imports while the caller does, then waits for `go` before it binds."""
-        _sweep()
-        self._dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))  # mode 0700
-        endpoint = f"ipc://{self._dir / 'front'}"
-        self.sock.bind(endpoint)
-        argv = [sys.executable, "-m", "coordinator.net.front", "--link", endpoint, "--bind", settings.bind]
-        argv += ["--hwm", str(settings.peer_hwm), "--log-level", settings.log_level]
+        self._dir = private_dir()
+        self._args = ["--hwm", str(settings.peer_hwm), "--log-level", settings.log_level]
         if settings.curve:
             assert settings.authorized_keys is not None  # Settings checks this
-            argv += ["--authorized-keys", str(settings.authorized_keys), "--curve-key", str(settings.server_key_path())]
+            self._args += ["--authorized-keys", str(settings.authorized_keys)]
+            self._args += ["--curve-key", str(settings.server_key_path())]
         self._bind = settings.bind
-        self.proc = subprocess.Popen(argv)
+        self.child = Child("front", [])
+        self._start(self.child.start)
+
+    def _start(self, start: Callable[[], None]) -> None:
+        # each run of the front gets a link endpoint of its own: a PAIR socket pairs with one peer for good
+        assert self._dir is not None
+        assert self.child is not None
+        endpoint = f"ipc://{self._dir / f'front-{self.child.restarts}'}"
+        self.sock.bind(endpoint)
+        self.child.argv = [sys.executable, "-m", "coordinator.net.front", "--link", endpoint, "--bind", self._bind]
+        self.child.argv += self._args
+        start()
+
+    def restart(self) -> bool:
+        """Start the front again after it died, on the endpoint it had bound (`ready`'s answer), with a fresh link;
+        False while it is not yet due (it died moments after its last start). Replies queued for the dead front
+        are dropped: their clients resend, and are answered from the reply cache. Raises like `go`/`ready`
+        when the new front cannot listen."""
+        assert self.child is not None
+        if not self.child.due(time.monotonic()):
+            return False
+        self.dropped += len(self._out)
+        self._out = []
+        self.sock.close(linger=0)
+        self.sock = self._pair()
+        self._serving = False
+        self._start(self.child.restart)
+        self.go()
+        self.ready()
+        return True
 
     def go(self) -> None:
         """Let the front bind, once the caller knows it will serve; it binds while the caller opens its tiers
         (`ready` waits for it). CoordinatorError when the front is gone or never connects."""
-        assert self.proc is not None, "launch first"
+        assert self.child is not None, "launch first"
         deadline = time.monotonic() + _START_S
         while not self.sock.poll(100, zmq.POLLOUT):  # writable once the front has connected
             self._check(deadline)
         self._send([GO])
 
     def _check(self, deadline: float) -> None:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise CoordinatorError(f"the front process exited with status {self.proc.returncode} before listening")
+        assert self.child is not None
+        status = self.child.exited()
+        if status is not None:
+            raise CoordinatorError(f"the front process exited with status {status} before listening")
         if time.monotonic() > deadline:
             raise CoordinatorError(f"the front process did not listen on {self._bind} within {_START_S:.0f} s")
 
@@ -97,7 +111,8 @@ class FrontLink:
         cannot bind (the port taken, say), CoordinatorError when it does not start at all. Either way the front
         and the link directory are gone."""
         try:
-            return self._started()
+            self._bind = self._started()  # a restarted front binds what this one got (port 0 resolved)
+            return self._bind
         except BaseException:
             self.stop()
             raise
@@ -117,7 +132,7 @@ class FrontLink:
 
     def alive(self) -> bool:
         """Whether the front process is still running."""
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.alive()
 
     def batches(self, limit: int) -> Iterator[list[tuple[str | None, list[bytes]]]]:
         """Batches of client messages the front has relayed, up to `limit`, without blocking: each message as
@@ -156,18 +171,22 @@ class FrontLink:
 
     def stop(self) -> None:
         """Send what is queued, tell the front to stop, wait for it, and remove the link."""
-        if self.proc is not None and self.alive():
+        if self.child is not None and self.child.alive():
             if not self._serving:
-                self.proc.terminate()  # still importing, or waiting for `go`: nothing of it to finish
-                self.proc.wait()
+                self.child.stop(_STOP_S)  # still importing, or waiting for `go`: nothing of it to finish
             else:
                 self.flush()
                 self._send([STOP])
-                try:
-                    self.proc.wait(_STOP_S)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
+                self.child.wait(_STOP_S)
         self.sock.close(linger=0)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+    def directory(self) -> Path:
+        """The private directory of this coordinator's ipc endpoints (its other children's too)."""
+        assert self._dir is not None, "launch first"
+        return self._dir
+
+    def report(self) -> dict[str, Any]:
+        """The front process for `stats`."""
+        return self.child.report() if self.child is not None else {}

@@ -28,7 +28,7 @@ import zmq
 from pydantic import BaseModel
 
 from coordinator import release
-from coordinator.errors import Rejected, StorageError, TierUnavailable
+from coordinator.errors import CoordinatorError, Rejected, StorageError, TierUnavailable
 from coordinator.metrics import OK, Metrics
 from coordinator.net import stats
 from coordinator.net.agents import AgentRegistry
@@ -40,7 +40,7 @@ from coordinator.net.link import FrontLink
 from coordinator.net.permissions import body_refusal, op_refusal
 from coordinator.net.resends import Resends
 from coordinator.search.derived import KEYWORD_FILE, Derived
-from coordinator.search.embedder import Embedder, MiniLM, resolve_device
+from coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
@@ -64,7 +64,7 @@ _DRAIN_BATCHES = 1  # batches of requests (of up to 64, front._DRAIN) taken from
 _CONTROL = frozenset(op for op, handler in HANDLERS.items() if isinstance(handler, Control))
 _SMALL = 512  # control requests are smaller than this; looking for them among bigger payloads costs for nothing
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
-_DERIVED_JOIN_S = 60.0  # how long a stopping coordinator waits for the embedding and near-duplicate threads
+_DERIVED_JOIN_S = 60.0  # how long a stopping coordinator waits for the near-duplicate thread
 
 
 def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
@@ -104,15 +104,16 @@ class Coordinator:
             fsync=settings.durability == "fsync",
             gone_agents=self.registry.gone,
             owners=settings.owners(),
+            commit_threads=settings.commit_threads,
         )
         self.boards = self.batcher.boards
         self._stop = threading.Event()
-        self._embedding_worker = threading.Thread(
-            target=self.derived.run_worker,
-            args=(self._load_embedders, self._store_vectors, self._stop),
-            name="groove-embedder",
-            daemon=True,
-        )
+        self.pool: EmbedPool | None = None
+        if self.derived.embeddings:
+            workers, threads = default_workers()
+            layout = (settings.embed_device, settings.embed_workers or workers, settings.embed_threads or threads)
+            self.pool = EmbedPool(self.derived, self._store_vectors, link.context, link.directory(), *layout,
+                                  settings.log_level)  # fmt: skip
         self._neighbours = threading.Thread(
             target=self.derived.near.run, args=(self._relate, self._stop), name="groove-neighbours", daemon=True
         )
@@ -153,8 +154,8 @@ class Coordinator:
             assert self.settings.authorized_keys is not None  # Settings checks this
             self.settings.data_dir.mkdir(parents=True, exist_ok=True)
             curve = (load_authorized(self.settings.authorized_keys), *server_keys(self.settings.server_key_path()))
-        if self.derived.embeddings and self.settings.embed_device == "cuda":
-            resolve_device("cuda")  # CoordinatorError now, with nothing opened, if there is no GPU to use
+        if self.pool is not None and self.settings.embed_device == "cuda":
+            check_gpu()  # CoordinatorError now, with nothing opened, if there is no GPU to use
         self.tiers.lock()  # DataDirLocked: another coordinator serves this data dir; never serve beside it
         # the front binds while the user tier opens and the release is read: a restart after a crash serves sooner
         self.link.go()
@@ -168,8 +169,8 @@ class Coordinator:
         # only now: a start that fails before serving (its port taken, say) must not leave the marker behind
         self._note_last_stop(ready_ms)
         self.batcher.start()
-        if self.derived.embeddings:
-            self._embedding_worker.start()
+        if self.pool is not None:
+            self.pool.start()
         self._neighbours.start()
         # Everything made so far (modules, classes, the user tier's derived data) lives as long as the process:
         # out of the cyclic collector's sight, each full collection under load scans a third as many objects
@@ -211,6 +212,14 @@ class Coordinator:
         self.failure = why
         self._stop.set()
 
+    def _revive_front(self) -> bool:
+        """Start the front again once it is due (clients reconnect and resend what it held); True once started."""
+        try:
+            return self.link.restart()
+        except (CoordinatorError, zmq.ZMQError) as exc:
+            self._fail(f"the front process died and could not be started again: {exc}")
+            return False
+
     def request_stop(self) -> None:
         """Ask the loop to stop: safe from signal handlers and other threads."""
         self._stop.set()
@@ -243,18 +252,21 @@ class Coordinator:
                 self._drain_link()
             self.link.flush()
             if not self.link.alive() and not self._closing:
-                self._fail(f"the front process exited (status {self.link.proc and self.link.proc.poll()})")
+                old = self.link.sock
+                if self._revive_front():
+                    poller.unregister(old)
+                    poller.register(self.link.sock, zmq.POLLIN)
         for request_id, waiting in self.resends.waiting.items():  # only if the writer died: nothing else will answer
             for peer in waiting.peers:
                 self._error(peer, request_id, ErrorCode.INTERNAL, "the coordinator's writer stopped; retry")
         self.readers.shutdown(wait=True)
         self._drain_inbox()
-        # The derived-data threads stop between batches once asked (the stop is set by now). A process that exits
-        # while one is inside a torch forward pass aborts ("terminate called without an active exception", exit
-        # -6), which looks like a crash and marks the next start as one; a batch takes a few seconds at most.
-        for thread in (self._embedding_worker, self._neighbours):
-            if thread.is_alive():
-                thread.join(_DERIVED_JOIN_S)
+        # The embedding workers finish the forward pass they are in (a few seconds at most); the near-duplicate
+        # thread stops between batches once asked (the stop is set by now).
+        if self.pool is not None:
+            self.pool.stop()
+        if self._neighbours.is_alive():
+            self._neighbours.join(_DERIVED_JOIN_S)
         self.close()
 
     def close(self) -> None:
@@ -431,12 +443,6 @@ class Coordinator:
             with self._pushers_lock:
                 self._pushers.append(sock)
         return sock
-
-    def _load_embedders(self) -> tuple[Embedder, Embedder]:
-        """The model for queries (CPU) and the one for the backlog (`--embed-device`)."""
-        device = resolve_device(self.settings.embed_device)
-        query = MiniLM("cpu")
-        return query, query if device == "cpu" else MiniLM(device)
 
     def _store_vectors(self, tier: str, rows: list[tuple[str, list[float]]], notes: bool) -> bool:
         item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows, notes=notes), internal=True)

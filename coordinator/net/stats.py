@@ -11,6 +11,7 @@ from coordinator.net.agents import AgentRegistry
 from coordinator.net.config import Settings
 from coordinator.net.link import FrontLink
 from coordinator.search.derived import Derived
+from coordinator.search.embedpool import EmbedPool
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher
 from protocol import constants as C
@@ -28,6 +29,7 @@ class Observed(Protocol):
     tiers: TierSet
     batcher: Batcher
     link: FrontLink
+    pool: EmbedPool | None
     last_stop: str
     recovery_ms: float
 
@@ -71,8 +73,11 @@ def reply(c: Observed) -> dict[str, Any]:
         "uptime_s": c.uptime(),
         "embedder": derived.status(),
         "embedding_queue_depth": derived.queue_depth(),
+        "embedding_oldest_ms": derived.oldest_ms(),
         "embeddings_per_s": derived.embeddings_per_s(),
         "visibility_lag_ms": derived.lag_summary(),
+        "processes": [c.link.report(), *(c.pool.report() if c.pool is not None else [])],
+        "commit_threads": c.settings.commit_threads,
         "keyword_entries": len(derived.keywords),
         "vectors": sum(len(index) for index in derived.vectors.values()),
         "near_duplicate_backlog": derived.near.backlog(),

@@ -1,18 +1,18 @@
-"""Derived data: the keyword index, one vector index per tier, the notes' indexes, and the embedding worker that
+"""Derived data: the keyword index, one vector index per tier, the notes' indexes, and the embedding queue that
 feeds them.
 
 CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are rebuilt from
 `learning` and `learning_embeddings`, and learnings without an embedding are queued for the worker. After
 each batch the batcher reports what its commits changed (`after_batch`) before the acks go out: keyword entries are
-updated at once; new texts go to the worker, which embeds them in batches and hands the vectors back to the
-batcher as an internal write, so `learning_embeddings` keeps one writer. A failure here never touches a
+updated at once; new texts go to the embedding queue, which the embedding pool (`embedpool.py`, worker processes)
+drains in batches, handing the vectors back to the batcher as an internal write, so `learning_embeddings` keeps
+one writer. A failure here never touches a
 source write: it only delays when a learning becomes findable by meaning.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -39,13 +39,9 @@ from protocol.search import RebuildRequest
 
 log = logging.getLogger(__name__)
 
-# Forward passes per encode call: the model sorts a call's texts by length, so bigger calls pad less; a call
-# takes what is queued, up to this many passes (256 texts on the CPU, 2,048 on a GPU).
-_PASSES = 4
 _PAGE = 5000  # rows read per query while rebuilding a tier's derived data
 _DESCRIPTION, _INSIGHT = JOINED_AT["description"], JOINED_AT["insight"]
 _LAG_WINDOW = 2048
-BACKGROUND_NICE = 10  # niceness of the embedding worker (and of torch's threads it starts)
 _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier loads
 # Learnings queued for embedding at most. Writes can outpace the model (≈ 250 texts/s here) for as long as
 # they like: past this bound new entries are not queued, and once the queue drains the worker looks up the
@@ -79,6 +75,7 @@ class Pending:
     learning_id: str
     text: str
     note: bool = False
+    queued_at: float = 0.0  # monotonic: how long the oldest has waited
 
 
 # Receives (tier, [(id, vector)], whether the ids are notes) and commits it through the batcher; False if the
@@ -101,7 +98,7 @@ class Derived:
         self.notes = NoteIndex()
         self.embeddings = embeddings  # whether a worker will embed what is queued
         self.exact_limit = exact_limit
-        self.embedder: Embedder | None = None
+        self.embedder: Embedder | None = None  # for queries: the embedding pool, while a worker of it is ready
         self._queue: deque[Pending] = deque()
         self._ready = threading.Condition()
         self._lags: deque[float] = deque(maxlen=_LAG_WINDOW)
@@ -212,8 +209,9 @@ class Derived:
             room = _QUEUE_LIMIT - len(self._queue)
             if room < len(entries):
                 self._behind.add(tier)
+            now = time.monotonic()
             for lid, text in entries[: max(0, room)]:
-                self._queue.append(Pending(tier, lid, text, note))
+                self._queue.append(Pending(tier, lid, text, note, now))
                 if since is not None:
                     self._since[lid] = since
             self._ready.notify()
@@ -226,51 +224,38 @@ class Derived:
                 if since is not None:
                     self._lags.append((now - since) * 1000)
 
-    # --- the worker --------------------------------------------------------------------------------
+    # --- the embedding pool's side ----------------------------------------------------------------------
 
-    def run_worker(
-        self, load: Callable[[], tuple[Embedder, Embedder]], store: StoreVectors, stopping: threading.Event
-    ) -> None:
-        """Load the models, then embed queued learnings in batches until `stopping` is set.
+    def take(self, limit: int) -> list[Pending]:
+        """Up to `limit` queued texts, oldest first; when the queue is empty, first the learnings of tiers that a
+        full queue left out, looked up in CozoDB."""
+        with self._ready:
+            behind = sorted(self._behind) if not self._queue else []
+            self._behind.difference_update(behind)
+        for name in behind:
+            self._catch_up(self._tiers[name])
+        with self._ready:
+            return [self._queue.popleft() for _ in range(min(limit, len(self._queue)))]
 
-        `load` gives the model for queries and the one for the backlog: the same one, unless a GPU takes the
-        backlog (a single query is faster on the CPU: 6.9 ms against 10.3 ms on an H100)."""
-        background_priority()  # before the model loads, so that torch's threads inherit it
-        try:
-            query, bulk = load()
-        except Exception:
-            log.exception("the embedding model could not be loaded; search works by keywords only")
-            with self._ready:
-                self.embeddings = False
-                self._queue.clear()
-                self._since.clear()
-            return
-        self.embedder = query
-        while not stopping.is_set():
-            with self._ready:
-                behind = sorted(self._behind) if not self._queue else []
-                self._behind.difference_update(behind)
-            for name in behind:
-                self._catch_up(self._tiers[name])
-            with self._ready:
-                if not self._queue:
-                    self._ready.wait(0.2)
-                    continue
-                batch = [self._queue.popleft() for _ in range(min(_PASSES * bulk.batch_size, len(self._queue)))]
-            try:
-                vectors = bulk.encode([p.text for p in batch])
-            except Exception:
-                log.exception("embedding %d learnings failed; they stay findable by keywords", len(batch))
-                continue
-            by_tier: dict[tuple[str, bool], list[tuple[str, list[float]]]] = {}
-            for pending, vector in zip(batch, vectors, strict=True):
-                by_tier.setdefault((pending.tier, pending.note), []).append((pending.learning_id, vector.tolist()))
-            for (tier, notes), rows in by_tier.items():
-                while not store(tier, rows, notes) and not stopping.is_set():
-                    time.sleep(0.05)  # the write queue is full: the source writes go first
-            with self._ready:
-                self.embedded += len(batch)
-                self._rate.append((time.monotonic(), self.embedded))
+    def put_back(self, batch: list[Pending]) -> None:
+        """Texts taken but not embedded (their worker died): first in line again."""
+        with self._ready:
+            self._queue.extendleft(reversed(batch))
+
+    def count_embedded(self, count: int) -> None:
+        """`count` more texts embedded (their vectors on their way to the batcher)."""
+        with self._ready:
+            self.embedded += count
+            self._rate.append((time.monotonic(), self.embedded))
+
+    def disable(self) -> None:
+        """No model can be loaded: search works by keywords only, and nothing more is queued."""
+        with self._ready:
+            if self.embeddings:
+                log.error("the embedding model could not be loaded; search works by keywords only")
+            self.embeddings = False
+            self._queue.clear()
+            self._since.clear()
 
     # --- figures -----------------------------------------------------------------------------------
 
@@ -306,6 +291,12 @@ class Derived:
         """Learnings waiting for an embedding."""
         return len(self._queue)
 
+    def oldest_ms(self) -> float:
+        """How long the oldest text still queued has waited, in ms (0 with none queued)."""
+        with self._ready:
+            first = self._queue[0].queued_at if self._queue else None
+        return 0.0 if first is None else (time.monotonic() - first) * 1000
+
     def embeddings_per_s(self) -> float:
         """Recent embedding throughput."""
         with self._ready:
@@ -315,24 +306,13 @@ class Derived:
         return (n1 - n0) / (t1 - t0) if t1 > t0 else 0.0
 
     def lag_summary(self) -> dict[str, float]:
-        """Visibility lag (commit -> searchable by meaning), milliseconds, over recent learnings."""
+        """Visibility lag (commit -> searchable by meaning), milliseconds: over recent learnings that became
+        searchable, and over those committed and still waiting, counted at their age so far (a backlog that
+        never drains must not read as no lag at all)."""
+        now = time.monotonic()
         with self._ready:
-            samples = list(self._lags)
+            samples = list(self._lags) + [(now - since) * 1000 for since in self._since.values()]
         return summarize(samples)
-
-
-def background_priority() -> None:
-    """Run the calling thread (and threads it starts) at nice BACKGROUND_NICE, Linux only.
-
-    Derived work must not slow the source writes and the reads: with 8 agents writing flat out for 12 s
-    beside sequential searches, an embedding worker at normal priority left them 10.8k-12.0k writes and a
-    search p99 of 14-17 ms at the coordinator; niced, 12.8k-15.2k writes and 8.4-15 ms over six runs.
-    The worker still gets every idle cycle; under such a load its backlog, not the writes, waits.
-    """
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
-    except (AttributeError, OSError) as exc:  # not Linux, or not allowed: derived work at normal priority
-        log.debug("could not lower the priority of %s: %s", threading.current_thread().name, exc)
 
 
 def _texts(tier: Tier) -> Iterator[list[tuple[str, str]]]:

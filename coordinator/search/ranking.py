@@ -14,6 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.errors import EmbeddingUnavailable
 from coordinator.search.derived import Derived
 from coordinator.search.embedder import Vectors, normalise
 from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
@@ -65,11 +66,15 @@ class Candidate:
 
 def search(tiers: TierSet, derived: Derived, body: SearchRequest) -> dict[str, Any]:
     """The `search` reply body."""
+    found = find(tiers, derived, body)
+    by_meaning = body.mode != "keyword"
     return {
         "results": [
             {"learning": learning_wire(c.row, c.tier), "score": c.score, "tier": c.tier, "reasoning": c.reasoning()}
-            for c in find(tiers, derived, body)
-        ]
+            for c in found
+        ],
+        # asked by meaning, found by words alone: the learning (or the query) had no vector yet
+        "words_only": sum(1 for c in found if by_meaning and c.semantic is None and c.via is None),
     }
 
 
@@ -140,9 +145,13 @@ def _query_vector(derived: Derived, body: SearchRequest) -> Vectors | None:
     if body.vector is not None:
         given: Vectors = normalise(body.vector)[0]
         return given
-    if body.text is None or body.mode == "keyword" or derived.embedder is None:
+    embedder = derived.embedder
+    if body.text is None or body.mode == "keyword" or embedder is None:
         return None
-    vector: Vectors = derived.embedder.encode([body.text])[0]
+    try:
+        vector: Vectors = embedder.encode([body.text])[0]
+    except EmbeddingUnavailable:  # its worker died, or none answered in time: words stand in
+        return None
     return vector
 
 

@@ -3,6 +3,11 @@ transaction per tier per batch. A second thread, the acker, then tells derived d
 syncs the WAL (`--durability fsync`) and only then reports each request's reply, while the writer goes on
 with the next batch: one batch in flight behind the commits, answered in commit order.
 
+A batch's tiers commit side by side on a pool of threads (CozoDB lets go of the GIL while it reads and commits):
+tiers that share a request commit one after the other in the order they came, as one chain, so a request that
+spans tiers sees the same order as before; chains share nothing, and the batch is acked only once every chain is
+done.
+
 Exactly once: every applied part `:insert`s its request id, with its share of the reply, in the same
 transaction as its data. A request applied before (a retry after a lost ack, even across a crash) makes
 that transaction fail; the batcher then recalls the stored reply for it and commits the rest, so a part is
@@ -17,6 +22,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +72,37 @@ class Landed:
     # tiers whose log is synced before its acks (--durability fsync): those it committed to, and those a recalled
     # reply came from (its first commit's sync may have failed: a resend must not be acked unsynced)
     dirty: dict[str, Tier] = field(default_factory=dict)
+    located: dict[str, str] = field(default_factory=dict)  # learnings stored, by id: the tier they went to
+    removed: list[str] = field(default_factory=list)  # learnings deleted
+
+    def merge(self, chain: Landed) -> None:
+        """Take in what one chain of tiers committed."""
+        self.changes += chain.changes
+        self.dirty.update(chain.dirty)
+        self.located.update(chain.located)
+        self.removed += chain.removed
+
+
+def chains(items: list[WriteItem]) -> list[list[str]]:
+    """The tiers a batch writes, grouped so that tiers sharing a request are in one group, each group in the order
+    its tiers first come; groups in the order of their first tier. Groups share no request: they may commit at
+    the same time."""
+    order = list(dict.fromkeys(t for item in items for t in item.parts))
+    root = {t: t for t in order}
+
+    def find(tier: str) -> str:
+        while root[tier] != tier:
+            tier = root[tier]
+        return tier
+
+    for item in items:
+        first, *rest = item.parts or [""]
+        for other in rest:
+            root[find(other)] = find(first)
+    groups: dict[str, list[str]] = {}
+    for tier in order:
+        groups.setdefault(find(tier), []).append(tier)
+    return list(groups.values())
 
 
 def _check_curation(item: WriteItem) -> None:
@@ -108,6 +145,7 @@ class Batcher:
         fsync: bool = False,
         gone_agents: Callable[[], set[str]] | None = None,
         owners: tuple[str, ClusterMap] | None = None,
+        commit_threads: int = 1,
     ) -> None:
         self.tiers = tiers
         self.metrics = metrics
@@ -135,6 +173,10 @@ class Batcher:
         self.gone_agents = gone_agents  # the agent registry's gone agents: they lose their leases at once
         self.owners = owners  # in a cluster: this coordinator's name and the map of who owns which tier
         self._last_gone_check = 0.0
+        # the batch's other chains of tiers commit here while the writer thread commits the first
+        self._committers = (
+            ThreadPoolExecutor(commit_threads - 1, thread_name_prefix="groove-commit") if commit_threads > 1 else None
+        )
 
     def start(self) -> None:
         """Start the writer and acker threads."""
@@ -167,6 +209,8 @@ class Batcher:
         try:
             self._gather_and_commit()
         finally:
+            if self._committers is not None:
+                self._committers.shutdown()
             self._landing.put(None)  # the acker finishes what was committed, then ends
 
     def _gather_and_commit(self) -> None:
@@ -247,15 +291,36 @@ class Batcher:
         failed = [item for item in items if item.error is not None]
         if failed:
             self._recall(self.tiers.opened(), failed)
-        for tier_name in dict.fromkeys(t for item in items for t in item.parts):
-            pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
-            if pending:
-                self._commit_tier(tier_name, pending, now, landed)
+        groups = chains(items)
+        parts = [Landed(items, landed.started) for _ in groups]
+        if self._committers is None or len(groups) < 2:
+            for group, part in zip(groups, parts, strict=True):
+                self._commit_chain(group, items, now, part)
+        else:
+            others = zip(groups[1:], parts[1:], strict=True)
+            running = [self._committers.submit(self._commit_chain, group, items, now, part) for group, part in others]
+            try:
+                self._commit_chain(groups[0], items, now, parts[0])
+            finally:
+                failures = [failure for future in running if (failure := future.exception()) is not None]
+            if failures:
+                raise failures[0]
+        for part in parts:
+            landed.merge(part)
+        self.tiers.remember(landed.located)
+        self.tiers.forget(landed.removed)
         for name in {name for item in items for name in item.replies} - set(landed.dirty):
             recalled = self.tiers.get(name, create=False)
             if recalled is not None:
                 landed.dirty[name] = recalled
         return landed
+
+    def _commit_chain(self, chain: list[str], items: list[WriteItem], now: int, landed: Landed) -> None:
+        """Commit one chain of tiers, one tier after the other (on the writer thread or a commit thread)."""
+        for tier_name in chain:
+            pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
+            if pending:
+                self._commit_tier(tier_name, pending, now, landed)
 
     def finish(self, landed: Landed) -> None:
         """After a batch committed: tell derived data what changed, sync the WAL (`--durability fsync`), then
@@ -281,6 +346,8 @@ class Batcher:
                         self.metrics.count("leases_expired", reply["expired"])
                         self.metrics.count("leases_released", reply["released"])
                 continue
+            if item.error is None and not item.replies and item.parts:  # never ack what no tier committed
+                item.error = Rejected(ErrorCode.INTERNAL, "the write was not committed inside the coordinator")
             if item.error is not None and (
                 not item.replies or item.error.code in (ErrorCode.INTERNAL, ErrorCode.BAD_REQUEST)
             ):
@@ -384,8 +451,8 @@ class Batcher:
         self.faults.committed(tier_name)
         added, removed = changes(write)
         tier.learnings += len(added) - len(removed)
-        self.tiers.remember(dict.fromkeys(added, tier_name))
-        self.tiers.forget(removed)
+        landed.located.update(dict.fromkeys(added, tier_name))  # the location cache is updated once every chain is done
+        landed.removed += removed
         landed.changes.append((tier_name, derived_changes(write)))
         # A request refused now may have been applied before a crash (a resent task.complete finds its task
         # completed): then its stored reply, not the refusal, is the answer.

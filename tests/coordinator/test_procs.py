@@ -1,4 +1,5 @@
-"""The start-up sweep of link directories left by killed coordinators, with another coordinator sweeping too."""
+"""The supervised processes' parts: the start-up sweep of link directories left by killed coordinators (with another
+coordinator sweeping too), and restarting a child that dies."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from coordinator.net import link
+from coordinator import procs
 
 
 def test_a_directory_another_start_swept_first_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,5 +25,5 @@ def test_a_directory_another_start_swept_first_is_skipped(tmp_path: Path, monkey
         return False
 
     monkeypatch.setattr(psutil, "pid_exists", gone_and_swept)
-    link._sweep()  # raised FileNotFoundError before: two coordinators starting at once
+    procs.sweep()  # raised FileNotFoundError before: two coordinators starting at once
     assert not left.exists()

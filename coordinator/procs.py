@@ -1,0 +1,139 @@
+"""The processes a coordinator starts beside itself (its front, its embedding workers): start, watch, restart,
+stop, report. One place for what each of them needs, so that neither copies the other's launch logic:
+
+- a private directory for their ipc endpoints, that only this user can enter and that the next start sweeps
+  when a kill -9 left it behind;
+- a child killed the moment the coordinator dies (Linux), so a coordinator restarted after a kill -9 finds
+  its port free and no orphan holding a model;
+- a record of each child's restarts and how its last run ended, for `stats`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_PREFIX = "groove-link-"  # then the coordinator's pid: a kill -9 leaves the directory, the next start sweeps it
+RESTART_BACKOFF_S = (0.0, 0.5, 1.0, 2.0, 5.0)  # before the 1st, 2nd ... restart in a row; the last one repeats
+_STEADY_S = 30.0  # a child that ran this long has its backoff reset: it was not crashing at start
+
+
+def sweep() -> None:
+    """Remove the link directories of coordinators that are gone (killed before they could)."""
+    import psutil  # noqa: PLC0415 - only the coordinator sweeps; its children import this module too, and start fast
+
+    for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
+        pid = path.name[len(_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or psutil.pid_exists(int(pid)):
+            continue
+        try:
+            mine = path.stat().st_uid == os.getuid()
+        except FileNotFoundError:  # another coordinator starting at the same time swept it first
+            continue
+        if mine:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def private_dir() -> Path:
+    """A new directory (mode 0700) for this coordinator's ipc endpoints, after sweeping dead ones'."""
+    sweep()
+    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child: be killed the moment the coordinator dies (Linux), not at the child's next look at its
+    parent (which still ends it elsewhere). Exits at once if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        import ctypes  # noqa: PLC0415 - Linux only
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the line above took effect
+        sys.exit(1)
+
+
+class Child:
+    """One supervised process: its command line, its current run, and how many times it was restarted."""
+
+    def __init__(self, name: str, argv: list[str]) -> None:
+        self.name = name
+        self.argv = argv
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self.last_exit: int | None = None  # the status of the run before this one (negative: a signal)
+        self.started = 0.0  # monotonic time of the current run's start
+        self._crashes_in_a_row = 0
+
+    def start(self) -> None:
+        """Start (or start again) the process."""
+        self.proc = subprocess.Popen(self.argv)
+        self.started = time.monotonic()
+
+    def alive(self) -> bool:
+        """Whether the current run is still going."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def exited(self) -> int | None:
+        """The exit status of the current run, None while it runs (or before it started)."""
+        return None if self.proc is None else self.proc.poll()
+
+    def due(self, now: float) -> bool:
+        """Whether a dead child may be started again now: at once the first time, then after a growing pause,
+        so a child that dies at every start does not spin."""
+        if self.alive():
+            return False
+        wait = RESTART_BACKOFF_S[min(self._crashes_in_a_row, len(RESTART_BACKOFF_S) - 1)]
+        return now - self.started >= wait  # counted from the start of the run that died
+
+    def restart(self) -> None:
+        """Start a dead child again, counting it."""
+        self.last_exit = self.exited()
+        ran = time.monotonic() - self.started
+        self._crashes_in_a_row = 0 if ran >= _STEADY_S else self._crashes_in_a_row + 1
+        log.warning(
+            "%s exited (status %s) after %.1f s; restarting it (restart %d)",
+            self.name,
+            self.last_exit,
+            ran,
+            self.restarts + 1,
+        )
+        self.restarts += 1
+        self.start()
+
+    def stop(self, timeout: float) -> None:
+        """SIGTERM, then SIGKILL after `timeout` seconds; waits for the end."""
+        if self.proc is None or not self.alive():
+            return
+        self.proc.terminate()
+        self.wait(timeout)
+
+    def wait(self, timeout: float) -> None:
+        """Wait for the current run to end (told to already), SIGKILL after `timeout` seconds."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def report(self) -> dict[str, Any]:
+        """For `stats`: pid, whether it runs, restarts, the last run's exit status, seconds since its start."""
+        return {
+            "name": self.name,
+            "pid": self.proc.pid if self.proc is not None else None,
+            "alive": self.alive(),
+            "restarts": self.restarts,
+            "last_exit": self.last_exit,
+            "up_s": round(time.monotonic() - self.started, 1) if self.alive() else 0.0,
+        }

@@ -1,0 +1,336 @@
+"""The embedding pool: worker processes (`embedworker.py`) that turn texts into vectors, fed by one thread of the
+coordinator. The coordinator never imports torch: the backlog and the queries both go to the workers.
+
+- On the CPU: `workers` processes of `threads` torch threads each, at nice 10 (one process on 16 cores embedded
+  no faster than on 2: several smaller ones use the cores). With a GPU: one process per device.
+- The first worker starts with the coordinator and says where its model runs; the pool then starts the others
+  (one per further GPU, or the rest of the CPU pool).
+- Each ready worker holds at most one share of the backlog (`_PASSES` forward passes), taken from the derived
+  data's queue; its vectors are committed through the batcher, as before. Queries go to the ready worker with
+  the fewest queries in flight, and run there at once, beside its share.
+- A worker that dies is started again (after a growing pause if it keeps dying); its share goes back to the
+  front of the queue and its queries fail over to keywords. One that cannot load the model is not restarted:
+  with none left, search works by keywords alone, as without an embedder.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+import zmq
+
+from coordinator.errors import CoordinatorError, EmbeddingUnavailable
+from coordinator.procs import Child
+from coordinator.search.derived import Derived, Pending, StoreVectors
+from coordinator.search.embedder import Vectors
+from coordinator.search.embedworker import BULK, FAILED, HELLO, QUERY, STOP, VECTORS
+from protocol import constants as C
+
+log = logging.getLogger(__name__)
+
+_PASSES = 4  # forward passes per share of the backlog: bigger shares pad less (texts are sorted by length)
+_QUERY_TIMEOUT_S = 10.0  # a query not embedded by then is answered by keywords
+_STOP_S = 30.0  # a worker inside a forward pass finishes it first
+_WAKE = "inproc://groove-embed-wake"
+_LOAD_FAILED = 3  # a worker's exit status when the model could not be loaded: starting it again would not help
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One worker: its process, and what it holds."""
+
+    child: Child
+    identity: bytes
+    device: str = ""  # "" until its hello
+    batch_size: int = 0
+    share: tuple[int, list[Pending]] | None = None  # the backlog it is embedding: (job, texts)
+    queries: dict[int, Future[Vectors]] = field(default_factory=dict)
+    embedded: int = 0
+    load_failed: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.device) and self.child.alive()
+
+
+def cpu_layout(cores: int) -> tuple[int, int]:
+    """Workers and torch threads per worker for a CPU pool on `cores` cores: threads of 4 (fewer cores: all
+    of them in one process), as many workers as fill the cores."""
+    threads = max(1, min(4, cores))
+    return max(1, cores // threads), threads
+
+
+class EmbedPool:
+    """The workers and the thread that feeds them; an `Embedder` for queries once a worker is ready."""
+
+    name: str = C.EMBEDDING_MODEL
+    batch_size: int = 1
+
+    def __init__(
+        self,
+        derived: Derived,
+        store: StoreVectors,
+        context: zmq.Context[Any],
+        directory: Path,
+        device: str,
+        workers: int,
+        threads: int,
+        log_level: str,
+    ) -> None:
+        self.derived = derived
+        self.store = store
+        self.context = context
+        self.endpoint = f"ipc://{directory / 'embed'}"
+        self.device = device
+        self.workers = workers  # CPU workers wanted; with GPUs, one per device instead
+        self.threads = threads
+        self.log_level = log_level
+        self.slots: list[_Slot] = []
+        self._grown = False  # the first worker's hello said where the model runs, and the pool grew to fit
+        self._queries: queue.SimpleQueue[tuple[str, Future[Vectors]]] = queue.SimpleQueue()
+        self._jobs = itertools.count(1)
+        self._unstored: list[tuple[str, list[tuple[str, list[float]]], bool]] = []
+        self._stop = threading.Event()
+        self._local = threading.local()
+        self._pushers: list[zmq.Socket[bytes]] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="groove-embed-pool", daemon=True)
+        self.sock: zmq.Socket[bytes] = context.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.wake: zmq.Socket[bytes] = context.socket(zmq.PULL)
+
+    # --- the coordinator's side -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Bind the link, start the first worker and the feeding thread."""
+        self.sock.bind(self.endpoint)
+        self.wake.bind(_WAKE)
+        self._add(self.device)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the workers (each finishes its forward pass) and the thread."""
+        self._stop.set()
+        self._wake()
+        if self._thread.is_alive():
+            self._thread.join(_STOP_S + 5)
+
+    def encode(self, texts: list[str]) -> Vectors:
+        """Embed a query (from any thread); EmbeddingUnavailable when no worker does it in time."""
+        done: Future[Vectors] = Future()
+        self._queries.put((texts[0], done))
+        self._wake()
+        try:
+            return done.result(_QUERY_TIMEOUT_S)
+        except TimeoutError:
+            raise EmbeddingUnavailable(f"no embedding worker answered within {_QUERY_TIMEOUT_S:.0f} s") from None
+
+    def status(self) -> str:
+        """The model's name once a worker is ready, "loading" before, "none" once none can load it."""
+        if any(slot.ready for slot in self.slots):
+            return self.name
+        return "none" if self.slots and all(slot.load_failed for slot in self.slots) else "loading"
+
+    def report(self) -> list[dict[str, Any]]:
+        """Each worker for `stats`: its process, its device, the texts it embedded."""
+        return [slot.child.report() | {"device": slot.device or None, "embedded": slot.embedded} for slot in self.slots]
+
+    def _wake(self) -> None:
+        sock: zmq.Socket[bytes] | None = getattr(self._local, "sock", None)
+        if sock is None:
+            sock = self.context.socket(zmq.PUSH)
+            sock.connect(_WAKE)
+            self._local.sock = sock
+            with self._lock:
+                self._pushers.append(sock)
+        sock.send(b"", zmq.NOBLOCK)
+
+    # --- the feeding thread ---------------------------------------------------------------------------
+
+    def _add(self, device: str) -> None:
+        identity = f"embed-{len(self.slots)}"
+        argv = [sys.executable, "-m", "coordinator.search.embedworker", "--link", self.endpoint]
+        argv += ["--identity", identity, "--device", device, "--threads", str(self.threads)]
+        argv += ["--log-level", self.log_level]
+        slot = _Slot(Child(identity, argv), identity.encode())
+        slot.child.start()
+        self.slots.append(slot)
+
+    def _run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        poller.register(self.wake, zmq.POLLIN)
+        try:
+            while not self._stop.is_set():
+                self._supervise()
+                self._dispatch()
+                events = dict(poller.poll(100))
+                if self.wake in events:
+                    while True:
+                        try:
+                            self.wake.recv(zmq.NOBLOCK)
+                        except zmq.Again:
+                            break
+                if self.sock in events:
+                    self._receive()
+        except Exception:
+            log.exception("the embedding pool failed; search works by keywords only")
+        finally:
+            self._shutdown()
+
+    def _supervise(self) -> None:
+        now = time.monotonic()
+        for slot in self.slots:
+            status = slot.child.exited()
+            if status is None or slot.load_failed:
+                continue
+            if slot.device or slot.share or slot.queries:  # it died since it was last seen alive
+                self._lost(slot)
+            if status == _LOAD_FAILED:
+                slot.load_failed = True
+                log.error("%s could not load the embedding model; not restarting it", slot.child.name)
+            elif slot.child.due(now):
+                slot.child.restart()
+        self.derived.embedder = self if any(slot.ready for slot in self.slots) else None
+        if self.slots and all(slot.load_failed for slot in self.slots):
+            self.derived.disable()
+
+    def _lost(self, slot: _Slot) -> None:
+        """A worker died: its share back to the front of the queue, its queries to keywords."""
+        if slot.share is not None:
+            self.derived.put_back(slot.share[1])
+            log.warning("%s died holding %d texts: queued again", slot.child.name, len(slot.share[1]))
+        for done in slot.queries.values():
+            done.set_exception(EmbeddingUnavailable(f"{slot.child.name} died while embedding the query"))
+        slot.share, slot.queries, slot.device = None, {}, ""
+
+    def _dispatch(self) -> None:
+        self._unstored = [job for job in self._unstored if not self.store(*job)]  # the write queue was full
+        ready = [slot for slot in self.slots if slot.ready]
+        while True:
+            try:
+                text, done = self._queries.get_nowait()
+            except queue.Empty:
+                break
+            if not ready:
+                done.set_exception(EmbeddingUnavailable("no embedding worker is ready"))
+                continue
+            slot = min(ready, key=lambda s: len(s.queries))
+            job = next(self._jobs)
+            slot.queries[job] = done
+            self._send(slot, [QUERY, job, [text]])
+        if self._unstored:
+            return  # the source writes go first: no more backlog until what was embedded is stored
+        for slot in ready:
+            if slot.share is None:
+                batch = self.derived.take(_PASSES * slot.batch_size)
+                if not batch:
+                    return
+                slot.share = (next(self._jobs), batch)
+                self._send(slot, [BULK, slot.share[0], [p.text for p in batch]])
+
+    def _send(self, slot: _Slot, message: list[Any]) -> None:
+        try:
+            self.sock.send_multipart([slot.identity, msgpack.packb(message)], zmq.NOBLOCK)
+        except zmq.ZMQError:  # it is gone: `_supervise` hands back what it held
+            log.warning("%s could not be reached", slot.child.name)
+
+    def _receive(self) -> None:
+        while True:
+            try:
+                identity, raw = self.sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            slot = next((s for s in self.slots if s.identity == identity), None)
+            if slot is None:
+                continue
+            message: list[Any] = msgpack.unpackb(raw)
+            if message[0] == HELLO:
+                self._hello(slot, message[1], message[2], message[3])
+            elif message[0] == VECTORS:
+                self._result(slot, message[1], message[2])
+            elif message[0] == FAILED and message[1] is not None:  # a job failed (at load it exits: `_supervise`)
+                self._result(slot, message[1], None, message[2])
+
+    def _hello(self, slot: _Slot, device: str, batch_size: int, gpus: int) -> None:
+        slot.device, slot.batch_size = device, batch_size
+        log.info("%s ready: the model on %s, passes of %d", slot.child.name, device, batch_size)
+        if len(self.slots) > 1 or self._grown:
+            return
+        self._grown = True
+        if device == "cpu":  # the rest of the CPU pool
+            for _ in range(self.workers - 1):
+                self._add("cpu")
+        else:  # one process per further GPU
+            for index in range(1, gpus):
+                self._add(f"cuda:{index}")
+
+    def _result(self, slot: _Slot, job: int, vectors: bytes | None, why: str = "") -> None:
+        done = slot.queries.pop(job, None)
+        if done is not None:
+            if vectors is None:
+                done.set_exception(EmbeddingUnavailable(f"the query could not be embedded: {why}"))
+            else:
+                done.set_result(np.frombuffer(vectors, dtype=np.float32).reshape(-1, C.EMBEDDING_DIM))
+            return
+        if slot.share is None or slot.share[0] != job:
+            return
+        batch = slot.share[1]
+        slot.share = None
+        if vectors is None:
+            failed = (slot.child.name, len(batch), why)
+            log.error("%s failed to embed %d texts (%s); they stay findable by keywords", *failed)
+            return
+        rows = np.frombuffer(vectors, dtype=np.float32).reshape(len(batch), C.EMBEDDING_DIM)
+        by_tier: dict[tuple[str, bool], list[tuple[str, list[float]]]] = {}
+        for pending, vector in zip(batch, rows, strict=True):
+            by_tier.setdefault((pending.tier, pending.note), []).append((pending.learning_id, vector.tolist()))
+        for (tier, notes), stored in by_tier.items():
+            if not self.store(tier, stored, notes):
+                self._unstored.append((tier, stored, notes))
+        slot.embedded += len(batch)
+        self.derived.count_embedded(len(batch))
+
+    def _shutdown(self) -> None:
+        self.derived.embedder = None
+        for slot in self.slots:
+            if slot.child.alive():
+                self._send(slot, [STOP])
+        deadline = time.monotonic() + _STOP_S
+        for slot in self.slots:
+            slot.child.wait(max(0.1, deadline - time.monotonic()))
+            for done in slot.queries.values():
+                done.set_exception(EmbeddingUnavailable("the coordinator is stopping"))
+        self.sock.close(linger=0)
+        self.wake.close(linger=0)
+        with self._lock:
+            for sock in self._pushers:
+                sock.close(linger=0)
+
+
+def check_gpu() -> None:
+    """`--embed-device cuda`: CoordinatorError at once if torch sees no GPU. Asked in a child process, which
+    imports torch so that the coordinator does not."""
+    probe = "from coordinator.search.embedder import resolve_device\nresolve_device('cuda')"
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    if found.returncode != 0:
+        lines = found.stderr.strip().splitlines() or [f"the GPU probe exited with status {found.returncode}"]
+        raise CoordinatorError(lines[-1].split(": ", 1)[-1])  # the exception's message, after its class name
+
+
+def default_workers() -> tuple[int, int]:
+    """The CPU pool for this machine's cores (workers, threads each)."""
+    return cpu_layout(os.cpu_count() or 1)
