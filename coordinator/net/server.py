@@ -12,6 +12,7 @@ Processes, threads and who owns what:
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import queue
@@ -43,15 +44,13 @@ from coordinator.search.derived import KEYWORD_FILE, Derived
 from coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem, WriteOp
-from coordinator.write.planning import StoreVectors
+from coordinator.write.internal import relate, store_vectors
+from coordinator.write.ops import WriteItem, WriteOp
 from protocol import constants as C
 from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, peek_op, validate_body
 from protocol.digests import body_digest
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.frames import send_frames
-from protocol.ids import uuid7
-from protocol.models import RelationPutRequest
 from protocol.ops import OPS
 
 log = logging.getLogger(__name__)
@@ -112,10 +111,11 @@ class Coordinator:
         if self.derived.embeddings:
             workers, threads = default_workers()
             layout = (settings.embed_device, settings.embed_workers or workers, settings.embed_threads or threads)
-            self.pool = EmbedPool(self.derived, self._store_vectors, link.context, link.directory(), *layout,
-                                  settings.log_level)  # fmt: skip
+            store = functools.partial(store_vectors, self.batcher)
+            self.pool = EmbedPool(self.derived, store, link.context, link.directory(), *layout, settings.log_level)
+        relating = (functools.partial(relate, self.batcher), self._stop)
         self._neighbours = threading.Thread(
-            target=self.derived.near.run, args=(self._relate, self._stop), name="groove-neighbours", daemon=True
+            target=self.derived.near.run, args=relating, name="groove-neighbours", daemon=True
         )
         self.readers = ThreadPoolExecutor(settings.readers, thread_name_prefix="groove-reader")
         self.link = link  # the front process owns the public socket
@@ -443,19 +443,6 @@ class Coordinator:
             with self._pushers_lock:
                 self._pushers.append(sock)
         return sock
-
-    def _store_vectors(self, tier: str, rows: list[tuple[str, list[float]]], notes: bool) -> bool:
-        item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows, notes=notes), internal=True)
-        return self.batcher.submit(item)
-
-    def _relate(self, pairs: list[tuple[str, str, float]]) -> int:
-        for queued, (newer, older, score) in enumerate(pairs):
-            body = RelationPutRequest(
-                from_id=newer, relation_type=C.RELATION_RELATED_TO, to_id=older, weight=min(1.0, score)
-            )
-            if not self.batcher.submit(WriteItem(uuid7(), RELATION, body, internal=True)):
-                return queued
-        return len(pairs)
 
     def _writes_done(self, outcomes: list[Outcome]) -> None:
         # one frame for the batch: a frame per reply cost the acker, and the socket loop, a ZeroMQ call each

@@ -1,0 +1,30 @@
+"""The coordinator's own writes, queued through the batcher like any client's so that each relation keeps one
+writer: the vectors the embedding pool computed, and the related_to relations the near-duplicate thread found.
+No client waits for them, and their request ids are not recorded."""
+
+from __future__ import annotations
+
+from coordinator.write.batcher import Batcher
+from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem
+from coordinator.write.planning import StoreVectors
+from protocol import constants as C
+from protocol.ids import uuid7
+from protocol.models import RelationPutRequest
+
+
+def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, list[float]]], notes: bool) -> bool:
+    """Queue vectors for a tier's learnings (or notes); False when the write queue is full."""
+    item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows, notes=notes), internal=True)
+    return batcher.submit(item)
+
+
+def relate(batcher: Batcher, pairs: list[tuple[str, str, float]]) -> int:
+    """Queue a related_to relation for each (newer, older, cosine) pair; returns how many were queued before the
+    write queue filled."""
+    for queued, (newer, older, score) in enumerate(pairs):
+        body = RelationPutRequest(
+            from_id=newer, relation_type=C.RELATION_RELATED_TO, to_id=older, weight=min(1.0, score)
+        )
+        if not batcher.submit(WriteItem(uuid7(), RELATION, body, internal=True)):
+            return queued
+    return len(pairs)
