@@ -26,7 +26,7 @@ from benchmarks.common import machine, ratio
 from cli.output import table
 
 
-def _load_args(agents: int, in_flight: int, duration: float) -> dict[str, Any]:
+def load_args(agents: int, in_flight: int, duration: float) -> dict[str, Any]:
     """`benchmarks.load`'s arguments: its own defaults (an option it gains is never missing here), then ours."""
     defaults = {param.name: param.default for param in load.main.params if param.name is not None}
     ours = {"agents": agents, "in_flight": in_flight, "duration": duration, "mix": "learn=1", "preload": 0}
@@ -50,7 +50,7 @@ def main(agents: int, in_flight: int, duration: float, writes: int) -> None:
     raw = storage.measure(writes)
     click.echo("writer ...", err=True)
     ceiling = writer.measure(spread=True, batch=256, batches=max(20, writes // 256))
-    args = _load_args(agents, in_flight, duration)
+    args = load_args(agents, in_flight, duration)
     with tempfile.TemporaryDirectory(prefix="groove-limits-") as tmp:
         work = Path(tmp)
         click.echo(f"groove: {agents} agents x {in_flight} in flight ...", err=True)

@@ -42,7 +42,7 @@ def test_the_rows_prepared_are_those_the_writer_commits(tmp_path: Path) -> None:
 
 def test_the_limits_benchmark_gives_the_load_every_argument_it_takes() -> None:
     # it once crashed with KeyError 'cluster': the load had gained an option the limits did not pass
-    assert set(limits._load_args(2, 1, 1.0)) == {param.name for param in load.main.params}
+    assert set(limits.load_args(2, 1, 1.0)) == {param.name for param in load.main.params}
 
 
 def test_ratios_divide_groove_by_every_other_figure() -> None:
