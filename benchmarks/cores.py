@@ -17,7 +17,6 @@ JSON line, the README's source for the scaling curve.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from benchmarks.common import machine, poll, ratio
 from benchmarks.limits import load_args
 from cli.output import table
 from cli.processes import start_coordinator
+from coordinator.net.config import Settings
 from coordinator.search.embedpool import default_workers
 
 _READY_S = 300.0  # for every embedding worker to load the model
@@ -57,6 +57,11 @@ def _layouts(text: str) -> list[tuple[int, int]]:
             raise click.BadParameter(f"{part!r}: give WORKERSxTHREADS, e.g. 4x4")
         layouts.append((int(workers), int(threads)))
     return layouts
+
+
+def _step(name: str, figures: dict[str, Any]) -> None:
+    """Each figure as soon as it is measured (stderr, one JSON line): a run cut short still leaves what it had."""
+    click.echo(json.dumps({"step": name} | figures), err=True)
 
 
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
@@ -146,16 +151,18 @@ def main(
     if set(devices) - {"cpu", "cuda"}:
         raise click.BadParameter(f"{embed_devices!r}: cpu, cuda or both", param_hint="--embed-devices")
     args = load_args(agents, in_flight, duration) | {"cluster": cluster, "serve_arg": common}
-    default = max(1, min(8, os.cpu_count() or 1))
+    default = Settings.model_fields["commit_threads"].default  # the embedder-on runs use the default, as users do
     out: dict[str, Any] = {"bench": "cores", "agents": agents, "in_flight": in_flight, "duration_s": duration}
     with tempfile.TemporaryDirectory(prefix="groove-cores-") as tmp:
         work = Path(tmp)
         click.echo("storage limit ...", err=True)
         limit = next(r for r in storage.measure(writes, (256,)) if r["batch"] == 256)["script_per_s"]
+        _step("storage", {"per_s": limit})
         curve = []
         for n in counts:
             click.echo(f"write path, {n} commit threads ...", err=True)
             curve.append({"commit_threads": n} | write_path(args, work / f"threads-{n}", [f"--commit-threads={n}"]))
+            _step("write_path", curve[-1])
         off = next((row for row in curve if row["commit_threads"] == default), None)
         if off is None:
             click.echo(f"write path, {default} commit threads (the default) ...", err=True)
@@ -170,12 +177,14 @@ def main(
                 | on
                 | {"writes_x_off": ratio(on["per_s"], off["per_s"]), "p99_x_off": ratio(on["p99_ms"], off["p99_ms"])}
             )
+            _step("embedder_on", embedder[-1])
         rates = []
         for workers, per in pools:
             click.echo(f"embedding rate, CPU pool {workers} x {per} ...", err=True)
             serve = [*common, "--embed-device=cpu", f"--embed-workers={workers}", f"--embed-threads={per}"]
             rate = embedding_rate(work / f"rate-{workers}x{per}", serve, workers, embed_texts)
             rates.append({"layout": f"{workers}x{per}"} | rate)
+            _step("embedding_rate", rates[-1])
         for device in devices:
             if device == "cpu" and pools:
                 continue
@@ -183,15 +192,20 @@ def main(
             wanted = 1 if device == "cuda" else default_workers()[0]
             rate = embedding_rate(work / f"rate-{device}", [*common, f"--embed-device={device}"], wanted, embed_texts)
             rates.append({"layout": "default"} | rate)
+            _step("embedding_rate", rates[-1])
         click.echo("bare model, one process ...", err=True)
         bare = bare_rate(embed_texts)
+        _step("bare_model", {"texts_per_s": bare})
         peers: dict[str, float] = {"storage": limit}
         click.echo("peer sqlite ...", err=True)
         (work / "sqlite").mkdir()
         peers["sqlite"] = load.run_peer("sqlite", args, work / "sqlite")["per_s"]
+        _step("sqlite", {"per_s": peers["sqlite"]})
         if cluster:
             click.echo(f"{cluster} coordinators ...", err=True)
-            peers[f"coordinators_{cluster}"] = run_cluster(args, work / "cluster", list(common))["writes_per_s"]
+            together = run_cluster(args, work / "cluster", load.serve_args(args))  # each as the load's coordinator
+            peers[f"coordinators_{cluster}"] = together["writes_per_s"]
+            _step("cluster", {"coordinators": cluster, "per_s": peers[f"coordinators_{cluster}"]})
     best = max(row["per_s"] for row in curve)
     click.echo(table(("commit threads", "writes/s", "p50 ms", "p99 ms", "> 1 s", "CPU %", "bad"), [
         (r["commit_threads"], r["per_s"], r["p50_ms"], r["p99_ms"], r["over_1s"], r["cpu_percent"], r["bad"])

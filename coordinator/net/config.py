@@ -36,13 +36,6 @@ def default_data_dir() -> Path:
     return Path(base) / "groove"
 
 
-def default_commit_threads() -> int:
-    """Threads a batch's tiers commit on: one per core, up to 8. CozoDB commits into separate databases from 1, 4
-    and 8 threads at 117k, 271k and 300k rows/s on a 16-core machine, and at 1.9 x one thread's rate from 2 threads
-    on a 2-core one; past 8 they gained nothing."""
-    return max(1, min(8, os.cpu_count() or 1))
-
-
 class Settings(BaseModel):
     """Everything `groove serve` can be told."""
 
@@ -54,7 +47,8 @@ class Settings(BaseModel):
     max_wait_ms: float = Field(0.0, ge=0.0, le=1000.0)
     queue_size: int = Field(5_000, ge=1, le=1_000_000)
     readers: int = Field(4, ge=1, le=64)
-    commit_threads: int = Field(default_factory=default_commit_threads, ge=1, le=64)
+    # 1: measured no better with more (benchmarks/cores.py; README, "Using every core"), so they are opt-in
+    commit_threads: int = Field(1, ge=1, le=64)
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)
     log_level: LogLevel = "info"
