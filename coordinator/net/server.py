@@ -44,7 +44,7 @@ from coordinator.search.derived import KEYWORD_FILE, Derived
 from coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.internal import relate, store_vectors
+from coordinator.write.internal import relate, store_vectors, writer_busy
 from coordinator.write.ops import WriteItem, WriteOp
 from protocol import constants as C
 from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, peek_op, validate_body
@@ -111,8 +111,8 @@ class Coordinator:
         if self.derived.embeddings:
             workers, threads = default_workers()
             layout = (settings.embed_device, settings.embed_workers or workers, settings.embed_threads or threads)
-            store = functools.partial(store_vectors, self.batcher)
-            self.pool = EmbedPool(self.derived, store, link.context, link.directory(), *layout, settings.log_level)
+            paced = (functools.partial(store_vectors, self.batcher), functools.partial(writer_busy, self.batcher))
+            self.pool = EmbedPool(self.derived, *paced, link.context, link.directory(), layout, settings.log_level)
         relating = (functools.partial(relate, self.batcher), self._stop)
         self._neighbours = threading.Thread(
             target=self.derived.near.run, args=relating, name="groove-neighbours", daemon=True

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,10 @@ log = logging.getLogger(__name__)
 _PASSES = 4  # forward passes per share of the backlog: bigger shares pad less (texts are sorted by length)
 _QUERY_TIMEOUT_S = 10.0  # a query not embedded by then is answered by keywords
 _STOP_S = 30.0  # a worker inside a forward pass finishes it first
+# Vectors per internal write. A GPU embeds a share of 2,048 texts at once: stored as one write, it made the batch
+# that carried it commit for hundreds of ms, with every client write in it waiting.
+STORE_CHUNK = 64
+_TRICKLE_S = 0.05  # with the writer busy, a chunk this often at most (1,280 vectors/s)
 _WAKE = "inproc://groove-embed-wake"
 _LOAD_FAILED = 3  # a worker's exit status when the model could not be loaded: starting it again would not help
 
@@ -83,26 +89,27 @@ class EmbedPool:
         self,
         derived: Derived,
         store: StoreVectors,
+        busy: Callable[[], bool],
         context: zmq.Context[Any],
         directory: Path,
-        device: str,
-        workers: int,
-        threads: int,
+        layout: tuple[str, int, int],
         log_level: str,
     ) -> None:
         self.derived = derived
         self.store = store
+        self.busy = busy  # whether the writer has source writes enough to fill its next batch
         self.context = context
         self.endpoint = f"ipc://{directory / 'embed'}"
-        self.device = device
-        self.workers = workers  # CPU workers wanted; with GPUs, one per device instead
-        self.threads = threads
+        # --embed-device; CPU workers wanted (with GPUs, one per device instead); torch threads of each
+        self.device, self.workers, self.threads = layout
         self.log_level = log_level
         self.slots: list[_Slot] = []
         self._grown = False  # the first worker's hello said where the model runs, and the pool grew to fit
         self._queries: queue.SimpleQueue[tuple[str, Future[Vectors]]] = queue.SimpleQueue()
         self._jobs = itertools.count(1)
-        self._unstored: list[tuple[str, list[tuple[str, list[float]]], bool]] = []
+        # vectors computed, waiting for room in the write queue: (tier, up to STORE_CHUNK rows, whether notes)
+        self._unstored: deque[tuple[str, list[tuple[str, list[float]]], bool]] = deque()
+        self._stored_at = 0.0
         self._stop = threading.Event()
         self._local = threading.local()
         self._pushers: list[zmq.Socket[bytes]] = []
@@ -177,7 +184,7 @@ class EmbedPool:
             while not self._stop.is_set():
                 self._supervise()
                 self._dispatch()
-                events = dict(poller.poll(100))
+                events = dict(poller.poll(int(_TRICKLE_S * 1000) if self._unstored else 100))
                 if self.wake in events:
                     while True:
                         try:
@@ -217,8 +224,20 @@ class EmbedPool:
             done.set_exception(EmbeddingUnavailable(f"{slot.child.name} died while embedding the query"))
         slot.share, slot.queries, slot.device = None, {}, ""
 
+    def _store(self) -> None:
+        """Hand computed vectors to the batcher, a chunk at a time, while the writer has room; when it is busy with
+        the source writes, one chunk every `_TRICKLE_S` (so derived data neither slows them nor starves)."""
+        now = time.monotonic()
+        while self._unstored:
+            if self.busy() and now - self._stored_at < _TRICKLE_S:
+                return
+            if not self.store(*self._unstored[0]):
+                return  # the write queue is full
+            self._unstored.popleft()
+            self._stored_at = now
+
     def _dispatch(self) -> None:
-        self._unstored = [job for job in self._unstored if not self.store(*job)]  # the write queue was full
+        self._store()
         ready = [slot for slot in self.slots if slot.ready]
         while True:
             try:
@@ -299,8 +318,8 @@ class EmbedPool:
         for pending, vector in zip(batch, rows, strict=True):
             by_tier.setdefault((pending.tier, pending.note), []).append((pending.learning_id, vector.tolist()))
         for (tier, notes), stored in by_tier.items():
-            if not self.store(tier, stored, notes):
-                self._unstored.append((tier, stored, notes))
+            self._unstored += [(tier, stored[i : i + STORE_CHUNK], notes) for i in range(0, len(stored), STORE_CHUNK)]
+        self._store()
         slot.embedded += len(batch)
         self.derived.count_embedded(len(batch))
 

@@ -14,8 +14,15 @@ from protocol.models import RelationPutRequest
 
 def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, list[float]]], notes: bool) -> bool:
     """Queue vectors for a tier's learnings (or notes); False when the write queue is full."""
-    item = WriteItem(uuid7(), STORE_VECTORS, StoreVectors(tier=tier, rows=rows, notes=notes), internal=True)
-    return batcher.submit(item)
+    # built, not validated: the embedding pool made these rows (validating 384 floats a row cost its thread ms)
+    body = StoreVectors.model_construct(tier=tier, rows=rows, notes=notes)
+    return batcher.submit(WriteItem(uuid7(), STORE_VECTORS, body, internal=True))
+
+
+def writer_busy(batcher: Batcher) -> bool:
+    """Whether a quarter of a batch of writes is queued: the writer is busy with source writes, and derived writes
+    wait their turn (mostly: the embedding pool still stores a little, so that vectors never starve)."""
+    return batcher.queue.qsize() >= batcher.max_batch // 4
 
 
 def relate(batcher: Batcher, pairs: list[tuple[str, str, float]]) -> int:
