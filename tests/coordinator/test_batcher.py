@@ -16,6 +16,7 @@ from coordinator.search.derived import DerivedChanges
 from coordinator.store.reads import list_relations
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
+from coordinator.write.batches import chains
 from coordinator.write.ops import PUT, WriteItem
 from protocol import constants as C
 from protocol.errors import ErrorCode
@@ -302,3 +303,46 @@ def test_a_content_whose_holder_was_deleted_or_changed_is_new_again_or_found_in_
     assert a != b
     h.ok(C.OP_LEARNING_DELETE, {"id": b})  # b held it last
     assert reinforced(h, learning(n=5)) == (a, False)
+
+
+class _Planned:
+    """An item with only the tiers its plan touched (all `chains` reads)."""
+
+    def __init__(self, tiers: str) -> None:
+        self.parts = dict.fromkeys(tiers.split())
+
+
+def test_tiers_sharing_a_request_chain_together_in_the_order_they_came_and_the_rest_stand_alone() -> None:
+    items: Any = [_Planned("a b"), _Planned("c"), _Planned("b d"), _Planned("e"), _Planned("c e"), _Planned("")]
+    assert chains(items) == [["a", "b", "d"], ["c", "e"]]
+    assert chains([_Planned("x"), _Planned("y"), _Planned("y x")]) == [["x", "y"]]  # type: ignore[list-item]
+    assert chains([]) == []
+
+
+def test_a_batch_over_many_tiers_commits_on_threads_and_answers_every_write_once(tmp_path: Path) -> None:
+    replies: dict[str, dict[str, Any] | Rejected] = {}
+
+    def done(outcomes: list[Outcome]) -> None:
+        replies.update((item.request_id, result) for item, result in outcomes)
+
+    tiers = TierSet(tmp_path)
+    tiers.open_user()
+    batcher = Batcher(tiers, Metrics(), done, max_batch=256, max_wait_ms=0, capacity=1000, commit_threads=4)
+    try:
+        # a request per project tier, and one spanning two tiers (its parts commit in one chain)
+        bodies = [[learning(scope=f"project:/p{i % 6}", n=i)] for i in range(60)]
+        bodies.append([learning(scope="project:/p0", n=100), learning(scope="project:/p5", n=101)])
+        items = [WriteItem(uuid7(), PUT, LearningPutRequest.model_validate({"learnings": b})) for b in bodies]
+        batcher.process(items, NOW)
+        first = {item.request_id: replies[item.request_id] for item in items}
+        ids = [lid for reply in first.values() for lid in reply["ids"]]  # type: ignore[index]
+        assert None not in ids  # every part of every request committed: none acked without its tier
+        assert len(set(ids)) == len(ids) == 62
+        assert sum(t.learnings for t in tiers.opened()) == 62
+        # the same requests resent: answered from the stored replies, nothing applied twice
+        replies.clear()
+        batcher.process([WriteItem(item.request_id, PUT, item.body) for item in items], NOW)
+        assert replies == first
+        assert sum(t.learnings for t in tiers.opened()) == 62
+    finally:
+        tiers.close()

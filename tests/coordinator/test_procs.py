@@ -4,6 +4,8 @@ coordinator sweeping too), and restarting a child that dies."""
 from __future__ import annotations
 
 import shutil
+import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,3 +29,41 @@ def test_a_directory_another_start_swept_first_is_skipped(tmp_path: Path, monkey
     monkeypatch.setattr(psutil, "pid_exists", gone_and_swept)
     procs.sweep()  # raised FileNotFoundError before: two coordinators starting at once
     assert not left.exists()
+
+
+def _exiting(status: int) -> procs.Child:
+    return procs.Child("child", [sys.executable, "-c", f"raise SystemExit({status})"])
+
+
+def test_a_child_that_dies_is_started_again_at_once_then_after_a_growing_pause() -> None:
+    child = _exiting(3)
+    child.start()
+    assert child.proc is not None
+    child.proc.wait(30)
+    assert not child.alive()
+    assert child.exited() == 3
+    assert child.due(child.started)  # the first restart: at once
+    child.restart()
+    assert child.proc.wait(30) == 3
+    assert (child.restarts, child.last_exit) == (1, 3)
+    # it died again straight after its start: the next restart waits RESTART_BACKOFF_S[1]
+    assert not child.due(child.started + procs.RESTART_BACKOFF_S[1] / 2)
+    assert child.due(child.started + procs.RESTART_BACKOFF_S[1])
+    report = child.report()
+    assert (report["name"], report["alive"], report["restarts"], report["last_exit"], report["up_s"]) == (
+        "child",
+        False,
+        1,
+        3,
+        0.0,
+    )
+
+
+def test_stopping_a_child_ends_it_and_a_live_one_is_never_due() -> None:
+    child = procs.Child("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])
+    child.start()
+    assert child.alive()
+    assert not child.due(child.started + 3600)
+    child.stop(10)
+    assert not child.alive()
+    assert child.exited() == -signal.SIGTERM
