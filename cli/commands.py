@@ -278,9 +278,20 @@ def stats(client: GrooveClient, as_json: bool) -> None:
                 ("embedder", s.embedder),
                 (
                     "embedding",
-                    f"{s.embedding_queue_depth} queued, {s.embeddings_per_s:.0f}/s, visibility lag "
+                    f"{s.embedding_queue_depth} queued (oldest {s.embedding_oldest_ms / 1000:.1f} s), "
+                    f"{s.embeddings_per_s:.0f}/s, visibility lag "
                     f"p50 {s.visibility_lag_ms.p50:.0f} ms p99 {s.visibility_lag_ms.p99:.0f} ms",
                 ),
+                *[
+                    (
+                        p.name,
+                        (f"pid {p.pid}, up {p.up_s:.0f} s" if p.alive else "down")
+                        + (f", on {p.device}, {p.embedded} embedded" if p.device else "")
+                        + (f", restarted {p.restarts} times (last exit {p.last_exit})" if p.restarts else ""),
+                    )
+                    for p in s.processes
+                ],
+                ("commit threads", s.commit_threads),
                 (
                     "indexes",
                     f"{s.keyword_entries} keyword entries, {s.vectors} vectors "

@@ -40,7 +40,15 @@ METRICS = (
     Declared("groove_write_queue_depth", "gauge", "Writes waiting for the group commit."),
     Declared("groove_write_queue_capacity", "gauge", "Writes the queue holds before it answers busy."),
     Declared("groove_embedding_queue_depth", "gauge", "Learnings waiting for their embedding."),
-    Declared("groove_embedding_lag_p99_seconds", "gauge", "p99 of commit-to-searchable-by-meaning, recent window."),
+    Declared(
+        "groove_embedding_lag_p99_seconds",
+        "gauge",
+        "p99 of commit-to-searchable-by-meaning: recent learnings embedded, and those still queued at their age.",
+    ),
+    Declared("groove_embedding_oldest_seconds", "gauge", "How long the oldest text queued for embedding has waited."),
+    Declared("groove_embeddings_per_second", "gauge", "Texts embedded per second, recently."),
+    Declared("groove_process_up", "gauge", "1 while a process the coordinator runs beside itself is up, by name."),
+    Declared("groove_process_restarts", "counter", "Times a process the coordinator runs beside itself was restarted."),
     Declared("groove_learnings", "gauge", "Stored learnings, by tier."),
     Declared("groove_agents", "gauge", "Agents the coordinator knows, by state (alive or gone)."),
     Declared("groove_tasks", "gauge", "Board tasks, by status, over every working memory (sampled every 5 s)."),
@@ -123,6 +131,15 @@ class CoordinatorCollector(Collector):
         yield _gauge("groove_write_queue_capacity", stats.write_queue_capacity)
         yield _gauge("groove_embedding_queue_depth", stats.embedding_queue_depth)
         yield _gauge("groove_embedding_lag_p99_seconds", stats.visibility_lag_ms.p99 / 1000)
+        yield _gauge("groove_embedding_oldest_seconds", stats.embedding_oldest_ms / 1000)
+        yield _gauge("groove_embeddings_per_second", stats.embeddings_per_s)
+        up = GaugeMetricFamily("groove_process_up", _HELP["groove_process_up"], labels=["process"])
+        restarts = CounterMetricFamily("groove_process_restarts", _HELP["groove_process_restarts"], labels=["process"])
+        for process in stats.processes:
+            up.add_metric([process.name], 1 if process.alive else 0)
+            restarts.add_metric([process.name], process.restarts)
+        yield up
+        yield restarts
         learnings = GaugeMetricFamily("groove_learnings", _HELP["groove_learnings"], labels=["tier"])
         for tier in stats.tiers:
             learnings.add_metric([tier.tier], tier.learnings)
