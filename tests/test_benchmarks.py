@@ -324,3 +324,30 @@ def test_the_faults_benchmark_refuses_a_fault_it_does_not_know_and_the_smoke_tes
     run = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert run.returncode == 2
     assert "flood: choose among disk_full" in run.stderr
+
+
+@pytest.mark.slow
+def test_the_cores_benchmark_measures_the_write_path_the_embedder_and_the_peers_in_one_run() -> None:
+    run, result = benchmark(
+        "cores",
+        *("--agents", "2", "--in-flight", "2", "--duration", "1", "--commit-threads", "1,2"),
+        *("--embed-devices", "cpu", "--embed-texts", "64", "--cluster", "2", "--writes", "256"),
+    )
+    assert [row["commit_threads"] for row in result["curve"]] == [1, 2]
+    assert all(row["per_s"] > 0 and row["bad"] == 0 for row in result["curve"])
+    (on,) = result["embedder"]
+    off = result["embedder_off"]
+    assert off["commit_threads"] == 1  # the default: the embedder-on run is set against it
+    assert on["device"] == "cpu"
+    assert on["bad"] == 0
+    assert on["writes_x_off"] == common.ratio(on["per_s"], off["per_s"])
+    (rate,) = result["embedding"]
+    assert rate["device"] == "cpu"
+    assert rate["texts_per_s"] > 0
+    assert result["bare_texts_per_s"] > 0
+    assert set(result["peers"]) == {"storage", "sqlite", "coordinators_2"}
+    assert all(value > 0 for value in result["peers"].values())
+    assert set(result["ratios"]) == {"groove/storage", "groove/sqlite", "groove/coordinators_2"}
+    steps = [json.loads(line)["step"] for line in run.stderr.splitlines() if line.startswith('{"step"')]
+    assert steps[0] == "storage"
+    assert steps.count("write_path") == 2  # each figure printed as it was measured
