@@ -22,7 +22,7 @@ def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, list[float]
 def writer_busy(batcher: Batcher) -> bool:
     """Whether a quarter of a batch of writes is queued: the writer is busy with source writes, and derived writes
     wait their turn (mostly: the embedding pool still stores a little, so that vectors never starve)."""
-    return batcher.queue.qsize() >= batcher.max_batch // 4
+    return batcher.queue.qsize() >= max(1, batcher.max_batch // 4)
 
 
 def relate(batcher: Batcher, pairs: list[tuple[str, str, float]]) -> int:
