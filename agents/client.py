@@ -69,8 +69,10 @@ class GrooveClient(BoardCalls):
         attempt_timeout: float = 2.0,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
         curve: CurveClient | None = None,
+        absent_after: float | None = None,
     ) -> None:
-        self.transport = Transport(endpoint, timeout, attempt_timeout, context, curve)
+        """`absent_after`: see Transport (fail fast when nothing listens at the endpoint)."""
+        self.transport = Transport(endpoint, timeout, attempt_timeout, context, curve, absent_after)
 
     def __enter__(self) -> GrooveClient:
         return self

@@ -15,6 +15,10 @@ class GrooveTimeout(GrooveError):
     """No reply arrived before the call's deadline (the coordinator may be down or overloaded)."""
 
 
+class CoordinatorAbsent(GrooveTimeout):
+    """Nothing listens at the endpoint: connecting was refused for as long as the client was told to wait."""
+
+
 class BadEndpoint(GrooveError):
     """The endpoint string is not one a ZeroMQ socket can connect to (raised before anything is sent)."""
 

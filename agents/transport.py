@@ -20,7 +20,7 @@ from typing import Any
 
 import zmq
 
-from agents.errors import BadEndpoint, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
+from agents.errors import BadEndpoint, CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
 from protocol import constants as C
 from protocol.endpoints import EndpointError, check_endpoint
 from protocol.envelope import decode_reply, encode_request
@@ -29,8 +29,9 @@ from protocol.frames import send_frames
 from protocol.ids import uuid7
 from protocol.keys import CurveClient
 
-# the monitor's events that matter: the link dropped; it is back (ZMTP handshake done, CURVE included)
-_LINK_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED
+# the monitor's events that matter: the link dropped; it is back (ZMTP handshake done, CURVE included); a
+# connection attempt failed (refused: nothing listens there) and will be retried
+_LINK_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_CONNECT_RETRIED
 
 _MIN_BACKOFF_S = 0.005
 _MAX_BACKOFF_S = C.MAX_BUSY_RETRY_MS / 1000
@@ -68,7 +69,12 @@ class Transport:
         attempt_timeout: float = 2.0,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
         curve: CurveClient | None = None,
+        absent_after: float | None = None,
     ) -> None:
+        """`absent_after`: fail every call with CoordinatorAbsent once connections to the endpoint have been
+        refused for this many seconds with none ever made (a command line's quick answer); None: keep trying
+        until each call's deadline (a worker outliving a coordinator's restart). A coordinator that accepts the
+        connection and answers slowly is never called absent."""
         try:
             check_endpoint(endpoint)
         except EndpointError as exc:
@@ -86,6 +92,10 @@ class Transport:
             curve.apply(self.sock)
         self._monitor = self.sock.get_monitor_socket(_LINK_EVENTS)
         self._dropped = False  # the connection dropped and has not come back yet
+        self.absent_after = absent_after
+        self._reached = False  # a connection was ever made (its handshake done)
+        self._refused = False  # a connection attempt failed
+        self._created = time.monotonic()
         self.sock.connect(endpoint)
         # Unsolicited messages (immediate nudges) as (kind, body), oldest first, taken by `take_pushed`.
         self.pushed: deque[tuple[str, dict[str, Any]]] = deque(maxlen=10_000)
@@ -175,9 +185,31 @@ class Transport:
             if not flights:
                 break
             now = time.monotonic()
-            self._poll(max(0.0, min(f.resend_at for f in flights.values()) - now), flights, results)
+            wait = min(f.resend_at for f in flights.values()) - now
+            if self.absent_after is not None and not self._reached:
+                wait = min(wait, self._created + self.absent_after - now)
+            self._poll(max(0.0, wait), flights, results)
+            if self._absent():
+                self._fail_absent(flights, results)
+                break
             self._resend_due(flights, results)
         return [results[i] for i in sorted(results)]
+
+    def _absent(self) -> bool:
+        """Whether nothing has listened at the endpoint for `absent_after` seconds."""
+        if self.absent_after is None or self._reached or not self._refused:
+            return False
+        return time.monotonic() >= self._created + self.absent_after
+
+    def _fail_absent(self, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
+        now = time.monotonic()
+        absent = CoordinatorAbsent(
+            f"nothing is listening at {self.endpoint}: connecting was refused for {self.absent_after:.1f} s "
+            "(is the coordinator running? `groove serve` starts one)"
+        )
+        for flight in flights.values():
+            results[flight.index] = Result(None, absent, now - flight.first_sent, flight.request_id)
+        flights.clear()
 
     def _send(self, payload: bytes) -> None:
         # No connection to queue it on (a refused CURVE handshake drops it) or the send buffer is full:
@@ -200,9 +232,13 @@ class Transport:
             # frame 1: the event (uint16) and its value (uint32), native order; frame 2: the endpoint. Read here,
             # not with zmq.utils.monitor, which imports asyncio and ssl (26 ms at every client's start)
             (event,) = struct.unpack_from("=H", self._monitor.recv_multipart()[0])
-            if event == zmq.EVENT_DISCONNECTED:
+            if event == zmq.EVENT_CONNECT_RETRIED:
+                self._refused = True
+            elif event == zmq.EVENT_DISCONNECTED:
                 self._dropped = True
-            elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED and self._dropped:
+            elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self._reached = True
+            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED and self._dropped:
                 self._dropped = False
                 now = time.monotonic()
                 for flight in flights.values():

@@ -20,6 +20,8 @@ from protocol.models import LearningOut
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_ABSENT_AFTER_S = 2.0  # connecting refused this long, never connected: a verb says nothing is listening
+
 
 @contextmanager
 def connect(ctx: click.Context, routed: bool = False) -> Iterator[Any]:
@@ -33,7 +35,10 @@ def connect(ctx: click.Context, routed: bool = False) -> Iterator[Any]:
             client = GrooveCluster(cluster, timeout=timeout, curve=curve)
         else:
             endpoint = endpoint if cluster is None else cluster.coordinators[cluster.home]
-            client = GrooveClient(endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=curve)
+            absent = min(_ABSENT_AFTER_S, timeout)  # nothing listening: say so within seconds, not at the timeout
+            client = GrooveClient(
+                endpoint, timeout=timeout, attempt_timeout=min(1.0, timeout), curve=curve, absent_after=absent
+            )
     except GrooveError as exc:
         fail(str(exc), 2)
     try:

@@ -13,7 +13,17 @@ import msgpack
 import pytest
 import zmq
 
-from agents import BadEndpoint, BadRequest, Busy, GrooveClient, GrooveTimeout, InternalError, NotFound, RemoteError
+from agents import (
+    BadEndpoint,
+    BadRequest,
+    Busy,
+    CoordinatorAbsent,
+    GrooveClient,
+    GrooveTimeout,
+    InternalError,
+    NotFound,
+    RemoteError,
+)
 from agents.errors import from_wire
 from protocol import constants as C
 from protocol.codec import encode_error, encode_ok
@@ -248,3 +258,21 @@ def test_a_call_that_must_not_be_resent_is_not_resent_on_reconnect_either() -> N
     listening.join()
     router.close()
     assert after_restart == []
+
+
+def test_nothing_listening_is_said_within_the_wait_given_and_a_silent_coordinator_is_not_called_absent() -> None:
+    with silent_endpoint() as endpoint, GrooveClient(endpoint, timeout=30, absent_after=1.0) as client:
+        started = time.monotonic()
+        with pytest.raises(CoordinatorAbsent) as refused:
+            client.ping()
+        assert 1.0 <= time.monotonic() - started < 5  # not the 30 s deadline
+        assert endpoint in str(refused.value)
+    router, endpoint = _peer()  # accepts the connection, never answers: busy, not absent
+    try:
+        with GrooveClient(endpoint, timeout=2.5, absent_after=0.5) as client:
+            with pytest.raises(GrooveTimeout) as late:
+                client.ping()
+            assert not isinstance(late.value, CoordinatorAbsent)
+            assert router.poll(0)  # the request reached it
+    finally:
+        router.close(linger=0)

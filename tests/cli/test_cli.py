@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,6 +79,17 @@ def test_unreachable_coordinator(tmp_path: Path) -> None:
     assert result.returncode == 3
     assert result.stderr.strip().count("\n") == 0
     assert "is the coordinator running?" in result.stderr
+
+
+def test_a_verb_with_nothing_listening_says_so_within_seconds_naming_the_endpoint() -> None:
+    with silent_endpoint() as endpoint:
+        started = time.monotonic()
+        result = run_groove("--endpoint", endpoint, "ping")  # the default 10 s timeout
+        took = time.monotonic() - started
+    assert result.returncode == 3
+    assert took < 3 + 2  # within 3 s of its start (a second or two to start Python under load)
+    assert result.stderr.startswith(f"groove: error: nothing is listening at {endpoint}")
+    assert result.stderr.strip().count("\n") == 0
 
 
 def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
