@@ -44,12 +44,26 @@ def _pad(text: str, columns: int) -> str:
     return text + " " * (columns - width(text))
 
 
+def human(value: Any) -> str:
+    """A value as a person reads it, never a Python repr: nothing is `-`, a map `key value, ...` (a source
+    `{"type": "transcript", "session_id": "s-1"}` reads `transcript, session_id s-1`), a list its items."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(human(v) if k == "type" else f"{k} {human(v)}" for k, v in value.items()) or "-"
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(human(v) for v in value) or "-"
+    return str(value)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], max_width: int = 60) -> str:
     """A plain-text table with columns sized to their contents as a terminal shows them (cells cut at
     `max_width` columns)."""
 
     def cell(value: Any) -> str:
-        text = "" if value is None else str(value)
+        text = "" if value is None else human(value)
         return _cut(text.replace("\n", " "), max_width)
 
     cells = [[cell(v) for v in row] for row in rows]
@@ -63,7 +77,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], max_width: int 
 def pairs(items: Sequence[tuple[str, Any]]) -> str:
     """`key  value` lines, keys aligned."""
     key_width = max(len(k) for k, _ in items)
-    return "\n".join(f"{k.ljust(key_width)}  {v}" for k, v in items)
+    return "\n".join(f"{k.ljust(key_width)}  {human(v)}" for k, v in items)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
