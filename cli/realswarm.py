@@ -104,7 +104,7 @@ def run_real_swarm(job: RealSwarm, settings: dict[str, Any], as_json: bool) -> N
     unfinished = sum(n for status, n in counts.items() if status != "completed")
     if stop.is_set():
         sys.exit(130)
-    if unfinished or summary["workers_without_report"]:
+    if unfinished:  # a worker that crashed on the way is in the report; the plan is what the exit status says
         sys.exit(1)
 
 
@@ -159,6 +159,11 @@ def live_line(client: GrooveClient, memory_id: str, elapsed: float) -> str:
     return f"{elapsed:6.1f}s  {plan}" + (f"  |  {working}" if working else "")
 
 
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "(it printed nothing)"
+
+
 def report(fleet: FleetBase, memory_id: str, counts: dict[str, int], elapsed: float) -> dict[str, Any]:
     """The closing report: the plan's tasks by status, and each worker's tasks with their results."""
     sessions = [
@@ -171,6 +176,8 @@ def report(fleet: FleetBase, memory_id: str, counts: dict[str, int], elapsed: fl
         "workers": len(fleet.members),
         "workers_without_report": sum(1 for m in fleet.members.values() if not m.reports),
         "worker_crashes": sum(len(m.crashes) for m in fleet.members.values()),
+        # each crashed run: its worker and the last line of what it printed
+        "crashed": [f"{m.agent_id}: {_last_line(c)}" for m in fleet.members.values() for c in m.crashes],
         "sessions": sessions,
     }
 

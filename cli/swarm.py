@@ -191,7 +191,8 @@ def swarm_command(
     With --agent claude|codex, real coding agents work a plan instead: --workers of them, each claiming a task,
     running the agent headless in a worktree of --repo on the task's own branch, and completing or failing
     it, against the coordinator at --endpoint; a live line per second shows the plan and each agent's task,
-    and the report each task's result, branch and commit. It exits 0 when every task is completed."""
+    and the report each task's result, branch and commit. It exits 0 when every task is completed (a worker that
+    crashed on the way is in the report), 1 when some are not, 130 when interrupted."""
     if backend == LOCAL and (ray_address is not None or cpus_per_agent != 1.0):
         fail("--ray-address and --cpus-per-agent go with --backend ray", 2)
     ray_options: dict[str, Any] = {"address": ray_address, "cpus_per_agent": cpus_per_agent} if backend == RAY else {}
@@ -247,7 +248,7 @@ def swarm_command(
         fleet.stop()  # interrupted or not, each agent still reads back its acked learnings and reports
         try:
             final = client.stats().model_dump()
-            board = lead.report(client, time.monotonic() - started) if lead is not None else None
+            board = lead.report(client) if lead is not None else None
         except GrooveError as exc:
             click.echo(f"  final stats unavailable: {exc}", err=True)
             board = None
@@ -286,7 +287,7 @@ class Lead:
         for i in range(agents):
             fleet.spawn(f"board-{i}", memory=self.memory, fail_share=0.05, lease_ms=30_000, seed=i, duration=duration)
         self.reviewed = self.nudges_sent = 0
-        self.last_nudge = time.monotonic()
+        self.last_nudge = time.monotonic() - self.NUDGE_EVERY_S  # the first at the first look at the board
 
     def tick(self, client: GrooveClient) -> str:
         """Approve what waits for a review, nudge everyone every few seconds; the board's line of the view."""
@@ -300,15 +301,20 @@ class Lead:
         counts = client.memory(self.memory).tasks
         return "        board: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
 
-    def report(self, client: GrooveClient, elapsed: float) -> dict[str, Any]:
+    def report(self, client: GrooveClient) -> dict[str, Any]:
         """How far the plan got."""
         tasks = client.tasks(self.memory)
-        completed = sum(1 for t in tasks if t.status == "completed")
+        done = [t for t in tasks if t.status == "completed" and t.completed_at is not None]
         lapsed = sum(1 for t in tasks if t.last_error is not None and "lapsed" in t.last_error)
+        # over the time the plan took, from its first claim to its last completion, not the whole run (whose
+        # start-up and wind-down would dilute it); the whole run if nothing was completed
+        claimed = [t.assigned_at for t in tasks if t.assigned_at is not None]
+        took_s = (max(t.completed_at for t in done if t.completed_at) - min(claimed)) / 1000 if done and claimed else 0
         return {
             "memory_id": self.memory,
             "tasks": client.memory(self.memory).tasks,
-            "completed_per_s": round(completed / max(1e-9, elapsed), 1),
+            "plan_took_s": round(took_s, 1),
+            "completed_per_s": round(len(done) / took_s, 1) if took_s > 0 else 0.0,
             "retries": sum(t.attempts for t in tasks),
             "lease_expiries": lapsed,
             "reviews_approved": self.reviewed,
@@ -361,7 +367,9 @@ def _summary(
         "coordinator_rss_mb": round(final.get("rss_mb", 0.0), 1),
         "coordinator_rss_mb_after_warmup": [round(min(warm), 1), round(max(warm), 1)],
         "coordinator_exit": status,
-        "nudges_delivered": sum(r["ops"].get("nudge", 0) for r in reports),
+        "nudges_sent": sum(r["ops"].get("nudge", 0) for r in reports),  # by the synthetic agents
+        # delivered: acknowledged by an agent (the coordinator counts each nudge's first acknowledgement)
+        "nudges_delivered": final.get("events", {}).get("nudges_acked", 0),
         "per_agent": agents,
     }
 

@@ -37,6 +37,12 @@ def test_a_swarm_runs_every_kind_of_request_and_reports_what_was_acked(tmp_path:
     assert board["tasks"].get("completed", 0) > 0  # the board agents worked the bundled plan
     assert sum(board["tasks"].values()) == 300
     assert board["lease_expiries"] == 0
+    # the rate is over the time the plan took (first claim to last completion), not the whole run
+    assert 0 < board["plan_took_s"] <= report["elapsed_s"]
+    assert board["completed_per_s"] >= board["tasks"]["completed"] / report["elapsed_s"]
+    # delivered: nudges the board agents acknowledged, counted by the coordinator (it once read 0 beside 4 sent)
+    assert board["nudges_sent"] > 0
+    assert report["nudges_delivered"] > 0
     assert report["errors"] == report["mismatches"] == 0
     assert all(report["ops"][kind]["acked"] > 0 for kind in ("learn", "outcome", "search", "inject")), report["ops"]
     assert report["verified_after"] >= report["learnings_created"] > 0

@@ -149,6 +149,11 @@ def test_claude_and_codex_workers_drain_a_plan(
     assert tasks["t07"].assigned_to != victim
     report = json.loads(out)
     assert report["workers_without_report"] == (0 if victim == "codex-0" else 1)
+    # every task completed: exit 0 as its help says, the killed worker's crash in the report
+    assert swarm.returncode == 0, err[-3000:]
+    if victim != "codex-0":
+        assert report["worker_crashes"] >= 1
+        assert any(line.startswith(f"{victim}: ") for line in report["crashed"])
     for session in report["sessions"]:  # every finished session's injection is closed
         assert client.get_injection(session["injection_id"]).closed_at is not None, session
     # the Codex worker did the codex tasks; their commits are on its branches
