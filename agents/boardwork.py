@@ -62,9 +62,10 @@ class PlanWork(Workload):
 class BoardWork(PlanWork):
     """Claim, work, complete (or fail) until the memory is done."""
 
-    def __init__(self, *args: Any, fail_share: float, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, fail_share: float, role: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fail_share = fail_share
+        self.role = role  # a role-aware claim: tasks of this role, and role-less ones
         self.corpus = load()
         self.noted: dict[str, str] = {}  # note id -> its task, for the notes acked
         self.polled = False  # the first poll after connecting asks for unacknowledged nudges again
@@ -105,7 +106,7 @@ class BoardWork(PlanWork):
     def _claim(self) -> Task | None:
         started = time.monotonic()
         try:
-            task = self.client.claim_task(self.memory_id, self.agent_id, self.lease_ms)
+            task = self.client.claim_task(self.memory_id, self.agent_id, self.lease_ms, self.role)
         except GrooveError as exc:
             self.report.error(CLAIM, exc)
             return None
@@ -124,7 +125,12 @@ class BoardWork(PlanWork):
                 self.evidence.latency(FAIL, time.monotonic() - started)
                 return None
             done = self.client.complete_task(
-                task.id, self.agent_id, f"{task.title}: done", learnings=[learning], next_lease_ms=self.lease_ms
+                task.id,
+                self.agent_id,
+                f"{task.title}: done",
+                learnings=[learning],
+                next_lease_ms=self.lease_ms,
+                next_role=self.role,
             )
         except Conflict as exc:  # the lease lapsed (a stalled agent): the task went back to the plan
             self.report.error(COMPLETE, exc)

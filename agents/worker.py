@@ -188,7 +188,8 @@ def _workload(
             curve=spec.curve,
         )
     if spec.memory is not None:
-        return BoardWork(**common, memory_id=spec.memory, lease_ms=spec.lease_ms, fail_share=spec.fail_share)
+        role = None if spec.role == "worker" else spec.role
+        return BoardWork(**common, memory_id=spec.memory, lease_ms=spec.lease_ms, fail_share=spec.fail_share, role=role)
     if spec.workload == SYNTHETIC:
         projects = None if spec.projects is None else spec.projects.split(",")
         return Synthetic(**common, mix=parse_mix(spec.mix), in_flight=spec.in_flight, rate=spec.rate, projects=projects)
