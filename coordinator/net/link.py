@@ -37,6 +37,7 @@ class FrontLink:
         self._dir: Path | None = None  # made by `launch`: a start that fails earlier leaves nothing behind
         self._bind = ""
         self._args: list[str] = []  # the front's options but its link and its bind
+        self._runs = 0  # runs of the front started: each gets its own link endpoint
         self.child: Child | None = None
         self._serving = False  # the front said it listens
         self.refused = 0  # CURVE handshakes the front refused
@@ -65,7 +66,8 @@ class FrontLink:
         # each run of the front gets a link endpoint of its own: a PAIR socket pairs with one peer for good
         assert self._dir is not None
         assert self.child is not None
-        endpoint = f"ipc://{self._dir / f'front-{self.child.restarts}'}"
+        self._runs += 1
+        endpoint = f"ipc://{self._dir / f'front-{self._runs}'}"
         self.sock.bind(endpoint)
         self.child.argv = [sys.executable, "-m", "coordinator.net.front", "--link", endpoint, "--bind", self._bind]
         self.child.argv += self._args
