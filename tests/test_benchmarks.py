@@ -331,7 +331,8 @@ def test_the_cores_benchmark_measures_the_write_path_the_embedder_and_the_peers_
     run, result = benchmark(
         "cores",
         *("--agents", "2", "--in-flight", "2", "--duration", "1", "--commit-threads", "1,2"),
-        *("--embed-devices", "cpu", "--embed-texts", "64", "--cluster", "2", "--writes", "256"),
+        # no --cluster here (the load test above runs one): this test stays under 40 s on 2 cores
+        *("--embed-devices", "cpu", "--embed-texts", "64", "--cluster", "0", "--writes", "256"),
     )
     assert [row["commit_threads"] for row in result["curve"]] == [1, 2]
     assert all(row["per_s"] > 0 and row["bad"] == 0 for row in result["curve"])
@@ -345,9 +346,9 @@ def test_the_cores_benchmark_measures_the_write_path_the_embedder_and_the_peers_
     assert rate["device"] == "cpu"
     assert rate["texts_per_s"] > 0
     assert result["bare_texts_per_s"] > 0
-    assert set(result["peers"]) == {"storage", "sqlite", "coordinators_2"}
+    assert set(result["peers"]) == {"storage", "sqlite"}
     assert all(value > 0 for value in result["peers"].values())
-    assert set(result["ratios"]) == {"groove/storage", "groove/sqlite", "groove/coordinators_2"}
+    assert set(result["ratios"]) == {"groove/storage", "groove/sqlite"}
     steps = [json.loads(line)["step"] for line in run.stderr.splitlines() if line.startswith('{"step"')]
     assert steps[0] == "storage"
     assert steps.count("write_path") == 2  # each figure printed as it was measured
