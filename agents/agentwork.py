@@ -33,7 +33,7 @@ from protocol import constants as C
 from protocol.board import Task
 from protocol.keys import CurveClient
 
-CLAIM, COMPLETE, FAIL, LOST = "claim", "complete", "fail", "lost"
+CLAIM, COMPLETE, FAIL, LOST, RELEASE = "claim", "complete", "fail", "lost", "release"
 CANCELLED, TIMEOUT, STOPPED = "cancelled", "timeout", "stopped"
 _IDLE_S: Final = 0.25  # nothing ready: look again after this
 _POLL_S: Final = 0.1  # how often the worker looks at its running agent
@@ -296,12 +296,27 @@ class AgentWork(PlanWork):
             self.completed.append(task.id)
             self.report.ok(COMPLETE)
             return True
-        why = {
-            TIMEOUT: f"{self.agent} ran past its time-out of {self.agent_timeout:g} s",
-            STOPPED: f"the worker {self.agent_id} was stopped while {self.agent} worked",
-        }.get(stopped or "", f"{self.agent} exited with status {status}: {error or message or 'no message'}")
+        if stopped == STOPPED:  # not the task's fault: back to the plan untried, no attempt counted
+            self._release(task, session, f"the worker {self.agent_id} was stopped while {self.agent} worked")
+            return False
+        why = (
+            f"{self.agent} ran past its time-out of {self.agent_timeout:g} s"
+            if stopped == TIMEOUT
+            else f"{self.agent} exited with status {status}: {error or message or 'no message'}"
+        )
         self._give_up(task, session, why)
         return False
+
+    def _release(self, task: Task, session: Session, why: str) -> None:
+        """Give the task back untried (`task.release`): this worker is stopping."""
+        session.error = why[:_ERROR_CHARS]
+        try:
+            self.client.release_task(task.id, self.agent_id, session.error)
+            session.result = "released"
+            self.report.ok(RELEASE)
+        except GrooveError as exc:  # the lease lapses instead (an attempt counted), and the task goes back
+            self.report.error(RELEASE, exc)
+            session.result = "failed"
 
     def sessions_report(self) -> list[dict[str, Any]]:
         """Each task this worker's agent worked, as maps."""

@@ -122,6 +122,11 @@ class BoardCalls:
         body = {"task_id": task_id, "agent_id": agent_id, "error": error, "retry": retry}
         return TaskFailReply.model_validate(self.transport.call(C.OP_TASK_FAIL, body))
 
+    def release_task(self, task_id: str, agent_id: str, reason: str | None = None) -> TaskFailReply:
+        """Give a held task back untried (this agent is stopping): pending again, no attempt counted."""
+        body = clean(task_id=task_id, agent_id=agent_id, reason=reason)
+        return TaskFailReply.model_validate(self.transport.call(C.OP_TASK_RELEASE, body))
+
     def review_task(self, task_id: str, reviewer: str, status: str, comments: str | None = None) -> str:
         """Approve, send back or reject a task in review; returns its status now."""
         body = clean(task_id=task_id, reviewer=reviewer, status=status, comments=comments)

@@ -12,6 +12,7 @@ must be stored completed (or in review), each note stored.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -86,6 +87,9 @@ class BoardWork(PlanWork):
             task = self._finish(task)
             if len(self.completed) % _NUDGES_EVERY == 0:
                 self._read_nudges()
+        if task is not None:  # claimed with the last completion, never worked: back to the plan, untried
+            with contextlib.suppress(GrooveError):  # else its lease lapses, and it goes back all the same
+                self.client.release_task(task.id, self.agent_id, f"{self.agent_id} is stopping")
         self.holding = None
 
     def _read_nudges(self) -> None:

@@ -90,7 +90,7 @@ def run_real_swarm(job: RealSwarm, settings: dict[str, Any], as_json: bool) -> N
             except GrooveError as exc:
                 click.echo(f"  board unavailable: {exc}", err=True)
         if stop.is_set():
-            click.echo("interrupted: each worker stops its agent and gives its task back", err=True)
+            click.echo("interrupted: each worker stops its agent and gives its task back, no attempt counted", err=True)
         fleet.stop()
         try:
             counts = client.memory(memory_id).tasks

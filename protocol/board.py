@@ -253,6 +253,15 @@ class TaskFailReply(Reply):
     attempts: int
 
 
+class TaskReleaseRequest(Body):
+    """`task.release`: the lease holder gives the task back untried (it is stopping): `pending` again, no attempt
+    counted."""
+
+    task_id: TaskId
+    agent_id: ShortText
+    reason: BoardText | None = None
+
+
 class TaskReviewRequest(Body):
     """`task.review`: a verdict on a task in `review`."""
 

@@ -36,6 +36,7 @@ from protocol.board import (
     TaskListReply,
     TaskListRequest,
     TaskPrioritizeRequest,
+    TaskReleaseRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
@@ -202,6 +203,7 @@ OPS: dict[str, Op] = {
         Op(C.OP_TASK_START, TaskStartRequest, StatusReply, write=True, role=_AGENT),
         Op(C.OP_TASK_COMPLETE, TaskCompleteRequest, TaskCompleteReply, write=True, role=_AGENT),
         Op(C.OP_TASK_FAIL, TaskFailRequest, TaskFailReply, write=True, role=_AGENT),
+        Op(C.OP_TASK_RELEASE, TaskReleaseRequest, TaskFailReply, write=True, role=_AGENT),
         Op(C.OP_TASK_REVIEW, TaskReviewRequest, StatusReply, write=True, role=_CURATOR),
         Op(C.OP_TASK_CANCEL, TaskCancelRequest, StatusReply, write=True, role=_CURATOR),
         Op(C.OP_TASK_PRIORITIZE, TaskPrioritizeRequest, StatusReply, write=True, role=_CURATOR),

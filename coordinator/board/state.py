@@ -29,6 +29,7 @@ from protocol.board import (
     TaskFailRequest,
     TaskHeartbeatRequest,
     TaskPrioritizeRequest,
+    TaskReleaseRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
@@ -143,6 +144,12 @@ class Board:
             case TaskFailRequest():
                 task = self._held(body.task_id, body.agent_id, now)
                 return self._retry_or_fail(task, body.error, body.retry, now)
+            case TaskReleaseRequest():  # given back untried: no attempt counted
+                task = self._held(body.task_id, body.agent_id, now)
+                task["last_error"] = body.reason or f"released by {body.agent_id!r}"
+                self._release(task)
+                self._requeue(task, now)
+                return {"status": task["status"], "attempts": task["attempts"]}
             case TaskReviewRequest():
                 return self._review(body, now)
             case TaskCancelRequest():

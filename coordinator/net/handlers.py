@@ -255,6 +255,7 @@ HANDLERS: dict[str, Handler] = {
     C.OP_TASK_START: Write(writes.TASK_START),
     C.OP_TASK_COMPLETE: Write(writes.TASK_COMPLETE, _task_ended),
     C.OP_TASK_FAIL: Write(writes.TASK_FAIL, _task_ended),
+    C.OP_TASK_RELEASE: Write(writes.TASK_RELEASE),
     C.OP_TASK_REVIEW: Write(writes.TASK_REVIEW),
     C.OP_TASK_CANCEL: Write(writes.TASK_CANCEL),
     C.OP_TASK_PRIORITIZE: Write(writes.TASK_PRIORITIZE),

@@ -24,6 +24,7 @@ from protocol.board import (
     TaskFailRequest,
     TaskHeartbeatRequest,
     TaskPrioritizeRequest,
+    TaskReleaseRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
@@ -46,8 +47,8 @@ Recorded = (
 )
 
 TaskRequest = (
-    TaskHeartbeatRequest | TaskStartRequest | TaskFailRequest | TaskReviewRequest | TaskCancelRequest
-    | TaskPrioritizeRequest
+    TaskHeartbeatRequest | TaskStartRequest | TaskFailRequest | TaskReleaseRequest | TaskReviewRequest
+    | TaskCancelRequest | TaskPrioritizeRequest
 )  # fmt: skip
 
 

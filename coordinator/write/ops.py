@@ -30,6 +30,7 @@ from protocol.board import (
     TaskFailRequest,
     TaskHeartbeatRequest,
     TaskPrioritizeRequest,
+    TaskReleaseRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
@@ -189,6 +190,7 @@ TASK_COMPLETE = WriteOp[TaskCompleteRequest](
     claims=lambda b: [i.id for i in b.result.learnings if i.id is not None],
 )
 TASK_FAIL = WriteOp[TaskFailRequest](C.OP_TASK_FAIL, boarding.on_task, _the_one)
+TASK_RELEASE = WriteOp[TaskReleaseRequest](C.OP_TASK_RELEASE, boarding.on_task, _the_one)
 TASK_REVIEW = WriteOp[TaskReviewRequest](C.OP_TASK_REVIEW, boarding.on_task, _the_one)
 TASK_CANCEL = WriteOp[TaskCancelRequest](C.OP_TASK_CANCEL, boarding.on_task, _the_one)
 TASK_PRIORITIZE = WriteOp[TaskPrioritizeRequest](C.OP_TASK_PRIORITIZE, boarding.on_task, _the_one)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -13,9 +14,10 @@ from typing import Any
 import pytest
 
 from agents import BadRequest, Conflict, GrooveClient, NotFound
+from protocol import constants as C
 from protocol.envelope import encode_request
 from protocol.ids import uuid7
-from tests.helpers import RunningCoordinator, learning, run_readme_example, wait_for
+from tests.helpers import RunningCoordinator, agent_report, learning, run_readme_example, spawn_agent, wait_for
 from tests.integration.test_crash import raw_call
 
 PROJECT = "/srv/shop"
@@ -144,6 +146,41 @@ def test_failures_retry_until_attempts_are_spent_then_block_dependents(client: G
     assert client.fail_task("flaky", "a1", "exploded again").model_dump() == {"status": "failed", "attempts": 2}
     assert client.task("after").status == "blocked"
     assert client.claim_task(memory, "a1", 60_000) is None
+
+
+def test_a_task_given_back_untried_is_pending_again_with_no_attempt_counted(client: GrooveClient) -> None:
+    memory = plan(client, [{"id": "held", "title": "h"}], 1)  # one attempt: a counted one would fail it
+    client.claim_task(memory, "a1", 60_000)
+    client.start_task("held", "a1")
+    with pytest.raises(Conflict):
+        client.release_task("held", "intruder")  # only its holder gives it back
+    assert client.release_task("held", "a1", "stopping: Ctrl-C").model_dump() == {"status": "pending", "attempts": 0}
+    back = client.task("held")
+    assert (back.assigned_to, back.started_at, back.last_error) == (None, None, "stopping: Ctrl-C")
+    with pytest.raises(Conflict):
+        client.release_task("held", "a1")  # not held any more
+    with pytest.raises(NotFound):
+        client.release_task("ghost", "a1")
+    with pytest.raises(BadRequest):
+        client.call(C.OP_TASK_RELEASE, {"task_id": "held"})  # no agent_id
+    again = client.claim_task(memory, "a2", 60_000)  # claimable at once
+    assert again is not None
+    assert again.id == "held"
+    assert client.complete_task("held", "a2", "done").status == "completed"
+
+
+def test_a_worker_stopped_mid_plan_gives_back_the_task_it_held_with_no_attempt_counted(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
+    memory = plan(client, [{"id": f"t{i}", "title": f"task {i}"} for i in range(400)], 1)
+    worker = spawn_agent(coordinator.endpoint, "--agent-id", "w1", "--memory", memory, "--duration", "60")
+    wait_for(lambda: client.memory(memory).tasks.get("completed", 0) >= 20, "the worker under way", timeout=60)
+    worker.send_signal(signal.SIGINT)  # Ctrl-C
+    report = agent_report(worker, timeout=60)
+    tasks = client.tasks(memory)
+    assert {t.status for t in tasks} <= {"completed", "pending"}  # none left held until its lease lapses
+    assert all(t.attempts == 0 for t in tasks)  # one attempt each: a counted one would have failed its task
+    assert report["ops"].get("complete", 0) == sum(1 for t in tasks if t.status == "completed")
 
 
 def test_review_and_results_that_teach(client: GrooveClient) -> None:
