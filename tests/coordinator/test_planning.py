@@ -45,6 +45,7 @@ from protocol.board import (
     TaskFailRequest,
     TaskHeartbeatRequest,
     TaskPrioritizeRequest,
+    TaskReleaseRequest,
     TaskReviewRequest,
     TaskStartRequest,
 )
@@ -242,6 +243,7 @@ CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
     "TASK_START": _board(lambda w, m: TaskStartRequest(task_id="t1", agent_id="a1")),
     "TASK_COMPLETE": _complete,
     "TASK_FAIL": _board(lambda w, m: TaskFailRequest(task_id="t1", agent_id="a1", error="e")),
+    "TASK_RELEASE": _board(lambda w, m: TaskReleaseRequest(task_id="t1", agent_id="a1", reason="stopping")),
     "TASK_REVIEW": _review,
     "TASK_CANCEL": _board(lambda w, m: TaskCancelRequest(task_id="t2")),
     "TASK_PRIORITIZE": _board(lambda w, m: TaskPrioritizeRequest(task_id="t2", priority=7)),
