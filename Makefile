@@ -8,7 +8,7 @@ PIP := $(BIN)/python -m pip
 AGENTS_DIR := coding-agents
 AGENTS_STAMP := $(AGENTS_DIR)/node_modules/.installed-stamp
 
-.PHONY: install run test check lint contracts typecheck wheels unit bench screenshots clean
+.PHONY: install run test check lint contracts typecheck wheels unit bench screenshots docs clean
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright's own browser download is not reachable
 # here); CHROMIUM=/path/to/chromium uses another one
@@ -96,15 +96,20 @@ unit: $(STAMP) $(AGENTS_STAMP) $(CHROMIUM)
 	GROOVE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -n 3 --dist loadgroup -m "not serial"
 	GROOVE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -m serial
 
-## screenshots: the README's pictures of the dashboard (docs/screenshots), taken by its browser tests
+## screenshots: the dashboard page's pictures (docs/screenshots), taken by its browser tests
 screenshots: $(STAMP) $(CHROMIUM)
 	GROOVE_CHROMIUM=$(CHROMIUM) GROOVE_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/ui/test_pages.py
 
-## bench: the load, search and injection benchmarks (figures in README)
+## docs: serve the documentation site (docs/, mkdocs.yml) at http://127.0.0.1:8000; `make test` builds it with
+## --strict (tests/test_docs.py)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+## bench: the load, search and injection benchmarks (figures in docs/performance.md)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.load
 	$(BIN)/python -m benchmarks.search
 	$(BIN)/python -m benchmarks.inject
 
 clean:
-	rm -rf $(VENV) $(WHEELS_VENV) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache test-artifacts
+	rm -rf $(VENV) $(WHEELS_VENV) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache test-artifacts site

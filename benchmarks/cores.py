@@ -11,7 +11,7 @@
    three coordinators on this machine partitioning the projects.
 
 Every load's acked writes are read back (nothing lost, duplicated or stored unacked). Prints tables, then one
-JSON line, the README's source for the scaling curve.
+JSON line, the source of docs/performance.md's figures.
 """
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ def swarm_command(
     With --backend ray the agents run as Ray actors, spread over the nodes, restarted by Ray if their
     process dies; the coordinator still runs here, on loopback, so the nodes are this host's (a local Ray,
     or several raylets on one machine). Across hosts, run `groove serve` where the nodes reach it and use
-    Orchestrator.spawn_workers(backend="ray") (see the README).
+    Orchestrator.spawn_workers(backend="ray") (see docs/swarms.md).
 
     With --agent claude|codex, real coding agents work a plan instead: --workers of them, each claiming a task,
     running the agent headless in a worktree of --repo on the task's own branch, and completing or failing

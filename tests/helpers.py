@@ -126,13 +126,22 @@ def agent_report(proc: subprocess.Popen[bytes], timeout: float = 300, status: in
 
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = README.parent / "docs"
+
+
+def example(name: str, language: str) -> str:
+    """The `<!-- example: NAME -->` block of the README or of a docs page, as written."""
+    for page in [README, *sorted(DOCS.glob("*.md"))]:
+        found = re.search(rf"<!-- example: {name} -->\s*```{language}\n(.*?)```", page.read_text(), re.S)
+        if found:
+            return found.group(1)
+    raise AssertionError(f"neither the README nor a docs page has its {name} example any more")
 
 
 def run_readme_example(name: str, endpoint: str, workdir: Path) -> subprocess.CompletedProcess[str]:
-    """Run the README's `<!-- example: NAME -->` Python block as written, in `workdir`, against `endpoint`."""
-    found = re.search(rf"<!-- example: {name} -->\s*```python\n(.*?)```", README.read_text(), re.S)
-    assert found, f"the README lost its {name} example"
-    (workdir / "example.py").write_text(found.group(1))
+    """Run the `<!-- example: NAME -->` Python block (README or docs) as written, in `workdir`, against
+    `endpoint`."""
+    (workdir / "example.py").write_text(example(name, "python"))
     run = subprocess.run(
         [sys.executable, "example.py"],
         cwd=workdir,

@@ -47,7 +47,7 @@ class Settings(BaseModel):
     max_wait_ms: float = Field(0.0, ge=0.0, le=1000.0)
     queue_size: int = Field(5_000, ge=1, le=1_000_000)
     readers: int = Field(4, ge=1, le=64)
-    # 1: measured no better with more (benchmarks/cores.py; README, "Using every core"), so they are opt-in
+    # 1: measured no better with more (benchmarks/cores.py; docs/performance.md), so they are opt-in
     commit_threads: int = Field(1, ge=1, le=64)
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)

@@ -3,7 +3,7 @@
 Small tiers are searched exactly (one matrix product, recall 1.0: ≈ 0.9 ms at 10k vectors here on one
 BLAS thread). Past `exact_limit` vectors an HNSW graph (usearch, inner product on unit vectors) answers
 instead, because an exact scan grows faster than linearly once the matrix leaves the cache while HNSW stays
-near a millisecond (figures in the README, `benchmarks.ann`). The matrix is kept in both cases: it is what
+near a millisecond (figures in docs/performance-history.md, `benchmarks.ann`). The matrix is kept in both cases: it is what
 the graph is built from, what exact search uses while the graph is being built, and what removals move rows
 within. usearch was chosen over hnswlib (no wheels, unmaintained) and faiss (its HNSW cannot remove a vector).
 """
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # usearch is imported with the first graph: a start, and a ti
 _HNSW_M = 16
 # The graph stores its vectors in half precision and its answers are re-scored from the f32 matrix: on 100k real
 # MiniLM vectors the same recall@10 as f32 (0.984 at k=10, 0.990 at k=50), 41 % less memory (110 vs 187 MB),
-# 33 % faster builds, queries within 5 % of f32 (benchmarks.ann, README), and cosines exact.
+# 33 % faster builds, queries within 5 % of f32 (benchmarks.ann, docs/performance-history.md), and cosines exact.
 _GRAPH_DTYPE = "f16"
 _HNSW_EF_CONSTRUCTION = 100
 _HNSW_EF_MIN = 64

@@ -1,6 +1,6 @@
 """The tiers on disk: one RocksDB-backed CozoDB per tier, the user tier opened at start, others lazily.
 
-On-disk layout under the data directory (documented in the README):
+On-disk layout under the data directory (documented in docs/concepts.md):
 
     <data>/user/                   the user tier
     <data>/projects/<slug>-<hash>/ one project tier; <hash> is the first 16 hex digits of sha256(root)

@@ -5,7 +5,6 @@ scripted model on loopback."""
 from __future__ import annotations
 
 import os
-import re
 import socket
 import subprocess
 from pathlib import Path
@@ -14,30 +13,24 @@ import pytest
 import yaml
 
 from integrations.scripted_model import Scene, Script, ScriptedModel
-from tests.helpers import README, ROOT
+from tests.helpers import ROOT, example
 from tests.realagents import FIELDS, agent_env, binary, complete, git_repo
 
 pytestmark = pytest.mark.slow
-
-
-def _block(name: str, language: str) -> str:
-    found = re.search(rf"<!-- example: {name} -->\s*```{language}\n(.*?)```", README.read_text(), re.S)
-    assert found, f"the README lost its {name} example"
-    return found.group(1)
 
 
 def test_the_readme_swarm_runs_as_written(tmp_path: Path) -> None:
     binary("claude")
     home = tmp_path / "home"
     repo = git_repo(home / "src" / "shop")
-    (repo / "plan.yaml").write_text(_block("realswarm-plan", "yaml"))
+    (repo / "plan.yaml").write_text(example("realswarm-plan", "yaml"))
     tasks = [t["id"] for t in yaml.safe_load((repo / "plan.yaml").read_text())["tasks"]]
     with socket.socket() as s:  # a port of its own for the README's coordinator, not the default 5555
         s.bind(("127.0.0.1", 0))
         endpoint = f"tcp://127.0.0.1:{s.getsockname()[1]}"
     work = Scene([], [{"shell": "echo {task_id} > {task_id}.txt"}, complete(), {"text": "done"}])
     # the README's commands as written; the coordinator it starts in the background is stopped at the end
-    script = f"set -e\ntrap 'kill $(jobs -p) 2>/dev/null' EXIT\n{_block('realswarm', 'sh')}"
+    script = f"set -e\ntrap 'kill $(jobs -p) 2>/dev/null' EXIT\n{example('realswarm', 'sh')}"
     with ScriptedModel(Script(default=work, fields=FIELDS)) as model:
         env = os.environ | agent_env(home, model) | {"GROOVE_BIND": endpoint, "GROOVE_ENDPOINT": endpoint}
         done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,

@@ -2,7 +2,7 @@
 Playwright. One of each per module (starting Chromium costs a second or two); a page per test.
 
 A failing test leaves a screenshot of its page in `test-artifacts/screenshots/`. With GROOVE_SCREENSHOTS set
-to a folder, the tests also save the pictures the README shows (`make screenshots`).
+to a folder, the tests also save the pictures the dashboard page shows (`make screenshots`).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def pytest_runtest_makereport(
 
 
 def shoot(page: Page, name: str) -> None:
-    """Save the page for the README when GROOVE_SCREENSHOTS names a folder."""
+    """Save the page for the docs when GROOVE_SCREENSHOTS names a folder."""
     folder = os.environ.get("GROOVE_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)

@@ -135,8 +135,8 @@ def test_an_action_missing_a_field_is_refused_before_the_coordinator_is_asked() 
             ACTIONS[name](None, fields, "dashboard")  # type: ignore[arg-type]
 
 
-def test_the_readme_documents_every_metric_with_its_help_text() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_dashboard_page_documents_every_metric_with_its_help_text() -> None:
+    readme = (ROOT / "docs" / "dashboard.md").read_text()
     for metric in METRICS:
         name = metric.name + ("_total" if metric.kind == "counter" else "")
         assert f"| `{name}` | {metric.kind} | {metric.help} |" in readme, name

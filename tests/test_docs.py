@@ -1,0 +1,45 @@
+"""The documentation site builds with --strict (every link, anchor and included file checked), its CLI
+reference has every verb, the README stays short, and the Getting started page shows only tested blocks."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from cli.main import VERBS
+from tests.helpers import README, ROOT, example
+
+_TESTED = ("first-learning", "sh"), ("realswarm", "sh"), ("realswarm-plan", "yaml")
+
+
+def test_the_site_builds_strictly_with_a_cli_reference_of_every_verb(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env=os.environ | {"NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "WARNING" not in built.stderr, built.stderr[-3000:]
+    reference = (site / "cli" / "index.html").read_text()
+    headings = {name.strip() for name in re.findall(r'<h3 id="[^"]+">([^<]+)<', reference)}
+    assert set(VERBS) <= headings, sorted(set(VERBS) - headings)
+    # the Getting started page's blocks are the README's tested examples, included, not copied
+    page = html.unescape(re.sub(r"<[^>]+>", "", (site / "getting-started" / "index.html").read_text()))
+    blocks = re.findall(r"<pre", (site / "getting-started" / "index.html").read_text())
+    assert len(blocks) == len(_TESTED)
+    for name, language in _TESTED:
+        first = example(name, language).splitlines()[0]
+        assert first in page, name
+
+
+def test_the_readme_is_read_in_five_minutes() -> None:
+    assert len(README.read_text().splitlines()) <= 300
