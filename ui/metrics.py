@@ -4,7 +4,8 @@ The coordinator counts since its start (requests by op and outcome, events, cumu
 collector only translates, so restarting the dashboard loses no count, and a coordinator restart shows as a
 counter reset, which Prometheus' `rate()` handles. Tasks by status, summed over the working memories, are
 taken from the dashboard's last sample (every 5 s), counted here only before the first.
-Each metric is declared once in `METRICS` with its help text; docs/dashboard.md's table is checked against the same list.
+Each metric is declared once in `METRICS` with its help text; docs/dashboard.md's table is checked against the
+same list.
 """
 
 from __future__ import annotations
