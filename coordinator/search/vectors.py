@@ -4,8 +4,9 @@ Small tiers are searched exactly (one matrix product, recall 1.0: ≈ 0.9 ms at 
 BLAS thread). Past `exact_limit` vectors an HNSW graph (usearch, inner product on unit vectors) answers
 instead, because an exact scan grows faster than linearly once the matrix leaves the cache while HNSW stays
 near a millisecond (figures in docs/performance-history.md, `benchmarks.ann`). The matrix is kept in both
-cases: it is what the graph is built from, what exact search uses while the graph is being built, and what removals move rows
-within. usearch was chosen over hnswlib (no wheels, unmaintained) and faiss (its HNSW cannot remove a vector).
+cases: it is what the graph is built from, what exact search uses while the graph is being built, and what
+removals move rows within. usearch was chosen over hnswlib (no wheels, unmaintained) and faiss (its HNSW
+cannot remove a vector).
 """
 
 from __future__ import annotations
