@@ -20,7 +20,9 @@ from protocol.models import LearningOut
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_ABSENT_AFTER_S = 2.0  # connecting refused this long, never connected: a verb says nothing is listening
+# connecting refused this long, never connected: a verb says nothing is listening. Not less: a coordinator started
+# a moment before (`groove serve &` and then a verb) must have bound by then, on a loaded machine too.
+_ABSENT_AFTER_S = 2.5
 
 
 @contextmanager
