@@ -183,6 +183,11 @@ class AgentWork(PlanWork):
         else:
             self._record_work(task, tree, session)
             success = self._end_task(task, session, proc.returncode, stopped, ending.message, ending.error)
+            if session.commit:  # the work is on its branch: the checkout has served its turn
+                try:
+                    gitwork.remove_worktree(self.repo, tree)
+                except GrooveError as exc:  # GitError: left on the disk, and replaced by the next attempt's
+                    self.report.error("prune", exc)
             session.overhead_ms += (time.monotonic() - exited) * 1000
         try:
             self.client.close_session([], injection_id=injection.injection_id, success=success, session_id=session_id)

@@ -4,7 +4,8 @@ what changed, for the board's checkpoint and artifacts.
 Each task gets a branch `groove/<task>/<agent>` from the repository's current HEAD and a worktree for it in
 `<repo>.worktrees/` beside the repository (not inside it, where the agent's own checkout would see it, nor in
 `.git`, where Claude Code refuses to edit files), so a second attempt by another agent starts clean on a
-branch of its own.
+branch of its own. Once the attempt's work is committed on its branch, its worktree is removed: the branch
+holds the work, and a long plan does not leave a checkout per task on the disk.
 """
 
 from __future__ import annotations
@@ -78,6 +79,12 @@ def add_worktree(repo: Path, task_id: str, agent_id: str) -> Worktree:
     git(repo, "worktree", "prune")
     git(repo, "worktree", "add", "--force", "-B", branch, str(path), base)
     return Worktree(path, branch, base)
+
+
+def remove_worktree(repo: Path, tree: Worktree) -> None:
+    """Remove a worktree whose work is committed on its branch (the branch stays)."""
+    git(repo, "worktree", "remove", "--force", str(tree.path))
+    git(repo, "worktree", "prune")
 
 
 def commit_all(tree: Worktree, message: str) -> str:

@@ -164,6 +164,11 @@ def test_claude_and_codex_workers_drain_a_plan(
         show = ["git", "show", f"{branch}:{task}.txt"]
         shown = subprocess.run(show, cwd=repo, capture_output=True, text=True, check=False)
         assert shown.stdout.strip() == task, (branch, shown.stderr)
+        # its work committed on the branch, the completed task's worktree is gone (git forgot it too)
+        worktree = repo.parent / f"{repo.name}.worktrees" / branch.removeprefix("groove/").replace("/", "--")
+        assert not worktree.exists(), worktree
+    listed = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert not any(f"groove/{task}/{t.assigned_to}" in listed for task, t in tasks.items()), listed
     # each task's file is an artifact of it, and each finished attempt left a checkpoint
     assert {a.path for a in client.artifacts(memory)} == {f"{task}.txt" for task, _, _ in PLAN}
     assert {c.task_id for c in client.checkpoints(memory)} >= set(tasks)
