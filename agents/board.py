@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from agents.transport import Transport
@@ -83,6 +84,18 @@ class BoardCalls:
         """Add tasks (maps of the protocol's task fields), all or none; returns their ids in order."""
         reply = self.transport.call(C.OP_TASK_ADD, {"memory_id": memory_id, "tasks": tasks})
         return TaskAddReply.model_validate(reply).ids
+
+    def add_plan(self, memory_id: str, tasks: list[dict[str, Any]]) -> list[str]:
+        """Add a plan of any size: its tasks ordered so that each comes after the tasks it depends on, then sent
+        C.MAX_TASKS_PER_ADD at a time (each `task.add` is all or none; a task may name only tasks of its own
+        request or already added). Returns the ids in the plan's order. ValueError for a cycle."""
+        ordered = plan_order(tasks)
+        ids: dict[int, str] = {}
+        for start in range(0, len(ordered), C.MAX_TASKS_PER_ADD):
+            chunk = ordered[start : start + C.MAX_TASKS_PER_ADD]
+            added = self.add_tasks(memory_id, [tasks[i] for i in chunk])
+            ids.update(zip(chunk, added, strict=True))
+        return [ids[i] for i in range(len(tasks))]
 
     def claim_task(self, memory_id: str, agent_id: str, lease_ms: int, role: str | None = None) -> Task | None:
         """The best ready task, now this agent's under a lease; None when none is ready."""
@@ -272,3 +285,30 @@ class BoardCalls:
         taken = [body for kind, body in self.transport.pushed if kind == C.PUSH_NUDGE]
         self.transport.pushed.clear()
         return [Nudge.model_validate(body) for body in taken]
+
+
+def plan_order(tasks: list[dict[str, Any]]) -> list[int]:
+    """The plan's task indexes with every task after those it depends on, the plan's own order kept where it
+    already is; dependencies on tasks outside the plan (already added) are the coordinator's to check.
+    ValueError naming the tasks of a cycle."""
+    where = {task["id"]: i for i, task in enumerate(tasks) if task.get("id") is not None}
+    waiting = [sum(1 for dep in task.get("depends_on") or [] if dep in where) for task in tasks]
+    after: dict[int, list[int]] = {}
+    for i, task in enumerate(tasks):
+        for dep in task.get("depends_on") or []:
+            if dep in where:
+                after.setdefault(where[dep], []).append(i)
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for nxt in after.get(i, []):
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                heapq.heappush(ready, nxt)
+    if len(order) < len(tasks):
+        stuck = sorted(str(tasks[i].get("id")) for i, n in enumerate(waiting) if n > 0)
+        raise ValueError(f"the plan's dependencies form a cycle among {', '.join(stuck[:5])}")
+    return order

@@ -23,6 +23,7 @@ from typing import Any
 
 from agents.agentwork import board_context
 from agents.backends import LOCAL, open_fleet
+from agents.board import plan_order
 from agents.client import GrooveClient
 from agents.coding import AGENT_TIMEOUT_S
 from agents.errors import GrooveError
@@ -120,9 +121,9 @@ class Orchestrator:
     def plan(self, project: str, name: str, goal: str, tasks: list[dict[str, Any]], **more: Any) -> str:
         """A working memory for `goal` with these tasks (maps of the protocol's task fields; `constraints`,
         `owner`, `max_attempts` in `more`); returns its id."""
+        plan_order(tasks)  # ValueError for a cycle, before anything is made
         memory = self.client.create_memory(project, name, goal, **more)
-        for start in range(0, len(tasks), C.MAX_TASKS_PER_ADD):
-            self.client.add_tasks(memory, tasks[start : start + C.MAX_TASKS_PER_ADD])
+        self.client.add_plan(memory, tasks)
         return memory
 
     def run(

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from agents import GrooveClient, GrooveError
 from agents.agentwork import ready
 from agents.backends import open_fleet
+from agents.board import plan_order
 from agents.boardwork import HELD
 from agents.errors import GrooveTimeout
 from agents.fleet import FleetBase
@@ -134,6 +135,10 @@ def _make_memory(client: GrooveClient, plan: Path | None, repo: Path) -> str:
     dangling = sorted({dep for task in checked for dep in task.depends_on if dep not in ids})
     if dangling:
         fail(f"--plan: {plan}: depends on tasks the plan does not have: {', '.join(dangling)}", 2)
+    try:
+        plan_order(tasks)
+    except ValueError as exc:
+        fail(f"--plan: {plan}: {exc}", 2)
     memory = client.create_memory(
         str(repo),
         str(meta.get("name") or plan.stem),
@@ -141,7 +146,7 @@ def _make_memory(client: GrooveClient, plan: Path | None, repo: Path) -> str:
         [str(c) for c in meta.get("constraints") or []],
     )
     try:
-        client.add_tasks(memory, tasks)
+        client.add_plan(memory, tasks)  # in chunks, dependencies first, for a plan of any size
     except GrooveError:
         client.set_memory_status(memory, "cancelled")
         raise

@@ -183,6 +183,23 @@ def test_a_worker_stopped_mid_plan_gives_back_the_task_it_held_with_no_attempt_c
     assert report["ops"].get("complete", 0) == sum(1 for t in tasks if t.status == "completed")
 
 
+def test_a_plan_over_one_request_s_worth_goes_in_chunks_dependencies_first(client: GrooveClient) -> None:
+    # listed dependents first: in the plan's order its first chunk would name tasks not added yet
+    n = C.MAX_TASKS_PER_ADD + 1500
+    tasks = [{"id": f"t{i}", "title": f"task {i}", "depends_on": [f"t{i + 1}"] if i + 1 < n else []} for i in range(n)]
+    memory = client.create_memory(PROJECT, "big", "a long chain")
+    ids = client.add_plan(memory, tasks)
+    assert ids == [t["id"] for t in tasks]  # in the plan's order
+    assert client.memory(memory).tasks == {"pending": n}
+    claimed = client.claim_task(memory, "a1", 60_000)
+    assert claimed is not None
+    assert claimed.id == f"t{n - 1}"  # the one task that waits on nothing
+    cycle: list[dict[str, object]] = [{"id": "x", "title": "x", "depends_on": ["y"]}, {"id": "y", "title": "y"}]
+    cycle[1]["depends_on"] = ["x"]
+    with pytest.raises(ValueError, match="cycle"):
+        client.add_plan(memory, cycle)
+
+
 def test_review_and_results_that_teach(client: GrooveClient) -> None:
     memory = plan(client, [{"id": "risky", "title": "migrate", "needs_review": True}])
     client.claim_task(memory, "a1", 60_000)
