@@ -14,7 +14,7 @@ import yaml
 from agents import GrooveClient
 from cli.commands import when, with_client
 from cli.options import json_option, project_root
-from cli.output import emit_json, table
+from cli.output import emit_json, fail, table
 from protocol import constants as C
 from protocol.board import Task, WorkingMemory
 from protocol.swarm import ListedNudge
@@ -138,8 +138,12 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 @with_client
 def tasks_add(client: GrooveClient, memory_id: str, plan: Path) -> None:
     """Add the tasks of a plan file (YAML or JSON: id, title, description, depends_on, priority, role,
-    needs_review), all or none."""
-    ids = client.add_tasks(memory_id, read_plan(plan))
+    needs_review): all or none up to 5,000 tasks; a bigger plan goes 5,000 at a time, dependencies first."""
+    tasks = read_plan(plan)
+    try:
+        ids = client.add_plan(memory_id, tasks)
+    except ValueError as exc:  # a cycle, found before anything was sent
+        fail(f"{plan}: {exc}", 2)
     click.echo(f"added {len(ids)} tasks")
 
 

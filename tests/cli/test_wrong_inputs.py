@@ -48,7 +48,7 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | swarm | real agents: plan broken, unknown memory | `--plan BAD`, `--plan DANGLING`, `--memory GONE` | 2, 1 |
 | swarm | a plan without --agent | `swarm --memory M` | 2 |
 | memory | no goal, blank root, unknown memory, bad status | `memory create`, `show GONE`, `status M bored` | 2, 1, 2 |
-| tasks | plan missing or broken, unknown dependency or task | `add M missing`, `add M BAD`, `show nope` | 2, 1 |
+| tasks | plan missing, broken or cyclic; unknown dependency or task | `add M BAD`, `add M CYCLE`, `show nope` | 2, 1 |
 | tasks | bad verdict, unknown task, not in review | `review t maybe`, `cancel nope`, `review T approved` | 2, 1, 1 |
 | tasks | bad priority, unknown task | `prioritize t hi`, `prioritize t 1e9`, `prioritize x 1` | 2, 1 |
 | history, sessions | bad id, unknown learning, bad page | `history nope`, `history GONE`, `sessions --before x` | 1 |
@@ -133,6 +133,7 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
                    cwd=repo, check=True)  # fmt: skip
     agent_bin = ("--agent-binary", "/bin/true")  # a program that exists: the rows get past the binary check
     (tmp_path / "dangling.yaml").write_text("- {title: t, depends_on: [ghost]}\n")
+    (tmp_path / "cycle.yaml").write_text("- {id: a, title: a, depends_on: [b]}\n- {id: b, title: b, depends_on: [a]}\n")
     ep = ("--endpoint", coordinator.endpoint)
     busy = socket.create_server(("127.0.0.1", 0))  # a port in use, for `groove ui --bind`
     taken = f"127.0.0.1:{busy.getsockname()[1]}"
@@ -273,6 +274,7 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             ((*ep, "tasks", "add", memory, str(tmp_path / "missing.yaml")), 2),
             ((*ep, "tasks", "add", memory, str(tmp_path / "plan.yaml")), 2),
             ((*ep, "tasks", "add", memory, str(tmp_path / "dangling.yaml")), 1),
+            ((*ep, "tasks", "add", memory, str(tmp_path / "cycle.yaml")), 2),
             ((*ep, "tasks", "show", "nope"), 1),
             ((*ep, "tasks", "review", "nope", "maybe"), 2),
             ((*ep, "tasks", "cancel", "nope"), 1),
