@@ -9,25 +9,33 @@ from pathlib import Path
 from typing import Any
 
 from agents.fleet import Fleet, FleetBase, FleetError
+from protocol.keys import CurveClient
 
 LOCAL, RAY = "local", "ray"
 BACKENDS = (LOCAL, RAY)
 
 
 def open_fleet(
-    backend: str, endpoint: str, workdir: Path, *, agents: int, timeout: float = 30.0, **ray_options: Any
+    backend: str,
+    endpoint: str,
+    workdir: Path,
+    *,
+    agents: int,
+    timeout: float = 30.0,
+    curve: CurveClient | None = None,
+    **ray_options: Any,
 ) -> FleetBase:
-    """A fleet of `backend` for up to `agents` workers; `ray_options` (address, cpus_per_agent, curve) are
-    RayFleet's and must be absent for the local backend."""
+    """A fleet of `backend` for up to `agents` workers, talking CURVE with `curve`'s keys if given (either
+    backend); `ray_options` (address, cpus_per_agent) are RayFleet's and must be absent for the local backend."""
     if backend == LOCAL:
         if ray_options:
             raise ValueError(f"{', '.join(sorted(ray_options))}: only for the {RAY} backend")
-        return Fleet(endpoint, workdir, timeout=timeout)
+        return Fleet(endpoint, workdir, timeout=timeout, curve=curve)
     if backend == RAY:
         try:
             from agents.rayfleet import RayFleet  # noqa: PLC0415  (imported only when chosen)
         except ImportError as exc:
             raise FleetError(f"the {RAY} backend needs Ray ({exc}): pip install 'groove[ray]'") from None
 
-        return RayFleet(endpoint, workdir, agents=agents, timeout=timeout, **ray_options)
+        return RayFleet(endpoint, workdir, agents=agents, timeout=timeout, curve=curve, **ray_options)
     raise ValueError(f"unknown backend {backend!r}: expected one of {', '.join(BACKENDS)}")

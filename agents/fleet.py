@@ -26,6 +26,7 @@ from typing import Any
 from agents.coding import groove_argv
 from agents.errors import GrooveError
 from agents.worker import EXIT_MISMATCHES, WorkerSpec
+from protocol.keys import CurveClient
 
 _RESTART_MIN_LEFT_S = 1.0  # a worker that crashes with less time than this left is not restarted
 # WorkerSpec fields that are not a spawn's options: the fleet sets them, or (heartbeat_s) tests alone do
@@ -158,17 +159,32 @@ class FleetBase(ABC):
 
 
 class Fleet(FleetBase):
-    """`groove agent` processes on this host, for one coordinator endpoint."""
+    """`groove agent` processes on this host, for one coordinator endpoint; with `curve`, each worker talks
+    CURVE with these keys (the client's pair written once, for the workers only, into the fleet's workdir)."""
 
     backend = "local"
+
+    def __init__(
+        self,
+        endpoint: str,
+        workdir: Path,
+        timeout: float = 30.0,
+        restart: bool = True,
+        curve: CurveClient | None = None,
+    ) -> None:
+        super().__init__(endpoint, workdir, timeout, restart)
+        self.keys: list[str] = []
+        if curve is not None:
+            secret = curve.write_secret(workdir / "worker.key_secret")  # mode 0600
+            # the server's key as its 40 Z85 characters; the client's pair from the file
+            self.keys = ["--server-key", curve.server_public.decode(), "--key", str(secret)]
 
     def _start(self, member: Member) -> None:
         member.node = socket.gethostname()
         out = self.file(member, "out").open("wb")
         err = self.file(member, "err").open("wb")
-        argv = groove_argv(
-            "--endpoint", self.endpoint, "--timeout", str(self.timeout), "agent", "--agent-id", member.agent_id
-        )
+        connection = ["--endpoint", self.endpoint, "--timeout", str(self.timeout), *self.keys]
+        argv = groove_argv(*connection, "agent", "--agent-id", member.agent_id)
         left = member.left()
         flags = worker_flags(member.run_options()) + ([] if left is None else ["--duration", f"{max(0.1, left):.2f}"])
         flags += ["--latencies-file", str(self.file(member, "lat.json"))]

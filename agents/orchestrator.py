@@ -31,6 +31,7 @@ from agents.fleet import FleetBase
 from agents.workloads import DEFAULT_MIX
 from protocol import constants as C
 from protocol.ids import uuid7
+from protocol.keys import CurveClient
 from protocol.models import OutcomeRecordReply
 
 CONTEXT_FILE = "CLAUDE.md"
@@ -79,9 +80,13 @@ class Orchestrator:
     Use as a context manager: it closes its connection and stops the workers it spawned on exit.
     """
 
-    def __init__(self, endpoint: str, timeout: float = 30.0, workdir: Path | None = None) -> None:
+    def __init__(
+        self, endpoint: str, timeout: float = 30.0, workdir: Path | None = None, curve: CurveClient | None = None
+    ) -> None:
+        """`curve`: the keys of a coordinator running with `--curve`, for this client and every worker spawned."""
         self.endpoint = endpoint
-        self.client = GrooveClient(endpoint, timeout=timeout)
+        self.curve = curve
+        self.client = GrooveClient(endpoint, timeout=timeout, curve=curve)
         self._workdir = workdir
         self.fleets: list[FleetBase] = []
 
@@ -157,7 +162,8 @@ class Orchestrator:
 
     def _fleet(self, n: int, backend: str, ray_options: dict[str, Any]) -> FleetBase:
         workdir = self._workdir or Path(tempfile.mkdtemp(prefix="groove-workers-"))
-        fleet = open_fleet(backend, self.endpoint, workdir / f"fleet-{len(self.fleets)}", agents=n, **ray_options)
+        options: dict[str, Any] = {"curve": self.curve} | ray_options  # workers talk CURVE as this orchestrator
+        fleet = open_fleet(backend, self.endpoint, workdir / f"fleet-{len(self.fleets)}", agents=n, **options)
         self.fleets.append(fleet)
         return fleet
 

@@ -9,6 +9,7 @@ import pytest
 
 from agents import GrooveClient, GrooveTimeout
 from agents.errors import Unauthorized, UnknownOp
+from agents.orchestrator import Orchestrator
 from protocol.keys import CurveClient, generate_key_pair
 from tests.helpers import RunningCoordinator, learning, run_groove
 
@@ -196,3 +197,19 @@ def test_keys_generate_and_list(tmp_path: Path) -> None:
     no_org = run_groove("keys", "generate", "eve", "--dir", str(tmp_path), "--role", "curator")
     assert no_org.returncode == 2
     assert "needs at least one --org" in no_org.stderr
+
+
+def test_an_orchestrator_s_local_workers_talk_curve_with_its_keys(
+    secured: RunningCoordinator, keyring: Keyring, tmp_path: Path
+) -> None:
+    curve = CurveClient.load(str(secured.data_dir / "server.key"), keyring.root / "keys" / "alice.key_secret")
+    with Orchestrator(secured.endpoint, workdir=tmp_path / "workers", curve=curve) as orchestrator:
+        fleet = orchestrator.spawn_workers(2, count=20, mix="learn=1")
+        assert fleet.wait(timeout=120)
+        reports = fleet.reports()
+        stored = orchestrator.client.stats().writes_committed
+    assert len(reports) == 2
+    assert all(r["errors"] == 0 and r["ops"].get("learn", 0) == 20 for r in reports), reports
+    assert stored >= 40  # admitted by the coordinator: their key is authorized
+    (secret,) = (tmp_path / "workers").glob("fleet-*/worker.key_secret")
+    assert secret.stat().st_mode & 0o777 == 0o600  # the keys handed down only to this user's workers
