@@ -352,3 +352,16 @@ def test_the_cores_benchmark_measures_the_write_path_the_embedder_and_the_peers_
     steps = [json.loads(line)["step"] for line in run.stderr.splitlines() if line.startswith('{"step"')]
     assert steps[0] == "storage"
     assert steps.count("write_path") == 2  # each figure printed as it was measured
+
+
+def test_the_performance_page_s_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:
+    data = Path("docs/data/cores-h200-2026-11-26.json")
+    _, result = benchmark("plots", str(data), "--out", str(tmp_path), "--leave-out", "coordinators_3")
+    assert len(result["written"]) == 2
+    for drawn in map(Path, result["written"]):
+        assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
+    line = json.loads(data.read_text())
+    writes = (tmp_path / "cores-h200-2026-11-26-writes.svg").read_text()
+    for row in line["curve"]:
+        assert f"{row['per_s']:,.0f} /s" in writes
+    assert "coordinators_3" not in writes  # left out: that run's figure is known to be wrong

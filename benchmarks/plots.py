@@ -1,0 +1,86 @@
+"""The performance page's charts, drawn from a benchmark's JSON line (the last line `benchmarks.cores` prints,
+kept under docs/data/) as plain SVG: no plotting library, the same numbers the tables give.
+
+    python -m benchmarks.plots docs/data/cores-h200-2026-11-26.json --out docs/plots --leave-out coordinators_3
+
+Writes `<name>-writes.svg` (writes/s by commit threads and with the embedder off / on the CPU / on the GPU,
+beside the storage limit and the SQLite-WAL peer) and `<name>-embedding.svg` (texts/s through the coordinator by
+pool, beside the bare model), then prints one JSON line naming them. `tests/test_benchmarks.py` draws them again
+and compares: a chart cannot drift from its data.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import click
+
+_BAR_H, _GAP, _LABEL_W, _BAR_W, _VALUE_W = 22, 6, 230, 380, 90
+_COLOURS = {"groove": "#2680c2", "peer": "#9aa5b1", "embedder": "#f0b429"}
+
+
+def bars(title: str, rows: list[tuple[str, float, str]], unit: str) -> str:
+    """A horizontal bar chart: (label, value, colour key) per row, scaled to the largest value."""
+    top = max((value for _, value, _ in rows), default=1.0) or 1.0
+    height = 30 + len(rows) * (_BAR_H + _GAP)
+    width = _LABEL_W + _BAR_W + _VALUE_W
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}" font-family="sans-serif" font-size="13">',
+        f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>',
+    ]
+    for i, (label, value, colour) in enumerate(rows):
+        y = 26 + i * (_BAR_H + _GAP)
+        length = round(_BAR_W * value / top, 1)
+        parts.append(f'<text x="{_LABEL_W - 8}" y="{y + 15}" text-anchor="end">{escape(label)}</text>')
+        parts.append(f'<rect x="{_LABEL_W}" y="{y}" width="{length}" height="{_BAR_H}" fill="{_COLOURS[colour]}"/>')
+        parts.append(f'<text x="{_LABEL_W + length + 6}" y="{y + 15}">{value:,.0f} {escape(unit)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def cores_charts(line: dict[str, Any], leave_out: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The charts of one `benchmarks.cores` JSON line, by file suffix; the peers named in `leave_out` (a figure
+    known to be wrong) are not drawn."""
+    writes = [(f"{row['commit_threads']} commit thread(s)", row["per_s"], "groove") for row in line["curve"]]
+    writes += [(f"embedder on, {row['device']}", row["per_s"], "embedder") for row in line["embedder"]]
+    writes += [(f"peer: {name}", rate, "peer") for name, rate in line["peers"].items() if name not in leave_out]
+    embedding = [
+        (f"pool {row['layout']} ({row['device']})", row["texts_per_s"], "embedder") for row in line["embedding"]
+    ]
+    embedding.append(("bare model, one process", line["bare_texts_per_s"], "peer"))
+    where = f"{line['machine']['cpus']} cores, {line['agents']} agents x {line['in_flight']} in flight"
+    return {
+        "writes": bars(f"Writes/s ({where})", writes, "/s"),
+        "embedding": bars("Texts embedded per second, through the coordinator", embedding, "/s"),
+    }
+
+
+@click.command()
+@click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs/plots"), show_default=True)
+@click.option("--leave-out", multiple=True, help="A peer not to draw (a figure known to be wrong); repeatable.")
+def main(data: Path, out: Path, leave_out: tuple[str, ...]) -> None:
+    """Draw the charts of a benchmark's JSON line (DATA: a file holding it) into OUT."""
+    try:
+        line = json.loads(data.read_text().strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError) as exc:
+        raise click.BadParameter(f"{data} holds no JSON line: {exc}", param_hint="DATA") from None
+    if line.get("bench") != "cores":
+        raise click.BadParameter(
+            f"{data} is a {line.get('bench')!r} line; charts are drawn for `cores`", param_hint="DATA"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for suffix, svg in cores_charts(line, frozenset(leave_out)).items():
+        path = out / f"{data.stem}-{suffix}.svg"
+        path.write_text(svg)
+        written.append(str(path))
+    click.echo(json.dumps({"bench": "plots", "data": str(data), "written": written}))
+
+
+if __name__ == "__main__":
+    main()
