@@ -2,10 +2,13 @@
 
 Processes, threads and who owns what:
 - the front process (`front.py`) owns the public ROUTER socket and CURVE, and relays requests and replies
-  in batches over one link (`link.py`);
+  in batches over one link (`link.py`); the socket loop starts it again if it dies;
+- the embedding worker processes (`search/embedworker.py`) hold the model, fed by the embedding pool's thread
+  (`search/embedpool.py`), which also embeds the queries the reader threads ask for;
 - the socket loop (the thread that calls `serve`) owns the link, the in-flight write table and the reply
   cache; only it sends to clients;
-- the batcher thread commits writes; reader threads run reads and `stats`;
+- the batcher thread commits writes (with `--commit-threads`, a batch's tiers on threads beside it); reader
+  threads run reads and `stats`;
 - both hand their replies back over an inproc PUSH/PULL pair, because ZeroMQ sockets are not thread-safe.
 """
 
