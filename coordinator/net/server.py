@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from coordinator import release
 from coordinator.errors import CoordinatorError, Rejected, StorageError, TierUnavailable
+from coordinator.inproc import Pushers
 from coordinator.metrics import OK, Metrics
 from coordinator.net import stats
 from coordinator.net.agents import AgentRegistry
@@ -124,9 +125,7 @@ class Coordinator:
         self.link = link  # the front process owns the public socket
         self.context = self.link.context
         self.started = time.monotonic()
-        self._local = threading.local()
-        self._pushers: list[zmq.Socket[bytes]] = []
-        self._pushers_lock = threading.Lock()
+        self.outbox = Pushers(self.context, _OUTBOX)  # the writer's and readers' replies, to the socket loop
         self.resends = Resends(settings.reply_cache)
         self._closing = False
         self._reads_pending = 0  # socket thread only
@@ -274,9 +273,7 @@ class Coordinator:
 
     def close(self) -> None:
         """Close sockets and tiers."""
-        with self._pushers_lock:
-            for sock in self._pushers:
-                sock.close(linger=0)
+        self.outbox.close()
         self.inbox.close(linger=0)
         self.link.stop()
         if self.batcher.syncer is not None:
@@ -437,16 +434,6 @@ class Coordinator:
 
     # --- other threads -------------------------------------------------------------------------------
 
-    def _outbox(self) -> zmq.Socket[bytes]:
-        sock: zmq.Socket[bytes] | None = getattr(self._local, "sock", None)
-        if sock is None:
-            sock = self.context.socket(zmq.PUSH)
-            sock.connect(_OUTBOX)
-            self._local.sock = sock
-            with self._pushers_lock:
-                self._pushers.append(sock)
-        return sock
-
     def _writes_done(self, outcomes: list[Outcome]) -> None:
         # one frame for the batch: a frame per reply cost the acker, and the socket loop, a ZeroMQ call each
         answers: list[tuple[str, bytes, str]] = []
@@ -463,9 +450,9 @@ class Coordinator:
                 handler = HANDLERS.get(item.op.name)  # internal writes have none
                 if isinstance(handler, Write) and handler.acked is not None:
                     pushes += [[_PUSH, peer, push] for peer, push in handler.acked(self, item.body, result)]
-        send_frames(self._outbox(), (_WRITE, msgpack.packb(answers)))
+        send_frames(self.outbox.socket(), (_WRITE, msgpack.packb(answers)))
         for message in pushes:  # after the acks: the sender hears first that its nudge was stored
-            send_frames(self._outbox(), message)
+            send_frames(self.outbox.socket(), message)
 
     def _read(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, received: float) -> None:
         handler = HANDLERS[request.op]
@@ -474,7 +461,7 @@ class Coordinator:
                 # prepared here; the socket thread queues its write, and the ack goes out after the commit
                 prepared = handler.prepare(self, body, request.id)
                 self._chosen.put((peer, request.id, digest, handler.op, prepared, received))
-                self._outbox().send(_CHOSEN)
+                self.outbox.socket().send(_CHOSEN)
                 return
             assert isinstance(handler, Read)
             with self.batcher.held() if handler.held else contextlib.nullcontext():
@@ -489,7 +476,7 @@ class Coordinator:
             payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
             outcome = ErrorCode.INTERNAL.value
         self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000, outcome)
-        send_frames(self._outbox(), (_READ, peer, payload))
+        send_frames(self.outbox.socket(), (_READ, peer, payload))
 
     def stats(self) -> dict[str, Any]:
         """The `stats` reply body."""

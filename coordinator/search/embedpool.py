@@ -35,6 +35,7 @@ import numpy as np
 import zmq
 
 from coordinator.errors import CoordinatorError, EmbeddingUnavailable
+from coordinator.inproc import Pushers
 from coordinator.procs import Child
 from coordinator.search.derived import Derived, Pending, StoreVectors
 from coordinator.search.embedder import Vectors
@@ -98,7 +99,6 @@ class EmbedPool:
         self.derived = derived
         self.store = store
         self.busy = busy  # whether the writer has source writes enough to fill its next batch
-        self.context = context
         self.endpoint = f"ipc://{directory / 'embed'}"
         # --embed-device; CPU workers wanted (with GPUs, one per device instead); torch threads of each
         self.device, self.workers, self.threads = layout
@@ -111,9 +111,7 @@ class EmbedPool:
         self._unstored: deque[tuple[str, list[tuple[str, list[float]]], bool]] = deque()
         self._stored_at = 0.0
         self._stop = threading.Event()
-        self._local = threading.local()
-        self._pushers: list[zmq.Socket[bytes]] = []
-        self._lock = threading.Lock()
+        self._wakers = Pushers(context, _WAKE)  # the reader threads' queries wake the feeding thread
         self._thread = threading.Thread(target=self._run, name="groove-embed-pool", daemon=True)
         self.sock: zmq.Socket[bytes] = context.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -145,25 +143,12 @@ class EmbedPool:
         except TimeoutError:
             raise EmbeddingUnavailable(f"no embedding worker answered within {_QUERY_TIMEOUT_S:.0f} s") from None
 
-    def status(self) -> str:
-        """The model's name once a worker is ready, "loading" before, "none" once none can load it."""
-        if any(slot.ready for slot in self.slots):
-            return self.name
-        return "none" if self.slots and all(slot.load_failed for slot in self.slots) else "loading"
-
     def report(self) -> list[dict[str, Any]]:
         """Each worker for `stats`: its process, its device, the texts it embedded."""
         return [slot.child.report() | {"device": slot.device or None, "embedded": slot.embedded} for slot in self.slots]
 
     def _wake(self) -> None:
-        sock: zmq.Socket[bytes] | None = getattr(self._local, "sock", None)
-        if sock is None:
-            sock = self.context.socket(zmq.PUSH)
-            sock.connect(_WAKE)
-            self._local.sock = sock
-            with self._lock:
-                self._pushers.append(sock)
-        sock.send(b"", zmq.NOBLOCK)
+        self._wakers.socket().send(b"", zmq.NOBLOCK)
 
     # --- the feeding thread ---------------------------------------------------------------------------
 
@@ -287,7 +272,7 @@ class EmbedPool:
     def _hello(self, slot: _Slot, device: str, batch_size: int, gpus: int) -> None:
         slot.device, slot.batch_size = device, batch_size
         log.info("%s ready: the model on %s, passes of %d", slot.child.name, device, batch_size)
-        if len(self.slots) > 1 or self._grown:
+        if self._grown:
             return
         self._grown = True
         if device == "cpu":  # the rest of the CPU pool
@@ -335,9 +320,7 @@ class EmbedPool:
                 done.set_exception(EmbeddingUnavailable("the coordinator is stopping"))
         self.sock.close(linger=0)
         self.wake.close(linger=0)
-        with self._lock:
-            for sock in self._pushers:
-                sock.close(linger=0)
+        self._wakers.close()
 
 
 def check_gpu() -> None:
