@@ -3,10 +3,10 @@ transaction per tier per batch. A second thread, the acker, then tells derived d
 syncs the WAL (`--durability fsync`) and only then reports each request's reply, while the writer goes on
 with the next batch: one batch in flight behind the commits, answered in commit order.
 
-A batch's tiers commit side by side on a pool of threads (CozoDB lets go of the GIL while it reads and commits):
-tiers that share a request commit one after the other in the order they came, as one chain, so a request that
-spans tiers sees the same order as before; chains share nothing, and the batch is acked only once every chain is
-done.
+With `--commit-threads` above 1, a batch's tiers commit side by side (CozoDB lets go of the GIL while it reads
+and commits): tiers that share a request commit one after the other in the order they came, as one chain, so a
+request that spans tiers sees the same order as with one thread; chains share nothing, and the batch is acked
+only once every chain is done.
 
 Exactly once: every applied part `:insert`s its request id, with its share of the reply, in the same
 transaction as its data. A request applied before (a retry after a lost ack, even across a crash) makes
@@ -223,22 +223,10 @@ class Batcher:
         failed = [item for item in items if item.error is not None]
         if failed:
             self._recall(self.tiers.opened(), failed)
-        groups = chains(items)
-        parts = [Landed(items, landed.started) for _ in groups]
-        if self._committers is None or len(groups) < 2:
-            for group, part in zip(groups, parts, strict=True):
-                self._commit_chain(group, items, now, part)
+        if self._committers is None:  # one thread: every tier in the order it first came
+            self._commit_chain(list(dict.fromkeys(t for item in items for t in item.parts)), items, now, landed)
         else:
-            others = zip(groups[1:], parts[1:], strict=True)
-            running = [self._committers.submit(self._commit_chain, group, items, now, part) for group, part in others]
-            try:
-                self._commit_chain(groups[0], items, now, parts[0])
-            finally:
-                failures = [failure for future in running if (failure := future.exception()) is not None]
-            if failures:
-                raise failures[0]
-        for part in parts:
-            landed.merge(part)
+            self._commit_side_by_side(items, now, landed)
         self.tiers.remember(landed.located)
         self.tiers.forget(landed.removed)
         for name in {name for item in items for name in item.replies} - set(landed.dirty):
@@ -246,6 +234,24 @@ class Batcher:
             if recalled is not None:
                 landed.dirty[name] = recalled
         return landed
+
+    def _commit_side_by_side(self, items: list[WriteItem], now: int, landed: Landed) -> None:
+        """Commit the batch's chains of tiers at once, the first on this thread and the others on the commit
+        threads; what each committed joins `landed` in chain order, once every chain is done."""
+        assert self._committers is not None
+        groups = chains(items)
+        parts = [Landed(items, landed.started) for _ in groups]
+        others = zip(groups[1:], parts[1:], strict=True)
+        running = [self._committers.submit(self._commit_chain, group, items, now, part) for group, part in others]
+        try:
+            if groups:
+                self._commit_chain(groups[0], items, now, parts[0])
+        finally:
+            failures = [failure for future in running if (failure := future.exception()) is not None]
+        if failures:
+            raise failures[0]
+        for part in parts:
+            landed.merge(part)
 
     def _commit_chain(self, chain: list[str], items: list[WriteItem], now: int, landed: Landed) -> None:
         """Commit one chain of tiers, one tier after the other (on the writer thread or a commit thread)."""
