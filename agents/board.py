@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 from agents.transport import Transport
@@ -21,6 +20,7 @@ from protocol.board import (
     TaskGetReply,
     TaskListReply,
     WorkingMemory,
+    dependency_order,
 )
 from protocol.search import NoteHit, SearchReply
 from protocol.swarm import (
@@ -292,23 +292,8 @@ def plan_order(tasks: list[dict[str, Any]]) -> list[int]:
     already is; dependencies on tasks outside the plan (already added) are the coordinator's to check.
     ValueError naming the tasks of a cycle."""
     where = {task["id"]: i for i, task in enumerate(tasks) if task.get("id") is not None}
-    waiting = [sum(1 for dep in task.get("depends_on") or [] if dep in where) for task in tasks]
-    after: dict[int, list[int]] = {}
-    for i, task in enumerate(tasks):
-        for dep in task.get("depends_on") or []:
-            if dep in where:
-                after.setdefault(where[dep], []).append(i)
-    ready = [i for i, n in enumerate(waiting) if n == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for nxt in after.get(i, []):
-            waiting[nxt] -= 1
-            if waiting[nxt] == 0:
-                heapq.heappush(ready, nxt)
-    if len(order) < len(tasks):
-        stuck = sorted(str(tasks[i].get("id")) for i, n in enumerate(waiting) if n > 0)
-        raise ValueError(f"the plan's dependencies form a cycle among {', '.join(stuck[:5])}")
+    order, stuck = dependency_order([[where[d] for d in task.get("depends_on") or [] if d in where] for task in tasks])
+    if stuck:
+        names = sorted(str(tasks[i].get("id")) for i in stuck)
+        raise ValueError(f"the plan's dependencies form a cycle among {', '.join(names[:5])}")
     return order

@@ -7,6 +7,7 @@ PROTOCOL.md, section 9, has the state machine, the lease and retry rules and eac
 
 from __future__ import annotations
 
+import heapq
 import re
 from typing import Annotated, Any
 
@@ -309,3 +310,25 @@ class TaskListReply(Reply):
     """The tasks."""
 
     tasks: list[Task]
+
+
+def dependency_order(waits_on: list[list[int]]) -> tuple[list[int], list[int]]:
+    """Tasks by index, each after the tasks it waits on (`waits_on[i]`: indexes of the same list), in list order
+    wherever that already holds; and the tasks a cycle holds back (empty without one). The client orders a plan
+    with it, the coordinator checks a `task.add` with it."""
+    waiting = [len(deps) for deps in waits_on]
+    after: dict[int, list[int]] = {}
+    for task, deps in enumerate(waits_on):
+        for dep in deps:
+            after.setdefault(dep, []).append(task)
+    ready = [task for task, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        task = heapq.heappop(ready)
+        order.append(task)
+        for nxt in after.get(task, []):
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                heapq.heappush(ready, nxt)
+    return order, [task for task, n in enumerate(waiting) if n > 0]

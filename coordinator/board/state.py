@@ -32,6 +32,7 @@ from protocol.board import (
     TaskReleaseRequest,
     TaskReviewRequest,
     TaskStartRequest,
+    dependency_order,
 )
 from protocol.errors import ErrorCode
 from protocol.swarm import (
@@ -458,18 +459,10 @@ class Board:
 def _check_acyclic(edges: dict[str, list[str]]) -> None:
     """Rejected `bad_request` if the new tasks' dependencies among themselves form a cycle (existing tasks
     cannot depend on new ones, so a cycle lies among these)."""
-    waiting = {tid: len(deps) for tid, deps in edges.items()}
-    after: defaultdict[str, list[str]] = defaultdict(list)
-    for tid, deps in edges.items():
-        for dep in deps:
-            after[dep].append(tid)
-    free = [tid for tid, n in waiting.items() if n == 0]
-    while free:
-        for nxt in after[free.pop()]:
-            waiting[nxt] -= 1
-            if waiting[nxt] == 0:
-                free.append(nxt)
-    cycle = sorted(tid for tid, n in waiting.items() if n > 0)
+    tids = list(edges)
+    index = {tid: i for i, tid in enumerate(tids)}
+    _, stuck = dependency_order([[index[dep] for dep in edges[tid]] for tid in tids])
+    cycle = sorted(tids[i] for i in stuck)
     if cycle:
         more = " ..." if len(cycle) > 5 else ""
         raise Rejected(ErrorCode.BAD_REQUEST, f"tasks: dependencies form a cycle among {', '.join(cycle[:5])}{more}")
