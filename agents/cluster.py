@@ -234,20 +234,21 @@ class GrooveCluster:
         for lid in implied:
             parts.setdefault(self.map.owner(tier_of[lid]), []).append({"learning_id": lid, "outcome": "ignored"})
         mine = parts.pop(home, [])
-        applied = ignored = 0
+        applied = ignored = before = 0
         if injection_id is not None or mine:
             elsewhere = [a for name in parts for a in parts[name]] if injection_id is not None else []
             first = self.clients[home].close_session(
                 mine, injection_id=injection_id, success=success, session_id=session_id, elsewhere=elsewhere
             )
-            applied, ignored = first.applied, first.ignored + len(implied)
+            applied, ignored, before = first.applied, first.ignored + len(implied), first.rated_before
         replies = self._owners_part(
             {name: _closer([a | {"injected": a["learning_id"] in given} for a in part], session_id)
              for name, part in parts.items()},
             "apply outcomes",
         )  # fmt: skip
         applied += sum(r.applied for r in replies.values())  # what is owed is counted once applied
-        return OutcomeRecordReply(applied=applied, ignored=ignored)
+        before += sum(r.rated_before for r in replies.values())
+        return OutcomeRecordReply(applied=applied, ignored=ignored, rated_before=before)
 
     def record_outcome(
         self, attributions: Sequence[tuple[str, str] | dict[str, Any]], session_id: str | None = None

@@ -228,17 +228,25 @@ def list_(
 @click.command()
 @click.argument("learning_id")
 @click.argument("result", type=click.Choice(C.OUTCOMES))
-@click.option("--session-id", help="The session the outcome belongs to.")
+@click.option(
+    "--session-id",
+    default=C.CLI_SESSION_ID,
+    show_default=True,
+    help="The session the outcome belongs to. A learning its newest open injection gave it (`groove inject` "
+    "records this session unless told another) is rated for that session, once; any other is a use of its own.",
+)
 @json_option
 @with_routed_client
 def outcome(
-    client: GrooveClient | GrooveCluster, learning_id: str, result: str, session_id: str | None, as_json: bool
+    client: GrooveClient | GrooveCluster, learning_id: str, result: str, session_id: str, as_json: bool
 ) -> None:
     """Record how a learning turned out: helpful, ignored or contradicted."""
-    applied = client.record_outcome([(learning_id, result)], session_id)
+    reply = client.close_session([(learning_id, result)], session_id=session_id)
     item = client.get(learning_id)
     if as_json:
-        emit_json({"applied": applied, "confidence": item.confidence, "usage": item.usage.model_dump()})
+        emit_json(reply.model_dump() | {"confidence": item.confidence, "usage": item.usage.model_dump()})
+    elif reply.rated_before:
+        click.echo(f"session {session_id} rated {learning_id} already; not counted again")
     else:
         click.echo(f"recorded {result} for {learning_id}; confidence now {item.confidence:.3f}")
 

@@ -46,7 +46,7 @@ def params(client: GrooveClient, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--session-id", default="cli", show_default=True, help="The session the learnings are for.")
+@click.option("--session-id", default=C.CLI_SESSION_ID, show_default=True, help="The session the learnings are for.")
 @click.option(
     "--project",
     callback=project_root,
@@ -108,7 +108,8 @@ def session_end(
     if as_json:
         emit_json(reply.model_dump())
         return
-    click.echo(f"applied {reply.applied} attribution(s), {reply.ignored} of them implied ignored")
+    rated = f"; {reply.rated_before} rated during the session already" if reply.rated_before else ""
+    click.echo(f"applied {reply.applied} attribution(s), {reply.ignored} of them implied ignored{rated}")
 
 
 @click.command("session")

@@ -335,7 +335,8 @@ def session_context(injection_id: str, learnings: list[dict[str, Any]]) -> str:
         "",
         f"When you finish, call the groove MCP tool `end_session` with injection_id `{injection_id}`, whether the "
         "task succeeded, and the ids of these learnings that helped (`helpful`) or were wrong here "
-        "(`contradicted`); the others count as ignored. Record what you learn with `record_learning`.",
+        "(`contradicted`); the others count as ignored. To rate one as you go, call `record_outcome` with this "
+        "injection_id: a learning is counted once per session. Record what you learn with `record_learning`.",
     ]
     return "\n".join(lines)
 

@@ -26,6 +26,7 @@ from agents.errors import GrooveError, GrooveTimeout, RemoteError
 from protocol import constants as C
 from protocol.cluster import ClusterMap
 from protocol.keys import CurveClient
+from protocol.models import OutcomeRecordReply
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -173,13 +174,24 @@ def build(bridge: Bridge) -> MCPServer:
         learning_id: str,
         outcome: C.OutcomeKind,
         note: Annotated[str | None, Field(description="Why, in a few words (kept in the server's log).")] = None,
+        injection_id: Annotated[
+            str | None,
+            Field(description="The injection id your session was given (its learnings block names it), if any."),
+        ] = None,
     ) -> dict[str, Any]:
         """Say how a learning you were given turned out: helpful, ignored or contradicted (it was wrong here).
-        This is what moves its confidence, for every agent after you."""
-        applied = bridge.routed(lambda c: c.record_outcome([(learning_id, outcome)], session_id=bridge.session_id))
+        This is what moves its confidence, for every agent after you. A session rates each learning it was
+        given once: the first rating counts, and end_session does not count it again."""
+
+        def rate(c: GrooveClient | GrooveCluster) -> OutcomeRecordReply:
+            # a session started by the hooks has the agent's session id: the injection names it
+            session = c.get_injection(injection_id).session_id if injection_id else bridge.session_id
+            return c.close_session([(learning_id, outcome)], session_id=session)
+
+        reply = bridge.routed(rate)
         if note:
             log.info("outcome %s for %s: %s", outcome, learning_id, note)
-        return {"applied": applied}
+        return {"applied": reply.applied, "rated_before": reply.rated_before}
 
     @server.tool()
     def start_session(
@@ -203,12 +215,13 @@ def build(bridge: Bridge) -> MCPServer:
         contradicted: Annotated[list[str] | None, Field(description="Ids of those that were wrong here.")] = None,
     ) -> dict[str, Any]:
         """Close a session started with start_session: whether the task succeeded, and which of its learnings
-        helped or were wrong. The learnings you name neither way count as ignored."""
+        helped or were wrong. The learnings you name neither way, and did not rate with record_outcome, count
+        as ignored."""
         rated = [(lid, "helpful") for lid in helpful or []] + [(lid, "contradicted") for lid in contradicted or []]
         reply = bridge.routed(
             lambda c: c.close_session(rated, injection_id=injection_id, success=success, session_id=bridge.session_id)
         )
-        return {"applied": reply.applied, "ignored": reply.ignored}
+        return {"applied": reply.applied, "ignored": reply.ignored, "rated_before": reply.rated_before}
 
     _board_tools(server, bridge)
 

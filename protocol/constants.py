@@ -87,6 +87,8 @@ CATEGORIES: Final = get_args(Category)
 SourceType = Literal["transcript", "user_created", "promoted", "imported", "enterprise_curated", "task"]
 SOURCE_TYPES: Final = get_args(SourceType)
 DEFAULT_SOURCE_TYPE: Final = "user_created"
+# the session `groove inject` records and `groove outcome` rates for, unless told another
+CLI_SESSION_ID: Final = "cli"
 SOURCE_TASK: Final = "task"  # a learning a completed task reported (seed 004, TaskResult.learnings)
 
 # Relation types (seed 000, decision 12).

@@ -313,10 +313,12 @@ class OutcomeRecordRequest(Body):
 
 
 class OutcomeRecordReply(Reply):
-    """How many attributions were applied; `ignored`: injected learnings left unattributed, counted ignored."""
+    """How many attributions were applied; `ignored`: injected learnings left unattributed, counted ignored;
+    `rated_before`: attributions of learnings the session had rated already, not counted again."""
 
     applied: int
     ignored: int = 0
+    rated_before: int = 0
 
 
 class RelationPutRequest(Body):

@@ -191,6 +191,8 @@ INJECTIONS = Relation(
     "injections",
     "injection_id: String => session_id: String, created_at: Int, learnings_json: String, had_task: Bool, "
     "params_json: String, outcome_at: Int?",
+    # a session's open injection, for an outcome recorded during the session (`outcome.record` with `session_id`)
+    indexes={"by_session": ("session_id",)},
 )
 # How each outcome turned out for a learning, and its confidence after: the learning's history (`learning.history`).
 # `seq` tells apart outcomes of one learning recorded in the same millisecond; "" stands for no injection.

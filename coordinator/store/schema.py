@@ -160,6 +160,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the outcome log: each learning's outcomes and its confidence after each, for its history",
         (Step.create(OUTCOME_LOG), Step.index(OUTCOME_LOG, "by_injection")),
     ),
+    Migration(
+        12,
+        "injections by session: an outcome recorded during a session counts for its open injection",
+        (Step.index(INJECTIONS, "by_session"),),
+    ),
 )
 
 CURRENT_VERSION = MIGRATIONS[-1].version

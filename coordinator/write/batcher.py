@@ -208,6 +208,7 @@ class Batcher:
             finds=[lid for item in items for lid in item.op.finds(item.body)],
             claims=[lid for item in items for lid in item.op.claims(item.body)],
             closes=[iid for item in items for iid in item.op.closes(item.body)],
+            sessions=[sid for item in items for sid in item.op.sessions(item.body)],
             boards=self.boards,
         )
         for item in items:

@@ -71,6 +71,7 @@ class WriteOp(Generic[B]):
     finds: Callable[[B], Sequence[str]] = _nothing  # learnings it names, located in any tier before planning
     claims: Callable[[B], Sequence[str]] = _nothing  # client-chosen ids of new learnings (open tiers only)
     closes: Callable[[B], Sequence[str]] = _nothing  # injections it closes, loaded before planning
+    sessions: Callable[[B], Sequence[str]] = _nothing  # sessions whose open injection it may rate for
     # With CURVE, a sender who curates no organisation may not have this write change an enterprise tier
     # (only planning knows which tiers it touches): a relation there, or a `supersedes` demoting curated
     # knowledge, is the curators' to make.
@@ -141,9 +142,10 @@ PUT = WriteOp[LearningPutRequest](
 OUTCOME = WriteOp[OutcomeRecordRequest](
     C.OP_OUTCOME_RECORD,
     Planner.outcome,
-    _summed("applied", "ignored"),
+    _summed("applied", "ignored", "rated_before"),
     finds=lambda b: [a.learning_id for a in b.attributions],
     closes=lambda b: [b.injection_id] if b.injection_id is not None else [],
+    sessions=lambda b: [b.session_id] if b.injection_id is None and b.session_id is not None else [],
 )
 RELATION = WriteOp[RelationPutRequest](
     C.OP_RELATION_PUT, Planner.relation, _empty, finds=lambda b: [b.from_id, b.to_id], curated=True

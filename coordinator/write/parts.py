@@ -7,7 +7,7 @@ dispatching on their type exhaustively: a part type added to `Part` and not hand
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -32,15 +32,24 @@ class SessionClose:
     ignored: int  # injected learnings left unattributed, counted as ignored
 
 
+class Rating(NamedTuple):
+    """One attribution as a tier applies it."""
+
+    learning_id: str
+    outcome: str
+    injected: bool  # `inject.prepare` (or `injection.record`) counted the learning's injection already
+    injection_id: str  # the session's injection it counts for, "" for none: the outcome log's
+
+
 @dataclass(slots=True)
 class OutcomePart:
-    """An `outcome.record`'s share of a tier: attributions (learning id, outcome, whether `inject.prepare`
-    counted its injection already) and, in the user tier, the session's system side.
+    """An `outcome.record`'s share of a tier: its ratings and, in the user tier, the session's system side and
+    how many of the request's attributions the session had made already (they are not counted again).
     """
 
-    attributions: list[tuple[str, str, bool]]
+    ratings: list[Rating]
     session: SessionClose | None = None
-    injection_id: str | None = None  # the session's injection, for the outcome log
+    rated_before: int = 0
 
 
 @dataclass(slots=True)

@@ -34,6 +34,7 @@ from coordinator.write.parts import (
     PromotePart,
     ProposePart,
     PutPart,
+    Rating,
     RelationPart,
     SessionClose,
 )
@@ -89,6 +90,33 @@ def load_injections(user: Tier, ids: list[str]) -> dict[str, Injected]:
     return {r[0]: Injected([(a, b) for a, b in json.loads(r[1])], r[2], r[3] is not None) for r in rows}
 
 
+def open_injections(user: Tier, sessions: list[str]) -> dict[str, str]:
+    """Each of these sessions' newest injection whose outcome is not recorded yet: session id -> injection id."""
+    rows = user.run(
+        "?[session_id, injection_id, created_at] := session_id in $sessions, "
+        "*injections:by_session{session_id, injection_id}, *injections{injection_id, created_at, outcome_at}, "
+        "is_null(outcome_at)",
+        {"sessions": sessions},
+    )
+    return {session: injection for session, injection, _ in sorted(rows, key=lambda r: (r[2], r[1]))}
+
+
+def session_ratings(tiers: list[Tier], injections: list[str]) -> dict[str, dict[str, str]]:
+    """What these open sessions rated so far: injection id -> {learning id: its first outcome}, from the outcome
+    log of each tier holding some of their learnings (a close logs its own ratings only as it closes)."""
+    rated: dict[str, dict[str, str]] = {}
+    for tier in tiers:
+        rows = tier.run(
+            "?[injection_id, at, seq, learning_id, outcome] := injection_id in $ids, "
+            "*outcome_log:by_injection{injection_id, learning_id, at, seq}, "
+            "*outcome_log{learning_id, at, seq, outcome}",
+            {"ids": injections},
+        )
+        for injection, _, _, lid, outcome in sorted(rows):
+            rated.setdefault(injection, {}).setdefault(lid, outcome)
+    return rated
+
+
 def _copy(stored: dict[str, Any], source: dict[str, Any]) -> LearningIn:
     """A new learning with a stored one's content, global in scope, with its own source."""
     return LearningIn(
@@ -123,11 +151,15 @@ class Planner:
         claims: list[str],
         closes: list[str],
         boards: Boards | None = None,
+        sessions: list[str] | None = None,
     ) -> None:
         self.tiers = tiers
         self.now = now
         self.boards = boards if boards is not None else Boards(tiers)  # the batcher's, kept between batches
-        self.injections = load_injections(tiers.open_user(), closes) if closes else {}
+        # outcomes recorded during a session count for the session's open injection (PROTOCOL.md, outcome.record)
+        self.open_of = open_injections(tiers.open_user(), sessions) if sessions else {}
+        loads = closes + list(self.open_of.values())
+        self.injections = load_injections(tiers.open_user(), loads) if loads else {}
         self.closing: set[str] = set()  # injections an outcome of this batch closes
         self.superseding: set[tuple[str, str, str]] = set()  # supersedes relations this batch adds
         self.deciding: set[str] = set()  # reviews decided in this batch
@@ -137,6 +169,10 @@ class Planner:
         # so only open tiers are checked for an id already used elsewhere.
         self.given: dict[str, Tier] = tiers.locate_open(claims) if claims else {}
         tiers.remember({lid: tier.name for lid, tier in (self.found | self.given).items()})
+        held = {self.found[lid] for i in self.injections.values() for lid, _ in i.learnings if lid in self.found}
+        open_ids = [iid for iid, injection in self.injections.items() if not injection.closed]
+        # injection id -> {learning id: outcome}: what each open session has rated, this batch's ratings included
+        self.rated = session_ratings(sorted(held, key=lambda t: t.name), open_ids) if open_ids and held else {}
 
     def put(self, body: LearningPutRequest) -> Parts:
         """`learning.put`: each learning to its tier."""
@@ -169,42 +205,71 @@ class Planner:
         if missing:
             more = " ..." if len(missing) > 5 else ""
             raise Rejected(ErrorCode.NOT_FOUND, f"no learnings with ids {', '.join(missing[:5])}{more}")
-        attributions = [(a.learning_id, a.outcome, a.injected) for a in body.attributions]
-        session: SessionClose | None = None
+        attributions: list[tuple[str, str, bool]] = [(a.learning_id, a.outcome, a.injected) for a in body.attributions]
         if body.injection_id is not None:
-            injection = self.injections.get(body.injection_id)
-            if injection is None:
-                raise Rejected(ErrorCode.NOT_FOUND, f"no injection with id {body.injection_id}")
-            if injection.closed or body.injection_id in self.closing:
-                raise already_closed(body.injection_id)
-            elsewhere = {a.learning_id: a.outcome for a in body.elsewhere}
-            # learnings deleted since they were injected are left out of the session's figures
-            given = [lid for lid, _ in injection.learnings if lid in self.found or lid in elsewhere]
-            injected = set(given)
-            said = {lid for lid, _, _ in attributions} | set(elsewhere)
-            implied = [lid for lid in given if lid not in said]
-            attributions = [(lid, outcome, lid in injected) for lid, outcome, _ in attributions]
-            attributions += [(lid, C.OUTCOME_IGNORED, True) for lid in implied]
-            judged = [outcome for lid, outcome, _ in attributions if lid in injected]
-            judged += [outcome for lid, outcome in elsewhere.items() if lid in injected]
-            result = SessionResult(
-                success=body.success,
-                injected=len(given),
-                helpful=judged.count(C.OUTCOME_HELPFUL),
-                ignored=judged.count(C.OUTCOME_IGNORED),
-                contradicted=judged.count(C.OUTCOME_CONTRADICTED),
-                had_task=injection.had_task,
-            )
-            self.closing.add(body.injection_id)
-            session = SessionClose(body.injection_id, updates(result), len(implied))
+            ratings, session, before = self._close(body, attributions)
+        else:
+            ratings, session = self._during(body.session_id, attributions), None
+            before = len(attributions) - len(ratings)
         parts: dict[str, OutcomePart] = {}
-        for lid, outcome, injected_here in attributions:
-            tier = self.found[lid].name
-            part = parts.setdefault(tier, OutcomePart([], injection_id=body.injection_id))
-            part.attributions.append((lid, outcome, injected_here))
-        if session is not None:
-            parts.setdefault(C.TIER_USER, OutcomePart([], injection_id=body.injection_id)).session = session
+        for rating in ratings:
+            parts.setdefault(self.found[rating.learning_id].name, OutcomePart([])).ratings.append(rating)
+        if session is not None or before:
+            user = parts.setdefault(C.TIER_USER, OutcomePart([]))
+            user.session, user.rated_before = session, before
         return dict(parts)
+
+    def _during(self, session_id: str | None, attributions: list[tuple[str, str, bool]]) -> list[Rating]:
+        """Ratings outside an injection's close. A learning that the session's open injection holds is that
+        session's rating: counted once (the first), not as one more injection; any other learning is a use of
+        its own (`injected` says whether a cluster's other coordinator counted that use)."""
+        injection_id = self.open_of.get(session_id or "", "")
+        injection = self.injections.get(injection_id) if injection_id not in self.closing else None
+        held = {lid for lid, _ in injection.learnings} if injection is not None else set()
+        rated = self.rated.setdefault(injection_id, {}) if held else {}
+        ratings = []
+        for lid, outcome, injected in attributions:
+            if lid not in held:
+                ratings.append(Rating(lid, outcome, injected, ""))
+            elif lid not in rated:
+                rated[lid] = outcome
+                ratings.append(Rating(lid, outcome, True, injection_id))
+        return ratings
+
+    def _close(
+        self, body: OutcomeRecordRequest, attributions: list[tuple[str, str, bool]]
+    ) -> tuple[list[Rating], SessionClose, int]:
+        """An injection's close: its ratings, the session's system side, and how many attributions it names
+        that the session rated already (not counted again)."""
+        assert body.injection_id is not None  # the caller's branch
+        injection = self.injections.get(body.injection_id)
+        if injection is None:
+            raise Rejected(ErrorCode.NOT_FOUND, f"no injection with id {body.injection_id}")
+        if injection.closed or body.injection_id in self.closing:
+            raise already_closed(body.injection_id)
+        rated = self.rated.get(body.injection_id, {})
+        elsewhere = {a.learning_id: a.outcome for a in body.elsewhere}
+        # learnings deleted since they were injected are left out of the session's figures
+        given = [lid for lid, _ in injection.learnings if lid in self.found or lid in elsewhere]
+        injected = set(given)
+        said = {lid for lid, _, _ in attributions} | set(elsewhere) | set(rated)
+        implied = [lid for lid in given if lid not in said]
+        fresh = [(lid, outcome) for lid, outcome, _ in attributions if lid not in rated]
+        ratings = [Rating(lid, outcome, lid in injected, body.injection_id) for lid, outcome in fresh]
+        ratings += [Rating(lid, C.OUTCOME_IGNORED, True, body.injection_id) for lid in implied]
+        judged = [r.outcome for r in ratings if r.learning_id in injected]
+        judged += [outcome for lid, outcome in (elsewhere | rated).items() if lid in injected]
+        result = SessionResult(
+            success=body.success,
+            injected=len(given),
+            helpful=judged.count(C.OUTCOME_HELPFUL),
+            ignored=judged.count(C.OUTCOME_IGNORED),
+            contradicted=judged.count(C.OUTCOME_CONTRADICTED),
+            had_task=injection.had_task,
+        )
+        self.closing.add(body.injection_id)
+        session = SessionClose(body.injection_id, updates(result), len(implied))
+        return ratings, session, len(attributions) - len(fresh)
 
     def maintain(self, body: MaintainRequest) -> Parts:
         """`maintain`: each tier's run; every open tier drops relations to what another tier purges."""

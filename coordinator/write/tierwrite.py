@@ -70,7 +70,7 @@ class _Needs:
                 self.ids.update(lid for _, lid, item in part.entries if item.id is not None)
                 self.hashes.update(content_hash(item.description, item.insight) for _, _, item in part.entries)
             case OutcomePart():
-                self.ids.update(lid for lid, _, _ in part.attributions)
+                self.ids.update(rating.learning_id for rating in part.ratings)
                 self.params = self.params or part.session is not None
             case InjectPart():
                 self.ids.update(part.learning_ids)
@@ -270,23 +270,23 @@ class TierWrite:
         return reply
 
     def _outcome(self, part: OutcomePart) -> dict[str, Any]:
-        for lid, _, _ in part.attributions:
-            if not self.exists(lid):
-                raise not_found(lid)
+        for rating in part.ratings:
+            if not self.exists(rating.learning_id):
+                raise not_found(rating.learning_id)
         if part.session is not None and part.session.injection_id in self.closed:
             raise already_closed(part.session.injection_id)
-        for lid, outcome, injected in part.attributions:
+        for lid, outcome, injected, injection_id in part.ratings:
             self._set_usage(lid, lambda usage: usage.record_outcome(outcome, self.now, injected))  # noqa: B023
-            row = [lid, self.now, next(_LOG_SEQ), outcome, part.injection_id or "", self.confidence[lid]]
-            self.outcome_log.append(row)
+            self.outcome_log.append([lid, self.now, next(_LOG_SEQ), outcome, injection_id, self.confidence[lid]])
+        reply = {"applied": len(part.ratings), "rated_before": part.rated_before}
         if part.session is None:
-            return {"applied": len(part.attributions)}
+            return reply
         params = self._load_params()
         for name, toward in part.session.updates.items():
             params[name].update(toward)
             self.params_dirty.add(name)
         self.closed[part.session.injection_id] = self.now
-        return {"applied": len(part.attributions), "ignored": part.session.ignored}
+        return reply | {"ignored": part.session.ignored}
 
     def _set_usage(self, lid: str, change: Callable[[UsageRow], None]) -> None:
         """Change a stored learning's usage row; its confidence follows."""

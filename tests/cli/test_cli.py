@@ -177,8 +177,17 @@ def test_inject_prints_the_block_and_session_end_closes_it(coordinator: RunningC
     assert given.returncode == 0, given.stderr
     assert given.stdout.splitlines()[0].endswith(": open")
     assert lid in given.stdout
+    # the sequence the docs show: a rating during the session (session `cli`, as `inject` records), then the
+    # close naming the same learning: one session, one helpful
+    rated = run_groove(*ep, "outcome", lid, "helpful")
+    assert rated.returncode == 0, rated.stderr
+    assert rated.stdout.startswith(f"recorded helpful for {lid}")
+    twice = run_groove(*ep, "outcome", lid, "contradicted")
+    assert twice.stdout == f"session cli rated {lid} already; not counted again\n"
     ended = run_groove(*ep, "session-end", injection_id, "--success", "--helpful", lid, "--json")
-    assert json.loads(ended.stdout) == {"applied": 1, "ignored": 0}
+    assert json.loads(ended.stdout) == {"applied": 0, "ignored": 0, "rated_before": 1}
+    usage = json.loads(run_groove(*ep, "get", lid, "--json").stdout)["usage"]
+    assert (usage["times_injected"], usage["times_helpful"], usage["times_contradicted"]) == (1, 1, 0)
     again = run_groove(*ep, "session-end", injection_id, "--failure")
     assert again.returncode == 1
     assert "already recorded" in again.stderr

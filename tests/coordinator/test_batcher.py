@@ -11,17 +11,19 @@ from typing import Any
 import pytest
 
 from coordinator.errors import Rejected
+from coordinator.loop.injection import InjectRecord
 from coordinator.metrics import Metrics
 from coordinator.search.derived import DerivedChanges
 from coordinator.store.reads import list_relations
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
 from coordinator.write.batches import chains
-from coordinator.write.ops import PUT, WriteItem
+from coordinator.write.ops import INJECT, PUT, WriteItem
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
 from protocol.models import LearningPutRequest, RelationListRequest
+from protocol.scopes import tier_for_scope
 from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
 
@@ -31,6 +33,9 @@ def h(tmp_path: Path) -> Iterator[Harness]:
     harness = Harness(tmp_path)
     yield harness
     harness.tiers.close()
+
+
+APPLIED_ONE = {"applied": 1, "ignored": 0, "rated_before": 0}
 
 
 def put(h: Harness, *items: dict[str, Any]) -> list[str]:
@@ -69,8 +74,51 @@ def test_outcomes_for_one_learning_in_one_batch_all_count(h: Harness) -> None:
     items = [
         h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}) for _ in range(10)
     ]
-    assert all(r == {"applied": 1, "ignored": 0} for r in h.run(*items))
+    assert all(r == {"applied": 1, "ignored": 0, "rated_before": 0} for r in h.run(*items))
     assert h.get(lid)["usage"]["times_helpful"] == 10
+
+
+def _injected(h: Harness, lid: str, session: str) -> str:
+    """An injection of one learning, recorded as `inject.prepare` records it; its id."""
+    reply = {"injection_id": uuid7(), "learnings": [], "markdown": "", "params": {}}
+    record = InjectRecord(
+        injection_id=reply["injection_id"],
+        session_id=session,
+        learnings=[(lid, tier_for_scope(C.SCOPE_GLOBAL))],
+        had_task=False,
+        params={},
+        reply=reply,
+    )
+    h.write(INJECT, record)
+    return str(reply["injection_id"])
+
+
+def test_a_rating_during_a_session_and_its_close_count_once_in_one_batch_and_across_a_restart(
+    h: Harness, tmp_path: Path
+) -> None:
+    (lid,) = put(h, learning())
+    first = _injected(h, lid, "s-1")
+    rate = {"attributions": [{"learning_id": lid, "outcome": "helpful"}], "session_id": "s-1"}
+    close = {"attributions": [{"learning_id": lid, "outcome": "helpful"}], "injection_id": first}
+    replies = h.run(h.item(C.OP_OUTCOME_RECORD, rate), h.item(C.OP_OUTCOME_RECORD, close))
+    assert replies == [
+        {"applied": 1, "ignored": 0, "rated_before": 0},
+        {"applied": 0, "ignored": 0, "rated_before": 1},
+    ]
+    usage = h.get(lid)["usage"]
+    assert (usage["times_injected"], usage["times_helpful"]) == (1, 1)
+    # what a session rated is read from the outcome log, so a restart between rating and close forgets nothing
+    second = _injected(h, lid, "s-2")
+    assert h.ok(C.OP_OUTCOME_RECORD, rate | {"session_id": "s-2"})["rated_before"] == 0
+    h.tiers.close()
+    again = Harness(tmp_path)
+    try:
+        reply = again.ok(C.OP_OUTCOME_RECORD, close | {"injection_id": second})
+        assert reply == {"applied": 0, "ignored": 0, "rated_before": 1}
+        usage = again.get(lid)["usage"]
+        assert (usage["times_injected"], usage["times_helpful"]) == (2, 2)
+    finally:
+        again.tiers.close()
 
 
 def test_a_retried_request_id_applies_once(h: Harness, tmp_path: Path) -> None:
@@ -78,13 +126,13 @@ def test_a_retried_request_id_applies_once(h: Harness, tmp_path: Path) -> None:
     body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
     first = h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me"))
     second = h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me"))
-    assert first == second == [{"applied": 1, "ignored": 0}]
+    assert first == second == [APPLIED_ONE]
     assert h.get(lid)["usage"]["times_helpful"] == 1
     # also after the tiers are closed and reopened (a restart): the applied id is stored with the data
     h.tiers.close()
     again = Harness(tmp_path)
     try:
-        assert again.run(again.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me")) == [{"applied": 1, "ignored": 0}]
+        assert again.run(again.item(C.OP_OUTCOME_RECORD, body, request_id="retry-me")) == [APPLIED_ONE]
         assert again.get(lid)["usage"]["times_helpful"] == 1
     finally:
         again.tiers.close()
@@ -113,7 +161,7 @@ def test_bad_items_are_isolated_from_the_rest_of_the_batch(h: Harness) -> None:
     assert isinstance(replies[0], dict)
     assert isinstance(replies[1], Rejected)
     assert replies[1].code == ErrorCode.NOT_FOUND
-    assert replies[2] == {"applied": 1, "ignored": 0}
+    assert replies[2] == {"applied": 1, "ignored": 0, "rated_before": 0}
     assert isinstance(replies[3], Rejected)
     assert replies[3].code == ErrorCode.BAD_REQUEST
     usage = h.get(lid)["usage"]
@@ -168,9 +216,9 @@ def test_put_then_delete_in_one_batch(h: Harness) -> None:
 def test_a_retry_is_answered_from_its_stored_reply_even_when_it_could_not_apply_now(h: Harness) -> None:
     (lid,) = put(h, learning())
     body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
-    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [{"applied": 1, "ignored": 0}]
+    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [APPLIED_ONE]
     h.ok(C.OP_LEARNING_DELETE, {"id": lid})
-    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [{"applied": 1, "ignored": 0}]
+    assert h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="late-retry")) == [APPLIED_ONE]
     (fresh,) = h.run(h.item(C.OP_OUTCOME_RECORD, body))
     assert isinstance(fresh, Rejected)
     assert fresh.code == ErrorCode.NOT_FOUND
@@ -212,10 +260,7 @@ def test_a_deleted_id_can_be_used_again_in_another_tier(h: Harness) -> None:
     assert h.ok(C.OP_LEARNING_PUT, {"learnings": [learning(scope="project:/q", id=lid)]})["created"] == [True]
     assert h.get(lid)["tier"] == "project:/q"
     assert h.get(lid)["usage"]["times_helpful"] == 0
-    assert h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"}]}) == {
-        "applied": 1,
-        "ignored": 0,
-    }
+    assert h.ok(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "ignored"}]}) == APPLIED_ONE
 
 
 def test_request_ids_are_remembered_for_the_idempotency_window_only(h: Harness) -> None:

@@ -275,7 +275,7 @@ def test_the_cli_injects_and_closes_sessions_across_the_cluster(
     assert [g["learning"]["usage"]["times_injected"] for g in json.loads(shown.stdout)["learnings"]] == [1, 1]
     ended = run_groove("session-end", reply["injection_id"], "--helpful", shop, "--success", "--json", env=env)
     assert ended.returncode == 0, ended.stderr
-    assert json.loads(ended.stdout) == {"applied": 2, "ignored": 1}
+    assert json.loads(ended.stdout) == {"applied": 2, "ignored": 1, "rated_before": 0}
     rated = run_groove("outcome", shop, "contradicted", "--json", env=env)
     assert rated.returncode == 0, rated.stderr
     usage = json.loads(rated.stdout)["usage"]

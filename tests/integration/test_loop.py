@@ -108,6 +108,34 @@ def test_an_outcome_closes_its_injection_and_updates_the_parameters(client: Groo
     assert client.get(helpful).usage.times_helpful == 1  # the rejected outcome changed nothing
 
 
+def test_a_session_rates_each_learning_it_was_given_once(client: GrooveClient) -> None:
+    rated, unrated = (put(client, f"fact {i}", confidence=0.9) for i in range(2))
+    outside = put(client, "a learning found by search, not given", confidence=0.1)
+    reply = client.inject("s-once", budget=2, seed=4)
+    assert sorted(chosen(reply)) == sorted([rated, unrated])
+    # during the session: the first rating of what it was given counts, and not as one more injection
+    first = client.close_session([(rated, "helpful")], session_id="s-once")
+    assert (first.applied, first.rated_before) == (1, 0)
+    again = client.close_session([(rated, "contradicted"), (outside, "helpful")], session_id="s-once")
+    assert (again.applied, again.rated_before) == (1, 1)  # `outside` was not given: a use of its own
+    assert client.get(outside).usage.times_injected == 1
+    elsewhere = client.close_session([(unrated, "helpful")], session_id="another session")
+    assert (elsewhere.applied, elsewhere.rated_before) == (1, 0)
+    # the close names it again: not counted twice, and not left over as ignored either
+    closed = client.close_session([(rated, "helpful")], injection_id=reply.injection_id, success=True)
+    assert (closed.applied, closed.ignored, closed.rated_before) == (1, 1, 1)
+    usage = client.get(rated).usage
+    assert (usage.times_injected, usage.times_helpful, usage.times_contradicted) == (1, 1, 0)
+    other = client.get(unrated).usage
+    assert (other.times_injected, other.times_helpful, other.times_ignored) == (2, 1, 1)
+    params = {p.name: p.observations for p in client.params()}
+    assert params[C.PARAM_CONFIDENCE_THRESHOLD] == 1  # the rating during the session judged a learning
+    # once closed, the session's outcomes are uses of their own
+    after = client.close_session([(rated, "helpful")], session_id="s-once")
+    assert (after.applied, after.rated_before) == (1, 0)
+    assert client.get(rated).usage.times_injected == 2
+
+
 def test_injection_get_shows_what_a_session_was_given_and_when_it_closed(client: GrooveClient) -> None:
     ids = [put(client, f"fact {i}", confidence=0.9) for i in range(2)]
     reply = client.inject("s5", budget=2, seed=4)

@@ -24,7 +24,7 @@ from agents import GrooveClient
 from agents.coding import groove_argv
 from integrations.mcp_server import Bridge, build
 from protocol import constants as C
-from tests.helpers import RunningCoordinator
+from tests.helpers import RunningCoordinator, learning
 
 PROJECT = "/srv/shop"
 BOARD_TOOLS = {"claim_task", "complete_task", "fail_task", "read_nudges", "ack_nudges", "record_decision", "add_note"}
@@ -42,6 +42,26 @@ def value(result: CallToolResult) -> Any:
     content = result.structured_content
     assert content is not None
     return content.get("result", content) if set(content) == {"result"} else content
+
+
+def test_a_rating_as_you_go_in_a_session_the_hooks_started_is_counted_once(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
+    lid = client.put_learnings([learning("global", description="orders share one db", confidence=0.9)]).ids[0]
+    given = client.inject("claude-session-1", budget=1, seed=4)  # as the SessionStart hook asks, by its session
+    assert [item.learning.id for item in given.learnings] == [lid]
+    server = build(Bridge(coordinator.endpoint))
+
+    async def rate() -> None:
+        async with Client(server) as mcp:
+            rating = {"learning_id": lid, "outcome": "helpful", "injection_id": given.injection_id}
+            assert value(await mcp.call_tool("record_outcome", rating)) == {"applied": 1, "rated_before": 0}
+
+    anyio.run(rate)
+    ended = client.close_session(injection_id=given.injection_id, session_id="claude-session-1")  # SessionEnd
+    assert (ended.applied, ended.ignored) == (0, 0)  # rated already: neither counted again nor ignored
+    usage = client.get(lid).usage
+    assert (usage.times_injected, usage.times_helpful, usage.times_ignored) == (1, 1, 0)
 
 
 def test_every_tool_acts_on_the_coordinator(coordinator: RunningCoordinator, client: GrooveClient) -> None:
@@ -63,16 +83,20 @@ def test_every_tool_acts_on_the_coordinator(coordinator: RunningCoordinator, cli
             assert hits[0]["id"] == made["id"]
             assert hits[0]["insight"] == "Start redis-server before running the orders tests"
             rated = value(await mcp.call_tool("record_outcome", {"learning_id": made["id"], "outcome": "helpful"}))
-            assert rated == {"applied": 1}
+            assert rated == {"applied": 1, "rated_before": 0}  # no session holds it yet: a use of its own
             assert client.get(made["id"]).usage.times_helpful == 1
             started = value(await mcp.call_tool("start_session", {"project": PROJECT, "task": "fix the orders tests"}))
             # the thresholds are sampled, so the one learning may sit this session out (as in the README's example)
             given = [i["id"] for i in started["learnings"]]
             assert given in ([], [made["id"]])
             assert ("redis-server" in started["block"]) == bool(given)
+            for lid in given:  # rated during the session, then named again as it ends: counted once
+                during = value(await mcp.call_tool("record_outcome", {"learning_id": lid, "outcome": "helpful"}))
+                assert during == {"applied": 1, "rated_before": 0}
             ended = value(await mcp.call_tool("end_session", {"injection_id": started["injection_id"],
                                                               "success": True, "helpful": given}))  # fmt: skip
-            assert ended == {"applied": len(given), "ignored": 0}
+            assert ended == {"applied": 0, "ignored": 0, "rated_before": len(given)}
+            assert client.get(made["id"]).usage.times_injected == 1 + len(given)
             assert client.get(made["id"]).usage.times_helpful == 1 + len(given)
             resource = await mcp.read_resource(f"groove://learning/{made['id']}")
             assert json.loads(resource.contents[0].text)["id"] == made["id"]  # type: ignore[union-attr]

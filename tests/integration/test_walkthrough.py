@@ -96,7 +96,7 @@ def test_two_sessions_share_a_learning_rate_it_and_its_confidence_moves(
     async def rate(mcp: ClientSession) -> dict[str, Any]:
         ended = value(await mcp.call_tool("end_session", {"injection_id": injection_id, "success": True,
                                                           "helpful": [lid]}))  # fmt: skip
-        assert ended == {"applied": 1, "ignored": 0}
+        assert ended == {"applied": 1, "ignored": 0, "rated_before": 0}
         shown = await mcp.read_resource(f"groove://session/{injection_id}")
         return dict(json.loads(shown.contents[0].text))  # type: ignore[union-attr]
 
