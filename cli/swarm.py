@@ -28,6 +28,7 @@ from cli.realswarm import RealSwarm, run_real_swarm
 from cli.ui import DEFAULT_BIND, parse_bind, spawn_dashboard
 from coordinator.metrics import summarize
 from coordinator.net.config import EMBEDDERS
+from protocol import constants as C
 from protocol.models import StatsReply
 
 _check_address = checked_by(parse_ray_address)
@@ -318,7 +319,7 @@ class Lead:
             "retries": sum(t.attempts for t in tasks),
             "lease_expiries": lapsed,
             "reviews_approved": self.reviewed,
-            "nudges_sent": self.nudges_sent,
+            "lead_nudges": self.nudges_sent,  # the lead's own, to every agent (the summary counts all of them)
         }
 
 
@@ -367,8 +368,9 @@ def _summary(
         "coordinator_rss_mb": round(final.get("rss_mb", 0.0), 1),
         "coordinator_rss_mb_after_warmup": [round(min(warm), 1), round(max(warm), 1)],
         "coordinator_exit": status,
-        "nudges_sent": sum(r["ops"].get("nudge", 0) for r in reports),  # by the synthetic agents
-        # delivered: acknowledged by an agent (the coordinator counts each nudge's first acknowledgement)
+        # every nudge stored, the agents' and the lead's, as the coordinator counted them
+        "nudges_sent": final.get("op_outcomes", {}).get(C.OP_NUDGE_SEND, {}).get("ok", 0),
+        # delivered: acknowledged, once per agent that acknowledged it (a nudge to all reaches several)
         "nudges_delivered": final.get("events", {}).get("nudges_acked", 0),
         "per_agent": agents,
     }

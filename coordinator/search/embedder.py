@@ -66,6 +66,7 @@ class MiniLM:
     def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # a "Loading weights" bar in the log says nothing
         started = time.monotonic()
         # Imported here, not at the top: torch takes seconds and hundreds of MB, and only the worker needs it.
         try:
