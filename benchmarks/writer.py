@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ import click
 from agents.corpus import load
 from benchmarks.common import machine
 from cli.output import table
+from coordinator import runtime
 from coordinator.metrics import Metrics
 from coordinator.search.derived import Derived
 from coordinator.store.tiers import TierSet
@@ -34,7 +34,7 @@ from protocol.models import LearningPutRequest
 
 def measure(spread: bool, batch: int, batches: int) -> dict[str, Any]:
     """Writes per second through `Batcher.process` with the keyword index on and no embedder."""
-    sys.setswitchinterval(0.0002)  # as the coordinator runs
+    runtime.tune()  # as the coordinator runs
     corpus, rng = load(), random.Random(1)
     with tempfile.TemporaryDirectory(prefix="groove-writer-") as tmp:
         derived = Derived(10_000, embeddings=False, row_cache=100_000)
@@ -54,6 +54,7 @@ def measure(spread: bool, batch: int, batches: int) -> dict[str, Any]:
 
         for _ in range(20):  # every tier opened and warm before timing
             batcher.process(items(), now_ms())
+        runtime.settle()
         prepared = [items() for _ in range(batches)]
         started = time.perf_counter()
         for chunk in prepared:

@@ -20,7 +20,6 @@ import gc
 import logging
 import queue
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ import msgpack
 import zmq
 from pydantic import BaseModel
 
-from coordinator import release
+from coordinator import release, runtime
 from coordinator.errors import CoordinatorError, Rejected, StorageError, TierUnavailable
 from coordinator.inproc import Pushers
 from coordinator.metrics import OK, Metrics
@@ -61,7 +60,6 @@ log = logging.getLogger(__name__)
 
 _OUTBOX = "inproc://groove-outbox"
 _READ, _WRITE, _CHOSEN, _PUSH = b"R", b"W", b"C", b"P"
-_SWITCH_INTERVAL_S = 0.0002
 _DRAIN = 512  # replies taken from the writer and readers per loop turn, so neither direction starves the other
 _DRAIN_BATCHES = 1  # batches of requests (of up to 64, front._DRAIN) taken from the front per loop turn
 _CONTROL = frozenset(op for op, handler in HANDLERS.items() if isinstance(handler, Control))
@@ -148,9 +146,7 @@ class Coordinator:
             raise
 
     def _start(self) -> None:
-        # The socket loop, the writer and the readers hand work to each other constantly; Python's default 5 ms
-        # GIL switch interval would add up to 5 ms to each hand-off whenever another thread is computing.
-        sys.setswitchinterval(_SWITCH_INTERVAL_S)
+        runtime.tune()  # the GIL's switch interval and the collector's thresholds: coordinator/runtime.py
         curve = None  # read before anything is opened, so a bad key stops the start-up with nothing changed
         if self.settings.curve:
             assert self.settings.authorized_keys is not None  # Settings checks this
@@ -170,6 +166,7 @@ class Coordinator:
         self.endpoint = self.link.ready()  # zmq.ZMQError when the endpoint cannot be bound
         # only now: a start that fails before serving (its port taken, say) must not leave the marker behind
         self._note_last_stop(ready_ms)
+        runtime.settle()
         self.batcher.start()
         if self.pool is not None:
             self.pool.start()
