@@ -135,5 +135,5 @@ def test_real_claude_code_workers_run_as_ray_actors(
                      env=agent_env(tmp_path / "home", model))  # fmt: skip
     assert seen["backend"] == "ray"
     done = sorted(s["task_id"] for r in seen["reports"] for s in r["sessions"] if s["result"] == "completed")
-    assert done == ["r0", "r1", "r2", "r3"]
+    assert done == ["r0", "r1", "r2", "r3"], [s for r in seen["reports"] for s in r["sessions"]]
     assert {t.status for t in client.tasks(memory)} == {"completed"}
