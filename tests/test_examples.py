@@ -58,8 +58,9 @@ def test_the_claude_code_quick_start_shares_a_learning_between_two_real_sessions
     fields = {"injection_id": r"injection_id `([^`]+)`", "learning_id": r"\(id `([0-9a-f-]{36})`"}
     with ScriptedModel(Script([session_1, session_2], fields=fields)) as model:
         venv = Path(sys.executable).parent  # `groove` is on a user's PATH once the venv is activated
-        env = agent_env(tmp_path / "home", model) | {
-            "PATH": f"{venv}{os.pathsep}{agent_env(tmp_path / 'home', model)['PATH']}",
+        agents = agent_env(tmp_path / "home", model)
+        env = agents | {
+            "PATH": f"{venv}{os.pathsep}{agents['PATH']}",
             "GROOVE_ENDPOINT": coordinator.endpoint,
             "GROOVE_STATE_DIR": str(tmp_path / "state"),
             "ENABLE_TOOL_SEARCH": "false",  # the scripted model calls groove's tools by name, undeferred
