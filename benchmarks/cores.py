@@ -1,9 +1,10 @@
 """How one coordinator uses a machine's cores, in one run: the figures and their ratios, measured side by side.
 
     python -m benchmarks.cores                                  # 32 agents x 16 in flight, 10 s a load
-    python -m benchmarks.cores --commit-threads 1,2,4,8 --embed-devices cpu,cuda --layouts 1x16,2x8,4x4,8x2
+    python -m benchmarks.cores --commit-threads 1,2 --embed-devices cpu,cuda --layouts 1x16,2x8,4x4,8x2
 
-1. the write path (embedder off) with 1, 2, 4, 8 ... commit threads: writes/s, p99, coordinator CPU;
+1. the write path (embedder off) with 1 and 2 commit threads (the writer alone, a transaction behind it): writes/s,
+   p99, coordinator CPU;
 2. the same load with the embedder on, on the CPU pool and on the GPU, against it off: writes, p99, writes over 1 s;
 3. embedding through the running coordinator (learnings put, until every one has its vector) for each CPU pool
    layout (workers x torch threads) and on the GPU, beside the bare model in one process with every core;
@@ -17,6 +18,7 @@ JSON line, the source of docs/performance.md's figures.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -32,8 +34,8 @@ from benchmarks.common import machine, poll, ratio
 from benchmarks.limits import load_args
 from cli.output import table
 from cli.processes import start_coordinator
-from coordinator.net.config import Settings
 from coordinator.search.embedpool import default_workers
+from coordinator.write.tiercommit import MOST_THREADS, default_threads
 
 _READY_S = 300.0  # for every embedding worker to load the model
 _EMBED_TEXTS_TIMEOUT_S = 600.0
@@ -44,8 +46,8 @@ def _counts(text: str) -> list[int]:
         counts = [int(part) for part in text.split(",") if part]
     except ValueError:
         raise click.BadParameter(f"{text!r}: give numbers separated by commas") from None
-    if not counts or min(counts) < 1:
-        raise click.BadParameter(f"{text!r}: give at least one number, each 1 or more")
+    if not counts or min(counts) < 1 or max(counts) > MOST_THREADS:
+        raise click.BadParameter(f"{text!r}: give at least one number, each 1 to {MOST_THREADS}")
     return counts
 
 
@@ -126,7 +128,7 @@ def bare_rate(texts: int) -> float:
 @click.option("--agents", type=click.IntRange(1, 512), default=32, show_default=True, help="Agent processes.")
 @click.option("--in-flight", type=click.IntRange(1, 1024), default=16, show_default=True, help="Per agent.")
 @click.option("--duration", type=click.FloatRange(1), default=10.0, show_default=True, help="Seconds of each load.")
-@click.option("--commit-threads", "threads", default="1,2,4,8", show_default=True, help="Write path: threads to try.")
+@click.option("--commit-threads", "threads", default="1,2", show_default=True, help="Write path: threads to try.")
 @click.option("--embed-devices", default="cpu", show_default=True, help="Embedder on: cpu, cuda, or both.")
 @click.option("--layouts", default="", help="CPU pools to time, WORKERSxTHREADS,... (default: the coordinator's).")
 @click.option("--embed-texts", type=click.IntRange(64), default=2048, show_default=True, help="Texts per timing.")
@@ -151,7 +153,7 @@ def main(
     if set(devices) - {"cpu", "cuda"}:
         raise click.BadParameter(f"{embed_devices!r}: cpu, cuda or both", param_hint="--embed-devices")
     args = load_args(agents, in_flight, duration) | {"cluster": cluster, "serve_arg": common}
-    default = Settings.model_fields["commit_threads"].default  # the embedder-on runs use the default, as users do
+    default = default_threads(os.cpu_count() or 1)  # the embedder-on runs use the default, as users do
     out: dict[str, Any] = {"bench": "cores", "agents": agents, "in_flight": in_flight, "duration_s": duration}
     with tempfile.TemporaryDirectory(prefix="groove-cores-") as tmp:
         work = Path(tmp)

@@ -42,7 +42,12 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("max_wait_ms", "How long a batch waits for more writes once it has one", type=float)
 @setting("queue_size", "Writes queued before new ones are answered `busy`", type=int)
 @setting("readers", "Reader threads", type=int)
-@setting("commit_threads", "Threads a batch's tiers commit on, side by side (1: one after the other)", type=int)
+@setting(
+    "commit_threads",
+    "1: the writer runs each tier's transaction; 2: a thread runs it while the writer prepares the next tier's "
+    "(0: 2 with 4 cores or more)",
+    type=int,
+)
 @setting("reply_cache", "Recent write replies kept in memory for retries", type=int)
 @setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
 @setting("log_level", "Log verbosity", type=click.Choice(LOG_LEVELS))

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from coordinator.errors import ConfigError
 from coordinator.net.auth import is_loopback
+from coordinator.write.tiercommit import MOST_THREADS
 from protocol.cluster import ClusterMap
 from protocol.codec import describe
 from protocol.endpoints import check_endpoint
@@ -47,8 +48,8 @@ class Settings(BaseModel):
     max_wait_ms: float = Field(0.0, ge=0.0, le=1000.0)
     queue_size: int = Field(5_000, ge=1, le=1_000_000)
     readers: int = Field(4, ge=1, le=64)
-    # 1: measured no better with more (benchmarks/cores.py; docs/performance.md), so they are opt-in
-    commit_threads: int = Field(1, ge=1, le=64)
+    # 0 = from the cores (tiercommit.default_threads): 2 where cores are to spare, else 1
+    commit_threads: int = Field(0, ge=0, le=MOST_THREADS)
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)
     log_level: LogLevel = "info"

@@ -77,7 +77,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "embeddings_per_s": derived.embeddings_per_s(),
         "visibility_lag_ms": derived.lag_summary(),
         "processes": [c.link.report(), *(c.pool.report() if c.pool is not None else [])],
-        "commit_threads": c.settings.commit_threads,
+        "commit_threads": c.batcher.committer.threads,
         "keyword_entries": len(derived.keywords),
         "vectors": sum(len(index) for index in derived.vectors.values()),
         "near_duplicate_backlog": derived.near.backlog(),

@@ -3,10 +3,11 @@ transaction per tier per batch. A second thread, the acker, then tells derived d
 syncs the WAL (`--durability fsync`) and only then reports each request's reply, while the writer goes on
 with the next batch: one batch in flight behind the commits, answered in commit order.
 
-With `--commit-threads` above 1, a batch's tiers commit side by side (CozoDB lets go of the GIL while it reads
-and commits): tiers that share a request commit one after the other in the order they came, as one chain, so a
-request that spans tiers sees the same order as with one thread; chains share nothing, and the batch is acked
-only once every chain is done.
+A batch's tiers commit one after the other, in the order they first came. With `--commit-threads 2` (the
+default where cores are to spare) each tier's transaction runs on a thread behind the writer, which meanwhile
+reads and applies the next tier's parts: CozoDB lets go of the GIL while it commits, so the two overlap. A
+request that spans tiers sees the same order as with one thread: if the tier behind refuses it when it lands,
+the next tier's transaction, prepared with it, is prepared again without it before it runs.
 
 Exactly once: every applied part `:insert`s its request id, with its share of the reply, in the same
 transaction as its data. A request applied before (a retry after a lost ack, even across a crash) makes
@@ -22,23 +23,20 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from coordinator.board.directory import Boards
 from coordinator.board.state import LeaseExpiry
-from coordinator.errors import DiskFault, Rejected, StorageError, reused_id
+from coordinator.errors import DiskFault, Rejected, StorageError
 from coordinator.metrics import Metrics
 from coordinator.search.derived import DerivedChanges
 from coordinator.store.faults import probe
-from coordinator.store.tiers import Tier, TierSet
-from coordinator.write.batches import Landed, chains, check_curation, check_owner
+from coordinator.store.tiers import TierSet
+from coordinator.write.batches import Landed, check_curation, check_owner
 from coordinator.write.durability import Syncer
 from coordinator.write.ops import LEASES, MAINTAIN, WriteItem
-from coordinator.write.parts import BoardPart
 from coordinator.write.planning import Planner
-from coordinator.write.render import changes, derived_changes, script
-from coordinator.write.tierwrite import TierWrite
+from coordinator.write.tiercommit import TierCommitter, recall
 from protocol.cluster import ClusterMap
 from protocol.errors import ErrorCode
 from protocol.ids import now_ms, uuid7
@@ -53,6 +51,8 @@ _GONE_CHECK_S = 1.0  # how often held leases are checked against the agents gone
 
 
 Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
+
+
 # Receives every request of a batch with its reply body or rejection, once the batch is done: one call per
 # batch, because each hand-off to the socket thread costs a GIL round trip.
 Done = Callable[[list[Outcome]], None]
@@ -101,14 +101,11 @@ class Batcher:
         # held while a batch commits; `held()` takes it to see (or change) every tier at one moment
         self._committing = threading.Lock()
         self.boards = Boards(tiers)  # the working memories and task graphs, kept by the writer between batches
+        self.committer = TierCommitter(tiers, self.boards, commit_threads)
         self.faults = tiers.faults
         self.gone_agents = gone_agents  # the agent registry's gone agents: they lose their leases at once
         self.owners = owners  # in a cluster: this coordinator's name and the map of who owns which tier
         self._last_gone_check = 0.0
-        # the batch's other chains of tiers commit here while the writer thread commits the first
-        self._committers = (
-            ThreadPoolExecutor(commit_threads - 1, thread_name_prefix="groove-commit") if commit_threads > 1 else None
-        )
 
     def start(self) -> None:
         """Start the writer and acker threads."""
@@ -141,8 +138,7 @@ class Batcher:
         try:
             self._gather_and_commit()
         finally:
-            if self._committers is not None:
-                self._committers.shutdown()
+            self.committer.close()
             self._landing.put(None)  # the acker finishes what was committed, then ends
 
     def _gather_and_commit(self) -> None:
@@ -223,11 +219,8 @@ class Batcher:
         # before a crash: then its stored reply, not the error, is the answer.
         failed = [item for item in items if item.error is not None]
         if failed:
-            self._recall(self.tiers.opened(), failed)
-        if self._committers is None:  # one thread: every tier in the order it first came
-            self._commit_chain(list(dict.fromkeys(t for item in items for t in item.parts)), items, now, landed)
-        else:
-            self._commit_side_by_side(items, now, landed)
+            recall(self.tiers.opened(), failed)
+        self.committer.commit(list(dict.fromkeys(t for item in items for t in item.parts)), items, now, landed)
         self.tiers.remember(landed.located)
         self.tiers.forget(landed.removed)
         for name in {name for item in items for name in item.replies} - set(landed.dirty):
@@ -235,31 +228,6 @@ class Batcher:
             if recalled is not None:
                 landed.dirty[name] = recalled
         return landed
-
-    def _commit_side_by_side(self, items: list[WriteItem], now: int, landed: Landed) -> None:
-        """Commit the batch's chains of tiers at once, the first on this thread and the others on the commit
-        threads; what each committed joins `landed` in chain order, once every chain is done."""
-        assert self._committers is not None
-        groups = chains(items)
-        parts = [Landed(items, landed.started) for _ in groups]
-        others = zip(groups[1:], parts[1:], strict=True)
-        running = [self._committers.submit(self._commit_chain, group, items, now, part) for group, part in others]
-        try:
-            if groups:
-                self._commit_chain(groups[0], items, now, parts[0])
-        finally:
-            failures = [failure for future in running if (failure := future.exception()) is not None]
-        if failures:
-            raise failures[0]
-        for part in parts:
-            landed.merge(part)
-
-    def _commit_chain(self, chain: list[str], items: list[WriteItem], now: int, landed: Landed) -> None:
-        """Commit one chain of tiers, one tier after the other (on the writer thread or a commit thread)."""
-        for tier_name in chain:
-            pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
-            if pending:
-                self._commit_tier(tier_name, pending, now, landed)
 
     def finish(self, landed: Landed) -> None:
         """After a batch committed: tell derived data what changed, sync the WAL (`--durability fsync`), then
@@ -297,124 +265,6 @@ class Batcher:
         if outcomes:
             self.metrics.record_batch(len(outcomes), committed, (time.perf_counter() - landed.started) * 1000)
             self.done(outcomes)
-
-    @staticmethod
-    def _recall(tiers: list[Tier], items: list[WriteItem]) -> bool:
-        """Fill in the stored replies of requests already applied in these tiers; True if any was."""
-        by_id = {item.request_id: item for item in items}
-        found = False
-        for tier in tiers:
-            for rid, (op, digest, reply) in tier.replies(list(by_id)).items():
-                item = by_id[rid]
-                found = True
-                refusal = reused_id(rid, op, digest, item.op.name, item.digest)
-                if refusal is not None:
-                    item.parts.clear()
-                    item.error = refusal
-                    continue
-                item.replies[tier.name] = reply
-        return found
-
-    def _recalled(self, tier: Tier, items: list[WriteItem]) -> bool:
-        """`_recall` in one tier, False when the tier cannot even be read (a disk at fault)."""
-        try:
-            return self._recall([tier], items)
-        except (StorageError, DiskFault):
-            return False
-
-    def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int, landed: Landed) -> None:
-        """Commit these requests' parts for one tier in one transaction.
-
-        The transaction `:insert`s the request ids, so it fails if any was applied already (a retry after a
-        crash): then the stored replies are recalled and the rest committed. Any other failure is isolated
-        by committing the requests one at a time.
-        """
-        try:
-            tier = self.tiers.get(tier_name, create=True)
-        except Rejected as exc:  # tier_unavailable: these requests fail, the batch's other tiers commit
-            for item in items:
-                item.error = exc
-            return
-        assert tier is not None
-        live = [item for item in items if item.error is None]
-        if (why := tier.vanished()) is not None:  # nothing committed now would outlive this process
-            refusal = self.faults.failed(tier_name, ErrorCode.STORAGE_IO, why, len(live))
-            for item in live:
-                item.error = refusal
-            return
-        parts = [item.parts[tier_name] for item in live]
-        board = self.boards.get(tier) if any(isinstance(part, BoardPart) for part in parts) else None
-        try:
-            write = TierWrite(tier, parts, now, board)  # reads what the batch touches
-        except (StorageError, DiskFault):
-            if not self._disk_fault(tier, live):
-                raise
-            return
-        results: list[tuple[WriteItem, dict[str, Any] | Rejected]] = []
-        for item in live:
-            try:
-                part = item.parts[tier_name]
-                results.append((item, write.apply(item.request_id, item.op.name, part, not item.internal, item.digest)))
-            except Rejected as exc:
-                results.append((item, exc))
-        text, params = script(write)
-        try:
-            if text:
-                tier.run(text, params)
-        except (StorageError, DiskFault) as exc:
-            if board is not None:  # it holds this transaction's changes: back to what is stored
-                self.boards.reload(tier)
-            # a resend of a request applied already is not a disk fault, even while one stands (its first
-            # commit's log sync may have failed): recalled, it is acked once the log is synced
-            if self._recalled(tier, live):
-                rest = [item for item in live if tier_name not in item.replies and item.error is None]
-                if rest:
-                    self._commit_tier(tier_name, rest, now, landed)
-                return
-            if self._disk_fault(tier, live):
-                return
-            if len(live) > 1:
-                log.warning(
-                    "commit to tier %s failed (%s); retrying its %d writes one by one", tier_name, exc, len(live)
-                )
-                for item in live:
-                    self._commit_tier(tier_name, [item], now, landed)
-                return
-            log.error("write %s to tier %s failed: %s", live[0].request_id if live else "-", tier_name, exc)
-            for item in live:
-                item.error = Rejected(ErrorCode.INTERNAL, f"commit to tier {tier_name!r} failed: {exc}")
-            return
-        landed.dirty[tier_name] = tier
-        if board is not None:
-            board.publish()
-        self.faults.committed(tier_name)
-        added, removed = changes(write)
-        tier.learnings += len(added) - len(removed)
-        landed.located.update(dict.fromkeys(added, tier_name))  # the location cache is updated once every chain is done
-        landed.removed += removed
-        landed.changes.append((tier_name, derived_changes(write)))
-        # A request refused now may have been applied before a crash (a resent task.complete finds its task
-        # completed): then its stored reply, not the refusal, is the answer.
-        refused = [item for item, result in results if isinstance(result, Rejected)]
-        if refused:
-            self._recall([tier], refused)
-        for item, result in results:
-            if not isinstance(result, Rejected):
-                item.replies[tier_name] = result
-            elif tier_name not in item.replies and item.error is None:
-                item.error = result
-
-    def _disk_fault(self, tier: Tier, items: list[WriteItem]) -> bool:
-        """After a storage error: if the tier's disk is at fault, refuse these writes saying so (one log line
-        per change of the tier's state) and return True."""
-        # with the disk mended, the store itself resumes a few seconds later: until it does, the fault stands
-        fault = probe(tier.path) or self.faults.standing(tier.name)
-        if fault is None:
-            return False
-        refusal = self.faults.failed(tier.name, *fault, len(items))
-        for item in items:
-            item.error = refusal
-        return True
 
     def _unsynced(self, landed: Landed, exc: OSError) -> None:
         """The write-ahead log could not be synced: the batch is committed but not known to be on disk, so none

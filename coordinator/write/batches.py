@@ -1,5 +1,5 @@
-"""A batch on its way through the writer: the checks each request passes before it commits, how the batch's tiers
-group into chains that may commit side by side, and what the commits leave for the acker (`Landed`)."""
+"""A batch on its way through the writer: the checks each request passes before it commits, and what the commits
+leave for the acker (`Landed`)."""
 
 from __future__ import annotations
 
@@ -27,35 +27,6 @@ class Landed:
     dirty: dict[str, Tier] = field(default_factory=dict)
     located: dict[str, str] = field(default_factory=dict)  # learnings stored, by id: the tier they went to
     removed: list[str] = field(default_factory=list)  # learnings deleted
-
-    def merge(self, chain: Landed) -> None:
-        """Take in what one chain of tiers committed."""
-        self.changes += chain.changes
-        self.dirty.update(chain.dirty)
-        self.located.update(chain.located)
-        self.removed += chain.removed
-
-
-def chains(items: list[WriteItem]) -> list[list[str]]:
-    """The tiers a batch writes, grouped so that tiers sharing a request are in one group, each group in the order
-    its tiers first come; groups in the order of their first tier. Groups share no request: they may commit at
-    the same time."""
-    order = list(dict.fromkeys(t for item in items for t in item.parts))
-    root = {t: t for t in order}
-
-    def find(tier: str) -> str:
-        while root[tier] != tier:
-            tier = root[tier]
-        return tier
-
-    for item in items:
-        first, *rest = item.parts or [""]
-        for other in rest:
-            root[find(other)] = find(first)
-    groups: dict[str, list[str]] = {}
-    for tier in order:
-        groups.setdefault(find(tier), []).append(tier)
-    return list(groups.values())
 
 
 def check_curation(item: WriteItem) -> None:

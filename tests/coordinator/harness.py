@@ -25,11 +25,13 @@ NOW = 1_800_000_000_000
 class Harness:
     """A TierSet and Batcher on a temp dir, collecting replies instead of sending them."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, commit_threads: int = 1) -> None:
         self.tiers = TierSet(data_dir)
         self.tiers.open_user()
         self.replies: dict[str, dict[str, Any] | Rejected] = {}
-        self.batcher = Batcher(self.tiers, Metrics(), self._done, max_batch=64, max_wait_ms=0, capacity=100)
+        self.batcher = Batcher(
+            self.tiers, Metrics(), self._done, max_batch=64, max_wait_ms=0, capacity=100, commit_threads=commit_threads
+        )
 
     def _done(self, outcomes: list[Outcome]) -> None:
         for item, result in outcomes:

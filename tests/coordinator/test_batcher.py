@@ -17,7 +17,6 @@ from coordinator.search.derived import DerivedChanges
 from coordinator.store.reads import list_relations
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
-from coordinator.write.batches import chains
 from coordinator.write.ops import INJECT, PUT, WriteItem
 from protocol import constants as C
 from protocol.errors import ErrorCode
@@ -28,9 +27,9 @@ from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
 
 
-@pytest.fixture
-def h(tmp_path: Path) -> Iterator[Harness]:
-    harness = Harness(tmp_path)
+@pytest.fixture(params=[1, 2], ids=["writer-alone", "commit-behind"])
+def h(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Harness]:
+    harness = Harness(tmp_path, commit_threads=request.param)
     yield harness
     harness.tiers.close()
 
@@ -350,21 +349,7 @@ def test_a_content_whose_holder_was_deleted_or_changed_is_new_again_or_found_in_
     assert reinforced(h, learning(n=5)) == (a, False)
 
 
-class _Planned:
-    """An item with only the tiers its plan touched (all `chains` reads)."""
-
-    def __init__(self, tiers: str) -> None:
-        self.parts = dict.fromkeys(tiers.split())
-
-
-def test_tiers_sharing_a_request_chain_together_in_the_order_they_came_and_the_rest_stand_alone() -> None:
-    items: Any = [_Planned("a b"), _Planned("c"), _Planned("b d"), _Planned("e"), _Planned("c e"), _Planned("")]
-    assert chains(items) == [["a", "b", "d"], ["c", "e"]]
-    assert chains([_Planned("x"), _Planned("y"), _Planned("y x")]) == [["x", "y"]]  # type: ignore[list-item]
-    assert chains([]) == []
-
-
-def test_a_batch_over_many_tiers_commits_on_threads_and_answers_every_write_once(tmp_path: Path) -> None:
+def test_a_batch_over_many_tiers_commits_behind_the_writer_and_answers_every_write_once(tmp_path: Path) -> None:
     replies: dict[str, dict[str, Any] | Rejected] = {}
 
     def done(outcomes: list[Outcome]) -> None:
@@ -372,9 +357,9 @@ def test_a_batch_over_many_tiers_commits_on_threads_and_answers_every_write_once
 
     tiers = TierSet(tmp_path)
     tiers.open_user()
-    batcher = Batcher(tiers, Metrics(), done, max_batch=256, max_wait_ms=0, capacity=1000, commit_threads=4)
+    batcher = Batcher(tiers, Metrics(), done, max_batch=256, max_wait_ms=0, capacity=1000, commit_threads=2)
     try:
-        # a request per project tier, and one spanning two tiers (its parts commit in one chain)
+        # a request per project tier, and one spanning two tiers
         bodies = [[learning(scope=f"project:/p{i % 6}", n=i)] for i in range(60)]
         bodies.append([learning(scope="project:/p0", n=100), learning(scope="project:/p5", n=101)])
         items = [WriteItem(uuid7(), PUT, LearningPutRequest.model_validate({"learnings": b})) for b in bodies]
@@ -391,3 +376,26 @@ def test_a_batch_over_many_tiers_commits_on_threads_and_answers_every_write_once
         assert sum(t.learnings for t in tiers.opened()) == 62
     finally:
         tiers.close()
+
+
+def test_a_request_one_tier_refuses_changes_no_later_tier_though_that_tier_was_prepared_behind_it(h: Harness) -> None:
+    # the writer prepares the second tier's transaction while the first one's runs: a request the first tier
+    # refuses when it lands must leave the second tier as it was, as if the tiers had committed one by one
+    (x,) = put(h, learning(scope="project:/a", n=1))
+    (y,) = put(h, learning(scope="project:/b", n=2))
+    delete = h.item(C.OP_LEARNING_DELETE, {"id": x})
+    both = h.item(
+        C.OP_OUTCOME_RECORD,
+        {"attributions": [{"learning_id": x, "outcome": "helpful"}, {"learning_id": y, "outcome": "helpful"}]},
+    )
+    other = h.item(C.OP_LEARNING_PUT, {"learnings": [learning(scope="project:/b", n=3)]})
+    replies = h.run(delete, both, other)
+    assert isinstance(replies[0], dict)
+    assert isinstance(replies[1], Rejected)
+    assert replies[1].code == ErrorCode.NOT_FOUND
+    assert isinstance(replies[2], dict)
+    assert replies[2]["created"] == [True]
+    assert h.get(y)["usage"]["times_helpful"] == 0  # the refused request changed nothing in the second tier
+    assert h.get(replies[2]["ids"][0])["description"] == "description 3"  # the tier's other write committed
+    with pytest.raises(Rejected):
+        h.get(x)
