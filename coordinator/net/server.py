@@ -445,7 +445,7 @@ class Coordinator:
                 answers.append((item.request_id, payload, result.code.value))
             else:
                 answers.append((item.request_id, encode_ok(item.request_id, result), OK))
-                stats.count_write(self.metrics, item.body, result)
+                stats.count_write(self.metrics, item, result)
                 handler = HANDLERS.get(item.op.name)  # internal writes have none
                 if isinstance(handler, Write) and handler.acked is not None:
                     pushes += [[_PUSH, peer, push] for peer, push in handler.acked(self, item.body, result)]

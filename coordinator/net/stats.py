@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-
 from coordinator.metrics import Metrics
 from coordinator.net.agents import AgentRegistry
 from coordinator.net.config import Settings
@@ -14,8 +12,8 @@ from coordinator.search.derived import Derived
 from coordinator.search.embedpool import EmbedPool
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher
-from protocol import constants as C
-from protocol.models import OutcomeRecordRequest
+from coordinator.write.ops import WriteItem
+from coordinator.write.parts import OutcomePart
 from protocol.swarm import NudgeAckRequest
 
 
@@ -38,13 +36,14 @@ class Observed(Protocol):
         ...
 
 
-def count_write(metrics: Metrics, body: BaseModel, result: dict[str, Any]) -> None:
-    """Count the events an acked write's reply tells: outcomes by kind, nudges acknowledged."""
-    if isinstance(body, OutcomeRecordRequest):
-        for attribution in body.attributions:
-            metrics.count(f"outcomes_{attribution.outcome}")
-        metrics.count(f"outcomes_{C.OUTCOME_IGNORED}", result.get("ignored", 0))  # injected, left unsaid
-    elif isinstance(body, NudgeAckRequest):
+def count_write(metrics: Metrics, item: WriteItem, result: dict[str, Any]) -> None:
+    """Count the events an acked write tells: the ratings its tiers applied, by kind (a close's implied ignored
+    included, an attribution the session had made already not), and nudges acknowledged."""
+    for tier, part in item.parts.items():
+        if isinstance(part, OutcomePart) and tier in item.replies:
+            for rating in part.ratings:
+                metrics.count(f"outcomes_{rating.outcome}")
+    if isinstance(item.body, NudgeAckRequest):
         metrics.count("nudges_acked", result["acked"])
 
 

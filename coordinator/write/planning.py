@@ -254,7 +254,14 @@ class Planner:
         injected = set(given)
         said = {lid for lid, _, _ in attributions} | set(elsewhere) | set(rated)
         implied = [lid for lid in given if lid not in said]
-        fresh = [(lid, outcome) for lid, outcome, _ in attributions if lid not in rated]
+        fresh: list[tuple[str, str]] = []
+        once = set(rated)  # a learning the injection gave counts once: its first rating, this close's or before
+        for lid, outcome, _ in attributions:
+            if lid in injected:
+                if lid in once:
+                    continue
+                once.add(lid)
+            fresh.append((lid, outcome))
         ratings = [Rating(lid, outcome, lid in injected, body.injection_id) for lid, outcome in fresh]
         ratings += [Rating(lid, C.OUTCOME_IGNORED, True, body.injection_id) for lid in implied]
         judged = [r.outcome for r in ratings if r.learning_id in injected]

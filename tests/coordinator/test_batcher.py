@@ -120,6 +120,18 @@ def test_a_rating_during_a_session_and_its_close_count_once_in_one_batch_and_acr
         again.tiers.close()
 
 
+def test_a_close_that_names_a_learning_it_was_given_twice_counts_it_once(h: Harness) -> None:
+    a, b = put(h, learning(n=1), learning(n=2))
+    given = _injected(h, a, "s-1")
+    twice = [{"learning_id": a, "outcome": "helpful"}, {"learning_id": a, "outcome": "contradicted"}]
+    other = [{"learning_id": b, "outcome": "helpful"}] * 2  # not given by the injection: each is a use of its own
+    reply = h.ok(C.OP_OUTCOME_RECORD, {"attributions": twice + other, "injection_id": given, "success": True})
+    assert reply == {"applied": 3, "ignored": 0, "rated_before": 1}
+    usage = h.get(a)["usage"]
+    assert (usage["times_injected"], usage["times_helpful"], usage["times_contradicted"]) == (1, 1, 0)
+    assert h.get(b)["usage"]["times_helpful"] == 2
+
+
 def test_a_retried_request_id_applies_once(h: Harness, tmp_path: Path) -> None:
     (lid,) = put(h, learning())
     body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}

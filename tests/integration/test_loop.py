@@ -111,6 +111,7 @@ def test_an_outcome_closes_its_injection_and_updates_the_parameters(client: Groo
 def test_a_session_rates_each_learning_it_was_given_once(client: GrooveClient) -> None:
     rated, unrated = (put(client, f"fact {i}", confidence=0.9) for i in range(2))
     outside = put(client, "a learning found by search, not given", confidence=0.1)
+    events = client.stats().events
     reply = client.inject("s-once", budget=2, seed=4)
     assert sorted(chosen(reply)) == sorted([rated, unrated])
     # during the session: the first rating of what it was given counts, and not as one more injection
@@ -134,6 +135,10 @@ def test_a_session_rates_each_learning_it_was_given_once(client: GrooveClient) -
     after = client.close_session([(rated, "helpful")], session_id="s-once")
     assert (after.applied, after.rated_before) == (1, 0)
     assert client.get(rated).usage.times_injected == 2
+    # the outcome counters count what was applied: not the ratings made already, but the close's implied ignored
+    now = client.stats().events
+    kinds = ("helpful", "contradicted", "ignored")
+    assert [now.get(f"outcomes_{k}", 0) - events.get(f"outcomes_{k}", 0) for k in kinds] == [4, 0, 1]
 
 
 def test_injection_get_shows_what_a_session_was_given_and_when_it_closed(client: GrooveClient) -> None:
