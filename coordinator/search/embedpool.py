@@ -5,10 +5,11 @@ coordinator. The coordinator never imports torch: the backlog and the queries bo
   no faster than on 2: several smaller ones use the cores). With a GPU: one process per device.
 - The first worker starts with the coordinator and says where its model runs; the pool then starts the others
   (one per further GPU, or the rest of the CPU pool).
-- Each ready worker holds at most one share of the backlog (`_PASSES` forward passes), taken from the derived
-  data's queue; its vectors are committed through the batcher, as before. Queries go to the ready worker with
-  the fewest queries in flight, and run there at once, beside its share.
-- A worker that dies is started again (after a growing pause if it keeps dying); its share goes back to the
+- Each ready worker holds up to `_SHARES` shares of the backlog (`_PASSES` forward passes each), taken from the
+  derived data's queue: the next one waits in the worker while it embeds one, so it never idles while vectors
+  travel back and the coordinator stores them. The vectors are committed through the batcher, as before.
+  Queries go to the ready worker with the fewest queries in flight, and run there at once, beside its shares.
+- A worker that dies is started again (after a growing pause if it keeps dying); its shares go back to the
   front of the queue and its queries fail over to keywords. One that cannot load the model is not restarted:
   with none left, search works by keywords alone, as without an embedder.
 """
@@ -45,6 +46,7 @@ from protocol import constants as C
 log = logging.getLogger(__name__)
 
 _PASSES = 4  # forward passes per share of the backlog: bigger shares pad less (texts are sorted by length)
+_SHARES = 2  # shares a worker holds: one embedding, one waiting (a GPU idled between one share and the next)
 _QUERY_TIMEOUT_S = 10.0  # a query not embedded by then is answered by keywords
 _STOP_S = 30.0  # a worker inside a forward pass finishes it first
 # Vectors per internal write. A GPU embeds a share of 2,048 texts at once: stored as one write, it made the batch
@@ -63,7 +65,7 @@ class _Slot:
     identity: bytes
     device: str = ""  # "" until its hello
     batch_size: int = 0
-    share: tuple[int, list[Pending]] | None = None  # the backlog it is embedding: (job, texts)
+    shares: dict[int, list[Pending]] = field(default_factory=dict)  # the backlog it holds: job -> texts, in order
     queries: dict[int, Future[Vectors]] = field(default_factory=dict)
     embedded: int = 0
     load_failed: bool = False
@@ -189,7 +191,7 @@ class EmbedPool:
             status = slot.child.exited()
             if status is None or slot.load_failed:
                 continue
-            if slot.device or slot.share or slot.queries:  # it died since it was last seen alive
+            if slot.device or slot.shares or slot.queries:  # it died since it was last seen alive
                 self._lost(slot)
             if status == _LOAD_FAILED:
                 slot.load_failed = True
@@ -201,13 +203,14 @@ class EmbedPool:
             self.derived.disable()
 
     def _lost(self, slot: _Slot) -> None:
-        """A worker died: its share back to the front of the queue, its queries to keywords."""
-        if slot.share is not None:
-            self.derived.put_back(slot.share[1])
-            log.warning("%s died holding %d texts: queued again", slot.child.name, len(slot.share[1]))
+        """A worker died: its shares back to the front of the queue, in their order, its queries to keywords."""
+        held = [pending for share in slot.shares.values() for pending in share]
+        if held:
+            self.derived.put_back(held)
+            log.warning("%s died holding %d texts: queued again", slot.child.name, len(held))
         for done in slot.queries.values():
             done.set_exception(EmbeddingUnavailable(f"{slot.child.name} died while embedding the query"))
-        slot.share, slot.queries, slot.device = None, {}, ""
+        slot.shares, slot.queries, slot.device = {}, {}, ""
 
     def _store(self) -> None:
         """Hand computed vectors to the batcher, a chunk at a time, while the writer has room; when it is busy with
@@ -239,12 +242,13 @@ class EmbedPool:
         if self._unstored:
             return  # the source writes go first: no more backlog until what was embedded is stored
         for slot in ready:
-            if slot.share is None:
+            while len(slot.shares) < _SHARES:
                 batch = self.derived.take(_PASSES * slot.batch_size)
                 if not batch:
                     return
-                slot.share = (next(self._jobs), batch)
-                self._send(slot, [BULK, slot.share[0], [p.text for p in batch]])
+                job = next(self._jobs)
+                slot.shares[job] = batch
+                self._send(slot, [BULK, job, [p.text for p in batch]])
 
     def _send(self, slot: _Slot, message: list[Any]) -> None:
         try:
@@ -290,10 +294,9 @@ class EmbedPool:
             else:
                 done.set_result(np.frombuffer(vectors, dtype=np.float32).reshape(-1, C.EMBEDDING_DIM))
             return
-        if slot.share is None or slot.share[0] != job:
+        batch = slot.shares.pop(job, None)
+        if batch is None:
             return
-        batch = slot.share[1]
-        slot.share = None
         if vectors is None:
             failed = (slot.child.name, len(batch), why)
             log.error("%s failed to embed %d texts (%s); they stay findable by keywords", *failed)
