@@ -1,6 +1,6 @@
 """The writer's ceiling: group commits of corpus learnings run in-process, without sockets or clients.
 
-    python -m benchmarks.writer [--batch 16] [--batches 300] [--commit-threads 1,2]
+    python -m benchmarks.writer [--batch 16] [--batches 300] [--commit-threads 1 --commit-threads 2]
 
 A batch of learnings spread over the corpus's six project tiers and the user tier (as the synthetic
 workload writes them) costs one transaction per tier it touches; the same batch in one tier costs one.

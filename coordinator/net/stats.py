@@ -53,6 +53,7 @@ def reply(c: Observed) -> dict[str, Any]:
     known, alive = c.registry.counts()
     rss_mb, cpu = c.metrics.resources()
     derived = c.derived
+    held, held_since = c.pool.holding() if c.pool is not None else (0, None)  # waiting for their vectors too
     return {
         "tiers": [{"tier": t.name, "learnings": t.learnings, "path": str(t.path)} for t in c.tiers.opened()],
         "disk_tiers": c.tiers.on_disk(),
@@ -71,8 +72,8 @@ def reply(c: Observed) -> dict[str, Any]:
         "cpu_percent": cpu,
         "uptime_s": c.uptime(),
         "embedder": derived.status(),
-        "embedding_queue_depth": derived.queue_depth(),
-        "embedding_oldest_ms": derived.oldest_ms(),
+        "embedding_queue_depth": derived.queue_depth() + held,
+        "embedding_oldest_ms": derived.oldest_ms(held_since),
         "embeddings_per_s": derived.embeddings_per_s(),
         "visibility_lag_ms": derived.lag_summary(),
         "processes": [c.link.report(), *(c.pool.report() if c.pool is not None else [])],

@@ -291,11 +291,13 @@ class Derived:
         """Learnings waiting for an embedding."""
         return len(self._queue)
 
-    def oldest_ms(self) -> float:
-        """How long the oldest text still queued has waited, in ms (0 with none queued)."""
+    def oldest_ms(self, held_since: float | None = None) -> float:
+        """How long the oldest text still queued, or held by a worker since `held_since`, has waited, in ms (0 with
+        none)."""
         with self._ready:
             first = self._queue[0].queued_at if self._queue else None
-        return 0.0 if first is None else (time.monotonic() - first) * 1000
+        oldest = min((t for t in (first, held_since) if t is not None), default=None)
+        return 0.0 if oldest is None else (time.monotonic() - oldest) * 1000
 
     def embeddings_per_s(self) -> float:
         """Recent embedding throughput."""

@@ -149,6 +149,12 @@ class EmbedPool:
         """Each worker for `stats`: its process, its device, the texts it embedded."""
         return [slot.child.report() | {"device": slot.device or None, "embedded": slot.embedded} for slot in self.slots]
 
+    def holding(self) -> tuple[int, float | None]:
+        """Texts the workers hold (taken from the queue, their vectors not back yet), and when the oldest of them
+        was queued (monotonic; None when they hold none): they are waiting for their embedding too."""
+        shares = [share for slot in list(self.slots) for share in list(slot.shares.values()) if share]
+        return sum(len(share) for share in shares), min((share[0].queued_at for share in shares), default=None)
+
     def _wake(self) -> None:
         self._wakers.socket().send(b"", zmq.NOBLOCK)
 

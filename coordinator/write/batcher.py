@@ -51,8 +51,6 @@ _GONE_CHECK_S = 1.0  # how often held leases are checked against the agents gone
 
 
 Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
-
-
 # Receives every request of a batch with its reply body or rejection, once the batch is done: one call per
 # batch, because each hand-off to the socket thread costs a GIL round trip.
 Done = Callable[[list[Outcome]], None]

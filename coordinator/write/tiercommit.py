@@ -123,7 +123,7 @@ class TierCommitter:
             self._land(behind[0], behind[1].result(), now, landed)
 
     def _recalled(self, tier: Tier, items: list[WriteItem]) -> bool:
-        """`_recall` in one tier, False when the tier cannot even be read (a disk at fault)."""
+        """`recall` in one tier, False when the tier cannot even be read (a disk at fault)."""
         try:
             return recall([tier], items)
         except (StorageError, DiskFault):

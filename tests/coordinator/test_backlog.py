@@ -19,6 +19,14 @@ def test_the_visibility_lag_counts_what_is_still_queued_at_its_age_so_far() -> N
     assert derived.queue_depth() == 2
 
 
+def test_the_oldest_wait_counts_what_a_worker_holds_as_well_as_what_is_queued() -> None:
+    derived = Derived(10, embeddings=True)
+    assert derived.oldest_ms(held_since=time.monotonic() - 3.0) >= 3000  # a worker holds the only texts left
+    derived.enqueue("user", [("a", "text a")], since=None)
+    assert derived.oldest_ms(held_since=time.monotonic() - 3.0) >= 3000  # the held ones waited longer
+    assert derived.oldest_ms(held_since=None) < 1000
+
+
 def test_a_share_taken_and_put_back_is_first_in_line_again() -> None:
     derived = Derived(10, embeddings=True)
     derived.enqueue("user", [(f"id{i}", f"text {i}") for i in range(5)], since=None)
