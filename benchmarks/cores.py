@@ -18,7 +18,6 @@ JSON line, the source of docs/performance.md's figures.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -34,8 +33,9 @@ from benchmarks.common import machine, poll, ratio
 from benchmarks.limits import load_args
 from cli.output import table
 from cli.processes import start_coordinator
+from coordinator.net.config import Settings
 from coordinator.search.embedpool import default_workers
-from coordinator.write.tiercommit import MOST_THREADS, default_threads
+from coordinator.write.tiercommit import MOST_THREADS
 
 _READY_S = 300.0  # for every embedding worker to load the model
 _EMBED_TEXTS_TIMEOUT_S = 600.0
@@ -153,7 +153,7 @@ def main(
     if set(devices) - {"cpu", "cuda"}:
         raise click.BadParameter(f"{embed_devices!r}: cpu, cuda or both", param_hint="--embed-devices")
     args = load_args(agents, in_flight, duration) | {"cluster": cluster, "serve_arg": common}
-    default = default_threads(os.cpu_count() or 1)  # the embedder-on runs use the default, as users do
+    default = Settings.model_fields["commit_threads"].default  # the embedder-on runs use the default, as users do
     out: dict[str, Any] = {"bench": "cores", "agents": agents, "in_flight": in_flight, "duration_s": duration}
     with tempfile.TemporaryDirectory(prefix="groove-cores-") as tmp:
         work = Path(tmp)

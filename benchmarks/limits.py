@@ -15,7 +15,6 @@ Prints the figures, the ratios `groove ÷ storage` (script, batch 256), `groove 
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import click
 from benchmarks import load, storage, writer
 from benchmarks.common import machine, ratio
 from cli.output import table
-from coordinator.write.tiercommit import default_threads
+from coordinator.net.config import Settings
 
 
 def load_args(agents: int, in_flight: int, duration: float) -> dict[str, Any]:
@@ -51,7 +50,7 @@ def main(agents: int, in_flight: int, duration: float, writes: int) -> None:
     click.echo("storage ...", err=True)
     raw = storage.measure(writes)
     click.echo("writer ...", err=True)
-    threads = default_threads(os.cpu_count() or 1)  # as the coordinator measured beside it commits
+    threads = Settings.model_fields["commit_threads"].default  # as the coordinator measured beside it commits
     ceiling = writer.measure(spread=True, batch=256, batches=max(20, writes // 256), threads=threads)
     args = load_args(agents, in_flight, duration)
     with tempfile.TemporaryDirectory(prefix="groove-limits-") as tmp:

@@ -44,8 +44,7 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("readers", "Reader threads", type=int)
 @setting(
     "commit_threads",
-    "1: the writer runs each tier's transaction; 2: a thread runs it while the writer prepares the next tier's "
-    "(0: 2 with 4 cores or more)",
+    "1: the writer runs each tier's transaction; 2: a thread runs it while the writer prepares the next tier's",
     type=int,
 )
 @setting("reply_cache", "Recent write replies kept in memory for retries", type=int)

@@ -48,8 +48,8 @@ class Settings(BaseModel):
     max_wait_ms: float = Field(0.0, ge=0.0, le=1000.0)
     queue_size: int = Field(5_000, ge=1, le=1_000_000)
     readers: int = Field(4, ge=1, le=64)
-    # 0 = from the cores (tiercommit.default_threads): 2 where cores are to spare, else 1
-    commit_threads: int = Field(0, ge=0, le=MOST_THREADS)
+    # 1: a transaction behind the writer measured no faster end to end (docs/performance.md), so it is opt-in
+    commit_threads: int = Field(1, ge=1, le=MOST_THREADS)
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)
     log_level: LogLevel = "info"

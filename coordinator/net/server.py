@@ -7,8 +7,8 @@ Processes, threads and who owns what:
   (`search/embedpool.py`), which also embeds the queries the reader threads ask for;
 - the socket loop (the thread that calls `serve`) owns the link, the in-flight write table and the reply
   cache; only it sends to clients;
-- the batcher thread commits writes (with `--commit-threads 2`, each tier's transaction on a thread behind it
-  while it prepares the next tier's); reader threads run reads and `stats`;
+- the batcher thread commits writes (with `--commit-threads 2`, opt-in, each tier's transaction on a thread
+  behind it while it prepares the next tier's); reader threads run reads and `stats`;
 - both hand their replies back over an inproc PUSH/PULL pair, because ZeroMQ sockets are not thread-safe.
 """
 
@@ -18,7 +18,6 @@ import contextlib
 import functools
 import gc
 import logging
-import os
 import queue
 import signal
 import threading
@@ -50,7 +49,6 @@ from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.internal import relate, store_vectors, writer_busy
 from coordinator.write.ops import WriteItem, WriteOp
-from coordinator.write.tiercommit import default_threads
 from protocol import constants as C
 from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, peek_op, validate_body
 from protocol.digests import body_digest
@@ -107,7 +105,7 @@ class Coordinator:
             fsync=settings.durability == "fsync",
             gone_agents=self.registry.gone,
             owners=settings.owners(),
-            commit_threads=settings.commit_threads or default_threads(os.cpu_count() or 1),
+            commit_threads=settings.commit_threads,
         )
         self.boards = self.batcher.boards
         self._stop = threading.Event()

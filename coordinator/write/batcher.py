@@ -3,8 +3,8 @@ transaction per tier per batch. A second thread, the acker, then tells derived d
 syncs the WAL (`--durability fsync`) and only then reports each request's reply, while the writer goes on
 with the next batch: one batch in flight behind the commits, answered in commit order.
 
-A batch's tiers commit one after the other, in the order they first came. With `--commit-threads 2` (the
-default where cores are to spare) each tier's transaction runs on a thread behind the writer, which meanwhile
+A batch's tiers commit one after the other, in the order they first came. With `--commit-threads 2` (opt-in)
+each tier's transaction runs on a thread behind the writer, which meanwhile
 reads and applies the next tier's parts: CozoDB lets go of the GIL while it commits, so the two overlap. A
 request that spans tiers sees the same order as with one thread: if the tier behind refuses it when it lands,
 the next tier's transaction, prepared with it, is prepared again without it before it runs.

@@ -2,10 +2,11 @@
 one transaction (`TierWrite`, `render.script`), then landed: replies, what derived data must learn, or the
 failure handled (requests applied before recalled, a disk at fault, the rest retried one by one).
 
-With a thread behind the writer (`--commit-threads 2`) each tier's transaction but the last runs there while the
-writer reads and applies the next tier's parts: CozoDB lets go of the GIL while it commits, so on spare cores
-the two overlap. The order a request that spans tiers sees stays the same: when the tier behind refuses it on
-landing, the next tier's transaction, prepared with it, is prepared again without it before it runs.
+With a thread behind the writer (`--commit-threads 2`, opt-in: it measured no faster end to end, on 2 cores or
+16; docs/performance.md) each tier's transaction but the last runs there while the writer reads and applies the
+next tier's parts: CozoDB lets go of the GIL while it commits, so the two overlap. The order a request that spans
+tiers sees stays the same: when the tier behind refuses it on landing, the next tier's transaction, prepared with
+it, is prepared again without it before it runs.
 """
 
 from __future__ import annotations
@@ -30,12 +31,6 @@ from protocol.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 MOST_THREADS = 2  # the writer and one transaction behind it: a third thread would have nothing to run
-
-
-def default_threads(cores: int) -> int:
-    """A thread behind the writer where cores are to spare. On 2 cores, beside the agents, handing transactions
-    over cost more than the overlap gained (docs/performance.md)."""
-    return MOST_THREADS if cores >= 4 else 1
 
 
 @dataclass(slots=True)
