@@ -27,6 +27,7 @@ from pycozo.client import Client
 
 from coordinator.errors import DataDirLocked, Rejected, StorageError, TierUnavailable
 from coordinator.store.faults import Faults
+from coordinator.store.hashfilter import HashFilter
 from coordinator.store.schema import ensure_schema
 from protocol import constants as C
 from protocol.errors import ErrorCode
@@ -130,6 +131,7 @@ class Tier:
         try:
             self.migrated = ensure_schema(self.db, snapshot_dir=path)
             self.learnings = int(self.run("?[count(id)] := *learning{id}")[0][0])
+            self.content_hashes = HashFilter(row[0] for row in self.run("?[hash] := *learning_hashes{hash}"))
         except Exception as exc:  # readable enough to open, not to use: release it so a repair can start
             self.db.close()
             raise StorageError(f"cannot read tier {name!r} at {path}: {_one_line(exc)}") from None

@@ -20,6 +20,7 @@ from coordinator.board.directory import Boards
 from coordinator.board.state import Board
 from coordinator.errors import DiskFault, Rejected, StorageError, reused_id
 from coordinator.store.faults import Faults, probe
+from coordinator.store.relations import HASHES
 from coordinator.store.tiers import Tier, TierSet
 from coordinator.write.batches import Landed
 from coordinator.write.ops import WriteItem
@@ -29,6 +30,8 @@ from coordinator.write.tierwrite import TierWrite
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
+
+_HASH = HASHES.at["hash"]
 
 MOST_THREADS = 2  # the writer and one transaction behind it: a third thread would have nothing to run
 
@@ -162,6 +165,8 @@ class TierCommitter:
             except Rejected as exc:
                 results.append((item, exc))
         text, params = script(write)
+        # before the transaction runs: a later batch must look up what this one may store
+        tier.content_hashes.add(row[_HASH] for row in write.hashes_put.values())
         return _Prepared(tier, live, write, board, results, text, params)
 
     def _land(self, prepared: _Prepared, failure: StorageError | DiskFault | None, now: int, landed: Landed) -> None:

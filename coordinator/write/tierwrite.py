@@ -122,10 +122,11 @@ class TierWrite:
         # (scope, content hash) -> the learning holding that content, for the learnings this batch puts
         self.hash_owner: dict[tuple[str, str], str] = {}
         self.hashes_put: dict[str, list[Any]] = {}  # learning id -> its learning_hashes row
-        if needs.hashes:
+        stored = tier.content_hashes.maybe(needs.hashes)  # most content is new: no lookup at all
+        if stored:
             owners = tier.run(
                 "?[hash, scope, learning_id] := hash in $hashes, *learning_hashes:by_hash{hash, scope, learning_id}",
-                {"hashes": sorted(needs.hashes)},
+                {"hashes": sorted(stored)},
             )
             for h, scope, owner in owners:
                 self.hash_owner[(scope, h)] = owner
