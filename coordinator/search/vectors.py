@@ -154,7 +154,9 @@ class VectorIndex:
             return [(self._ids[int(i)], float(scores[i])) for i in top]
 
     def neighbours(self, ids: list[str], threshold: float, k: int = 4) -> list[tuple[str, str, float]]:
-        """(id, other id, cosine) for each of these learnings' nearest others at least `threshold` similar.
+        """(id, other id, cosine) for each of these learnings' `k` nearest others, those at least `threshold`
+        similar. Never more than `k` a learning, searched exactly or not: a tier of a thousand near-identical
+        learnings would otherwise relate each to every other, half a million relations.
 
         The lock is taken for a few learnings at a time, so searches never wait long behind this.
         """
@@ -176,10 +178,13 @@ class VectorIndex:
                         ]
                     continue
                 scores = queries @ self._matrix[: len(self._ids)].T
+                want = min(k + 1, len(self._ids))  # as many as the graph answers: itself and its k nearest
                 for row, row_scores in zip(rows, scores, strict=True):
+                    nearest = np.argpartition(-row_scores, want - 1)[:want]
                     found += [
                         (self._ids[row], self._ids[int(other)], float(row_scores[other]))
-                        for other in np.flatnonzero(row_scores >= threshold)
+                        for other in nearest
+                        if row_scores[other] >= threshold
                     ]
         return [(a, b, score) for a, b, score in found if a != b and score >= threshold]
 

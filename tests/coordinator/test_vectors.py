@@ -62,3 +62,27 @@ def test_a_background_build_keeps_changes_made_while_it_runs() -> None:
     # the graph keeps serving changes after it took over
     index.upsert(["fresh"], unit_rows(1, seed=4))
     assert index.search(unit_rows(1, seed=4)[0], 1)[0][0] == "fresh"
+
+
+def near_copies(n: int, seed: int) -> np.ndarray:
+    """`n` unit vectors all within cosine 0.99 of one another (a swarm's many wordings of one lesson)."""
+    base = unit_rows(1, seed)[0]
+    rows = base + 0.01 * np.random.default_rng(seed + 1).normal(size=(n, 384)).astype(np.float32)
+    normalised: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return normalised
+
+
+def test_near_duplicates_are_a_learnings_k_nearest_not_every_similar_one_searched_exactly_or_not() -> None:
+    far = unit_rows(20, seed=4)
+    for exact_limit in (10_000, 10):
+        index = VectorIndex(exact_limit=exact_limit)
+        ids = [f"n{i}" for i in range(60)]
+        index.upsert(ids, near_copies(60, seed=3))
+        index.upsert([f"f{i}" for i in range(20)], far)
+        assert index.wait_built(30)
+        assert index.uses_hnsw == (exact_limit == 10)
+        found = index.neighbours([*ids, "f0"], threshold=0.9, k=4)
+        per_learning = {lid: [other for a, other, _ in found if a == lid] for lid in ids}
+        assert all(1 <= len(others) <= 4 for others in per_learning.values()), per_learning
+        assert all(other.startswith("n") and other != a and score >= 0.9 for a, other, score in found)
+        assert not [pair for pair in found if pair[0] == "f0"]  # nothing near it
