@@ -474,6 +474,7 @@ class StatsReply(Reply):
     keyword_entries: int
     vectors: int
     near_duplicate_backlog: int
+    vector_work_ms: float = 0.0
     vector_index: dict[str, str]
     row_cache: RowCacheStats
     op_ms: dict[str, Summary]

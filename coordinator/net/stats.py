@@ -81,6 +81,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "keyword_entries": len(derived.keywords),
         "vectors": sum(len(index) for index in derived.vectors.values()),
         "near_duplicate_backlog": derived.near.backlog(),
+        "vector_work_ms": round(derived.vector_seconds() * 1000, 3),
         "vector_index": {name: index.state for name, index in sorted(derived.vectors.items())},
         "row_cache": {"rows": len(derived.rows), "hits": derived.rows.hits, "misses": derived.rows.misses},
         "op_ms": c.metrics.op_summaries(),

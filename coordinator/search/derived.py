@@ -30,7 +30,7 @@ from coordinator.search.keywords import KeywordIndex
 from coordinator.search.neighbours import NearDuplicates
 from coordinator.search.notes import NoteIndex
 from coordinator.search.rowcache import Archive, RowCache, Supersessions
-from coordinator.search.vectors import VectorIndex
+from coordinator.search.vectors import VectorIndex, WorkCost
 from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
 from coordinator.store.tiers import Tier, TierSet
 from protocol.constants import RELATION_SUPERSEDES
@@ -93,6 +93,7 @@ class Derived:
         self.rows = RowCache(row_cache)
         self.vectors: dict[str, VectorIndex] = {}
         self.near = NearDuplicates(self.vectors)
+        self.upsert_cost = WorkCost()  # seconds per vector put into a tier's index (a graph insert past the limit)
         self.supersessions = Supersessions()
         self.archive = Archive()
         self.notes = NoteIndex()
@@ -189,7 +190,9 @@ class Derived:
             index.remove(changes.deleted + changes.stale)
         if changes.vectors and index is not None:
             ids = [lid for lid, _ in changes.vectors]
+            started = time.perf_counter()
             index.upsert(ids, np.asarray([v for _, v in changes.vectors], dtype=np.float32))
+            self.upsert_cost.add(time.perf_counter() - started, len(ids))
             self._landed(ids)
             self.near.note(tier, ids)
         given = {lid for lid, _ in changes.vectors}
@@ -286,6 +289,10 @@ class Derived:
         if self.embedder is not None:
             return self.embedder.name
         return "loading" if self.embeddings else "none"
+
+    def vector_seconds(self) -> float:
+        """What each stored vector costs the coordinator's indexes lately: its upsert and its near-duplicate check."""
+        return self.upsert_cost.per_vector + self.near.cost.per_vector
 
     def queue_depth(self) -> int:
         """Learnings waiting for an embedding."""

@@ -53,6 +53,10 @@ _STOP_S = 30.0  # a worker inside a forward pass finishes it first
 # that carried it commit for hundreds of ms, with every client write in it waiting.
 STORE_CHUNK = 64
 _TRICKLE_S = 0.05  # with the writer busy, a chunk this often at most (1,280 vectors/s)
+# With clients writing, the index work of the vectors stored (an HNSW insert, a near-duplicate search: about a
+# millisecond a vector on one core past `--exact-limit`) takes at most this share of one thread's time. At a
+# chunk every 50 ms a stand-in GPU into a large tier left the writes 0.23 x (2 vCPUs).
+_DERIVED_SHARE = 0.25
 _WAKE = "inproc://groove-embed-wake"
 _LOAD_FAILED = 3  # a worker's exit status when the model could not be loaded: starting it again would not help
 
@@ -111,7 +115,7 @@ class EmbedPool:
         self._jobs = itertools.count(1)
         # vectors computed, waiting for room in the write queue: (tier, up to STORE_CHUNK rows, whether notes)
         self._unstored: deque[tuple[str, list[tuple[str, list[float]]], bool]] = deque()
-        self._stored_at = 0.0
+        self._next_store = 0.0  # while clients write, no chunk is stored before this (time.monotonic)
         self._stop = threading.Event()
         self._wakers = Pushers(context, _WAKE)  # the reader threads' queries wake the feeding thread
         self._thread = threading.Thread(target=self._run, name="groove-embed-pool", daemon=True)
@@ -218,20 +222,21 @@ class EmbedPool:
             done.set_exception(EmbeddingUnavailable(f"{slot.child.name} died while embedding the query"))
         slot.shares, slot.queries, slot.device = {}, {}, ""
 
-    def _store(self) -> None:
-        """Hand computed vectors to the batcher, a chunk at a time, while the writer has room; when it is busy with
-        the source writes, one chunk every `_TRICKLE_S` (so derived data neither slows them nor starves)."""
-        now = time.monotonic()
+    def _store(self, now: float) -> None:
+        """Hand computed vectors to the batcher, a chunk at a time, while the writer has room; while clients write,
+        a chunk every `_TRICKLE_S` at most, and less often when the indexes' work on the vectors would take more
+        than `_DERIVED_SHARE` of a thread (so derived data neither slows the source writes nor starves)."""
         while self._unstored:
-            if self.busy() and now - self._stored_at < _TRICKLE_S:
+            if self.busy() and now < self._next_store:
                 return
-            if not self.store(*self._unstored[0]):
+            tier, rows, notes = self._unstored[0]
+            if not self.store(tier, rows, notes):
                 return  # the write queue is full
             self._unstored.popleft()
-            self._stored_at = now
+            self._next_store = now + max(_TRICKLE_S, len(rows) * self.derived.vector_seconds() / _DERIVED_SHARE)
 
     def _dispatch(self) -> None:
-        self._store()
+        self._store(time.monotonic())
         ready = [slot for slot in self.slots if slot.ready]
         while True:
             try:
@@ -313,7 +318,7 @@ class EmbedPool:
             by_tier.setdefault((pending.tier, pending.note), []).append((pending.learning_id, vector.tolist()))
         for (tier, notes), stored in by_tier.items():
             self._unstored += [(tier, stored[i : i + STORE_CHUNK], notes) for i in range(0, len(stored), STORE_CHUNK)]
-        self._store()
+        self._store(time.monotonic())
         slot.embedded += len(batch)
         self.derived.count_embedded(len(batch))
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
-from coordinator.search.vectors import VectorIndex
+from coordinator.search.vectors import VectorIndex, WorkCost
 from protocol import constants as C
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class NearDuplicates:
         self._ready = threading.Condition()
         self.skipped = 0  # learnings not checked because the backlog was full
         self.related = 0
+        self.cost = WorkCost()  # seconds of checking per learning
 
     def backlog(self) -> int:
         """Learnings waiting to be checked."""
@@ -62,8 +64,10 @@ class NearDuplicates:
                     self._ready.wait(0.2)
                     continue
                 batch = [self._pending.popleft() for _ in range(min(_BATCH, len(self._pending)))]
+            started = time.perf_counter()
             try:
                 pairs = self.check(batch)
+                self.cost.add(time.perf_counter() - started, len(batch))
             except Exception:  # advice only: a failure here must not stop the thread
                 log.exception("checking %d learnings for near-duplicates failed", len(batch))
                 continue

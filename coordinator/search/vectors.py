@@ -40,6 +40,24 @@ _NEIGHBOUR_CHUNK = 8  # learnings compared per hold of the lock
 
 log = logging.getLogger(__name__)
 
+_COST_WEIGHT = 0.2  # of the latest call in `WorkCost`'s moving average
+
+
+class WorkCost:
+    """Seconds of work per vector, a moving average over the latest calls: the embedding pool paces the vectors
+    it stores by it while clients write. Written by one thread; read by any (a float is assigned whole)."""
+
+    def __init__(self) -> None:
+        self.per_vector = 0.0
+
+    def add(self, seconds: float, vectors: int) -> None:
+        """One call's time over its vectors."""
+        if vectors <= 0:
+            return
+        sample = seconds / vectors
+        last = self.per_vector
+        self.per_vector = sample if last == 0.0 else last + _COST_WEIGHT * (sample - last)
+
 
 class VectorIndex:
     """Learning id -> unit vector, searchable by inner product. Thread-safe: one lock guards it all.

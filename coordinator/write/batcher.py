@@ -104,6 +104,7 @@ class Batcher:
         self.gone_agents = gone_agents  # the agent registry's gone agents: they lose their leases at once
         self.owners = owners  # in a cluster: this coordinator's name and the map of who owns which tier
         self._last_gone_check = 0.0
+        self.client_at = 0.0  # when the writer last took a batch holding a client's write (time.monotonic)
 
     def start(self) -> None:
         """Start the writer and acker threads."""
@@ -163,6 +164,8 @@ class Batcher:
                     items.append(self.queue.get(timeout=remaining))
                 except queue.Empty:
                     break
+            if any(not item.internal for item in items):
+                self.client_at = time.monotonic()
             self._commit_and_hand_over(items, now_ms())
             self._housekeeping()  # also under a steady load, when the queue is never empty
 

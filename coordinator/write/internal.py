@@ -4,6 +4,8 @@ No client waits for them, and their request ids are not recorded."""
 
 from __future__ import annotations
 
+import time
+
 from coordinator.write.batcher import Batcher
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem
 from coordinator.write.planning import StoreVectors
@@ -19,10 +21,16 @@ def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, list[float]
     return batcher.submit(WriteItem(uuid7(), STORE_VECTORS, body, internal=True))
 
 
+# A client's write taken this recently: clients are writing, though too few to queue a quarter of a batch
+_CLIENTS_RECENT_S = 0.1
+
+
 def writer_busy(batcher: Batcher) -> bool:
-    """Whether a quarter of a batch of writes is queued: the writer is busy with source writes, and derived writes
-    wait their turn (mostly: the embedding pool still stores a little, so that vectors never starve)."""
-    return batcher.queue.qsize() >= max(1, batcher.max_batch // 4)
+    """Whether clients are writing: a quarter of a batch of writes is queued, or the writer took a client's write
+    a moment ago. Derived writes then wait their turn (mostly: the embedding pool still stores a little, so that
+    vectors never starve)."""
+    recent = time.monotonic() - batcher.client_at < _CLIENTS_RECENT_S
+    return recent or batcher.queue.qsize() >= max(1, batcher.max_batch // 4)
 
 
 def relate(batcher: Batcher, pairs: list[tuple[str, str, float]]) -> int:
