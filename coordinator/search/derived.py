@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from coordinator.errors import Rejected
 from coordinator.metrics import summarize
 from coordinator.search.embedder import Embedder, embedding_text
@@ -31,6 +29,7 @@ from coordinator.search.neighbours import NearDuplicates
 from coordinator.search.notes import NoteIndex
 from coordinator.search.rowcache import Archive, RowCache, Supersessions
 from coordinator.search.vectors import VectorIndex, WorkCost
+from coordinator.store.records import VectorBlob, blob_vectors
 from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
 from coordinator.store.tiers import Tier, TierSet
 from protocol.constants import RELATION_SUPERSEDES
@@ -55,7 +54,7 @@ class DerivedChanges:
     """What derived data must learn from a commit (the writer reports it per tier, before the acks)."""
 
     texts: list[tuple[str, str]]  # learnings put: (id, text to index and embed)
-    vectors: list[tuple[str, list[float]]]  # vectors stored
+    vectors: list[tuple[str, VectorBlob]]  # vectors stored
     deleted: list[str]  # learnings gone
     stale: list[str]  # learnings whose stored vector was dropped because their text changed
     touched: list[str]  # learnings whose stored row or usage changed (or that are gone)
@@ -64,7 +63,7 @@ class DerivedChanges:
     supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
     supersedes_gone: list[tuple[str, str]]  # ... and removed
     notes: list[dict[str, Any]]  # working-memory notes recorded (memory.note), as stored
-    note_vectors: list[tuple[str, list[float]]]  # vectors of notes stored
+    note_vectors: list[tuple[str, VectorBlob]]  # vectors of notes stored
 
 
 @dataclass(slots=True)
@@ -80,7 +79,7 @@ class Pending:
 
 # Receives (tier, [(id, vector)], whether the ids are notes) and commits it through the batcher; False if the
 # write queue is full.
-StoreVectors = Callable[[str, list[tuple[str, list[float]]], bool], bool]
+StoreVectors = Callable[[str, list[tuple[str, VectorBlob]], bool], bool]
 
 
 class Derived:
@@ -139,7 +138,7 @@ class Derived:
         for page in _pages(tier, "?[id, embedding] := *learning_embeddings{learning_id: id, embedding}"):
             live = [(lid, v) for lid, v in page if lid in texts]
             if live:
-                index.upsert([lid for lid, _ in live], np.asarray([v for _, v in live], dtype=np.float32))
+                index.upsert([lid for lid, _ in live], blob_vectors([v for _, v in live]))
             if len(index) % _PROGRESS_EVERY < len(live):
                 log.info("tier %s: %d of %d vectors loaded", tier.name, len(index), len(texts))
         missing = [lid for lid in texts if lid not in index]
@@ -191,7 +190,7 @@ class Derived:
         if changes.vectors and index is not None:
             ids = [lid for lid, _ in changes.vectors]
             started = time.perf_counter()
-            index.upsert(ids, np.asarray([v for _, v in changes.vectors], dtype=np.float32))
+            index.upsert(ids, blob_vectors([v for _, v in changes.vectors]))
             self.upsert_cost.add(time.perf_counter() - started, len(ids))
             self._landed(ids)
             self.near.note(tier, ids)

@@ -41,6 +41,7 @@ from coordinator.procs import Child
 from coordinator.search.derived import Derived, Pending, StoreVectors
 from coordinator.search.embedder import Vectors
 from coordinator.search.embedworker import BULK, FAILED, HELLO, QUERY, STOP, VECTORS
+from coordinator.store.records import VectorBlob, vector_blob
 from protocol import constants as C
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ class EmbedPool:
         self._queries: queue.SimpleQueue[tuple[str, Future[Vectors]]] = queue.SimpleQueue()
         self._jobs = itertools.count(1)
         # vectors computed, waiting for room in the write queue: (tier, up to STORE_CHUNK rows, whether notes)
-        self._unstored: deque[tuple[str, list[tuple[str, list[float]]], bool]] = deque()
+        self._unstored: deque[tuple[str, list[tuple[str, VectorBlob]], bool]] = deque()
         self._next_store = 0.0  # while clients write, no chunk is stored before this (time.monotonic)
         self._stop = threading.Event()
         self._wakers = Pushers(context, _WAKE)  # the reader threads' queries wake the feeding thread
@@ -313,9 +314,9 @@ class EmbedPool:
             log.error("%s failed to embed %d texts (%s); they stay findable by keywords", *failed)
             return
         rows = np.frombuffer(vectors, dtype=np.float32).reshape(len(batch), C.EMBEDDING_DIM)
-        by_tier: dict[tuple[str, bool], list[tuple[str, list[float]]]] = {}
+        by_tier: dict[tuple[str, bool], list[tuple[str, VectorBlob]]] = {}
         for pending, vector in zip(batch, rows, strict=True):
-            by_tier.setdefault((pending.tier, pending.note), []).append((pending.learning_id, vector.tolist()))
+            by_tier.setdefault((pending.tier, pending.note), []).append((pending.learning_id, vector_blob(vector)))
         for (tier, notes), stored in by_tier.items():
             self._unstored += [(tier, stored[i : i + STORE_CHUNK], notes) for i in range(0, len(stored), STORE_CHUNK)]
         self._store(time.monotonic())

@@ -13,12 +13,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from coordinator.search.embedder import Vectors
 from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
 from coordinator.search.keywords import KeywordIndex, query_terms
 from coordinator.search.vectors import VectorIndex
+from coordinator.store.records import VectorBlob, blob_vectors
 from coordinator.store.relations import NOTE_EMBEDDINGS, NOTES
 from coordinator.store.tiers import Tier
 from protocol.search import SearchRequest
@@ -97,9 +96,9 @@ class NoteIndex:
             self.keywords.upsert(memory_id, entries)
         return [entry for entries in by_memory.values() for entry in entries]
 
-    def store(self, rows: list[tuple[str, list[float]]]) -> None:
+    def store(self, rows: list[tuple[str, VectorBlob]]) -> None:
         """Vectors of notes (stored by the embedding worker, or loaded); unknown notes are ignored."""
-        by_memory: dict[str, list[tuple[str, list[float]]]] = {}
+        by_memory: dict[str, list[tuple[str, VectorBlob]]] = {}
         with self._lock:
             for nid, vector in rows:
                 meta = self._meta.get(nid)
@@ -107,7 +106,7 @@ class NoteIndex:
                     by_memory.setdefault(meta.memory_id, []).append((nid, vector))
             for memory_id, found in by_memory.items():
                 index = self._vectors.setdefault(memory_id, VectorIndex())
-                index.upsert([nid for nid, _ in found], np.asarray([v for _, v in found], dtype=np.float32))
+                index.upsert([nid for nid, _ in found], blob_vectors([v for _, v in found]))
 
     def _has_vector(self, note_id: str) -> bool:
         meta = self._meta.get(note_id)

@@ -11,12 +11,29 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from coordinator.store.relations import JOINED_AT, LEARNING, USAGE
 from protocol import constants as C
 from protocol.models import LearningIn
 from protocol.portability import ExportedLearning
 
 _USAGE_AT = len(LEARNING.cols)  # where the usage values start in a joined row
+
+# A stored embedding: its float32 components, little-endian, as one `Bytes` value (see EMBEDDINGS in relations.py)
+VectorBlob = bytes
+_VECTOR_DTYPE = np.dtype("<f4")
+
+
+def vector_blob(vector: npt.ArrayLike) -> VectorBlob:
+    """One vector as it is stored."""
+    return np.asarray(vector, dtype=_VECTOR_DTYPE).tobytes()
+
+
+def blob_vectors(blobs: list[VectorBlob], dim: int = C.EMBEDDING_DIM) -> npt.NDArray[np.float32]:
+    """Stored vectors as the rows of one float32 matrix."""
+    return np.frombuffer(b"".join(blobs), dtype=_VECTOR_DTYPE).reshape(len(blobs), dim).astype(np.float32)
 
 
 @functools.lru_cache(maxsize=4096)  # a batch asks twice per learning: what to look up, then while applying

@@ -16,7 +16,7 @@ from pathlib import Path
 from pycozo.client import Client
 
 from coordinator.errors import StorageError
-from coordinator.store.records import content_hash
+from coordinator.store.records import content_hash, vector_blob
 from coordinator.store.relations import (
     APPLIED,
     ARCHIVED,
@@ -92,6 +92,47 @@ def _digest_column(db: Client) -> None:
     db.run(f'?[{old}, digest] := *{APPLIED.name}{{{old}}}, digest = "" :replace {APPLIED.name} {{{APPLIED.columns}}}')
 
 
+# the vectors as migrations 1 and 10 made them, before they were stored as bytes (migration 13 rebuilds them)
+_EMBEDDINGS_V1 = Relation(EMBEDDINGS.name, "learning_id: String => embedding: <F32; 384>")
+_NOTE_EMBEDDINGS_V1 = Relation(NOTE_EMBEDDINGS.name, "note_id: String => embedding: <F32; 384>")
+_REBUILD_PAGE = 5000  # vectors copied per query (as lists of floats, about 46 MB of them)
+
+
+def _vectors_as_bytes(db: Client) -> None:
+    for relation in (EMBEDDINGS, NOTE_EMBEDDINGS):
+        _rebuild_as_bytes(db, relation)
+
+
+def _rebuild_as_bytes(db: Client, relation: Relation) -> None:
+    """Copy a relation of vectors into a new one that stores them as bytes, then put it in the old one's place.
+    Safe to run again at any point it was interrupted at: a copy half made is made again, and one made but not
+    yet renamed is renamed."""
+    (key,), (value,) = relation.keys, relation.values
+    copy = f"{relation.name}_as_bytes"
+    names = {row[0] for row in db.run("::relations")["rows"]}
+    if relation.name not in names:  # stopped between the old one's removal and the rename
+        db.run(f"::rename {copy} -> {relation.name}")
+        return
+    types = {row[0]: row[3] for row in db.run(f"::columns {relation.name}")["rows"]}
+    if copy in names:
+        db.run(f"::remove {copy}")
+    if types[value] == "Bytes":
+        return
+    db.run(f":create {copy} {{{relation.columns}}}")
+    after = ""
+    while rows := db.run(
+        f"?[k, v] := *{relation.name}{{{key}: k, {value}: v}}, k > $after :order k :limit {_REBUILD_PAGE}",
+        {"after": after},
+    )["rows"]:
+        db.run(
+            f"?[{key}, {value}] <- $rows :put {copy} {{{key} => {value}}}",
+            {"rows": [[k, vector_blob(v)] for k, v in rows]},
+        )
+        after = rows[-1][0]
+    db.run(f"::remove {relation.name}")
+    db.run(f"::rename {copy} -> {relation.name}")
+
+
 def _hash_learnings(db: Client) -> None:
     rows = db.run("?[id, scope, description, insight] := *learning{id, scope, description, insight}")["rows"]
     if rows:
@@ -105,7 +146,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         (
             Step.create(LEARNING),
             Step.create(USAGE),
-            Step.create(EMBEDDINGS),
+            Step.create(_EMBEDDINGS_V1),
             Step.create(PARAMS),
             Step.create(RELATIONS),
             Step.index(RELATIONS, "by_to"),
@@ -153,7 +194,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         10,
         "notes of working memories, and their vectors",
-        (Step.create(NOTES), Step.index(NOTES, "by_memory"), Step.create(NOTE_EMBEDDINGS)),
+        (Step.create(NOTES), Step.index(NOTES, "by_memory"), Step.create(_NOTE_EMBEDDINGS_V1)),
     ),
     Migration(
         11,
@@ -164,6 +205,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         12,
         "injections by session: an outcome recorded during a session counts for its open injection",
         (Step.index(INJECTIONS, "by_session"),),
+    ),
+    Migration(
+        13,
+        "vectors stored as bytes: 15 times cheaper to write than CozoDB's vector type, 3 times to read",
+        (),
+        backfill=_vectors_as_bytes,
     ),
 )
 

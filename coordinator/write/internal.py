@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from coordinator.store.records import VectorBlob
 from coordinator.write.batcher import Batcher
 from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem
 from coordinator.write.planning import StoreVectors
@@ -14,7 +15,7 @@ from protocol.ids import uuid7
 from protocol.models import RelationPutRequest
 
 
-def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, list[float]]], notes: bool) -> bool:
+def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, VectorBlob]], notes: bool) -> bool:
     """Queue vectors for a tier's learnings (or notes); False when the write queue is full."""
     # built, not validated: the embedding pool made these rows (validating 384 floats a row cost its thread ms)
     body = StoreVectors.model_construct(tier=tier, rows=rows, notes=notes)

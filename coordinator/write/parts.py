@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from coordinator.loop.lifecycle import MaintainPart, RestorePart
+from coordinator.store.records import VectorBlob
 from protocol.models import LearningIn
 from protocol.portability import ExportedLearning, ExportedRelation
 
@@ -88,7 +89,7 @@ class EmbedPart:
     """Vectors the embedding worker computed: stored only for learnings that still exist, unedited (notes are
     never edited or deleted: theirs are stored as they come)."""
 
-    rows: list[tuple[str, list[float]]]
+    rows: list[tuple[str, VectorBlob]]
     notes: bool = False
 
 

@@ -20,7 +20,7 @@ from coordinator.loop.adaptive import SessionResult, updates
 from coordinator.loop.injection import InjectRecord
 from coordinator.loop.lifecycle import MaintainPart, RestorePart, plan_tier
 from coordinator.loop.risks import scan
-from coordinator.store.records import learning_wire
+from coordinator.store.records import VectorBlob, learning_wire
 from coordinator.store.relations import INJECTIONS, JOINED_BODY, JOINED_HEAD, REVIEWS
 from coordinator.store.tiers import Tier, TierSet
 from coordinator.write.parts import (
@@ -60,7 +60,7 @@ class StoreVectors(BaseModel):
     """Vectors computed by the embedding worker for learnings (or notes) of one tier (an internal write)."""
 
     tier: str
-    rows: list[tuple[str, list[float]]]
+    rows: list[tuple[str, VectorBlob]]
     notes: bool = False
 
 

@@ -19,7 +19,7 @@ from coordinator.errors import already_closed, not_found
 from coordinator.loop.adaptive import SPECS, AdaptiveParam, from_row
 from coordinator.loop.lifecycle import MaintainPart, RestorePart
 from coordinator.search.embedder import embedding_text, normalise
-from coordinator.store.records import UsageRow, content_hash, learning_row
+from coordinator.store.records import UsageRow, VectorBlob, content_hash, learning_row, vector_blob
 from coordinator.store.relations import LEARNING, PARAMS, RELATIONS, REVIEWS, USAGE
 from coordinator.store.tiers import Tier
 from coordinator.write.parts import (
@@ -159,8 +159,8 @@ class TierWrite:
         self.closed: dict[str, int] = {}  # injection id -> when its outcome was recorded
         self.outcome_log: list[list[Any]] = []  # `outcome_log` rows
         self.texts: dict[str, str] = {}  # learnings put in this batch
-        self.vectors: dict[str, list[float] | None] = {}  # a vector to store, or None to drop a stale one
-        self.note_vectors: dict[str, list[float]] = {}  # note id -> its vector
+        self.vectors: dict[str, VectorBlob | None] = {}  # a vector to store, or None to drop a stale one
+        self.note_vectors: dict[str, VectorBlob] = {}  # note id -> its vector
         self.applied: list[list[Any]] = []
 
     def _load_params(self) -> dict[str, AdaptiveParam]:
@@ -254,7 +254,7 @@ class TierWrite:
             self.confidence_dirty.discard(lid)
             self.texts[lid] = embedding_text(item.description, item.insight)
             if item.embedding is not None:
-                self.vectors[lid] = normalise(item.embedding)[0].tolist()
+                self.vectors[lid] = vector_blob(normalise(item.embedding)[0])
             elif not is_new:
                 self.vectors[lid] = None  # the text may have changed: its old vector would mislead
             reply["idx"].append(index)

@@ -12,6 +12,7 @@ from coordinator.board.state import Board
 from coordinator.errors import Rejected
 from coordinator.net.idle import IdleNudges
 from coordinator.search.notes import NoteIndex
+from coordinator.store.records import vector_blob
 from protocol.errors import ErrorCode
 from protocol.search import SearchRequest
 from protocol.swarm import MemoryNoteRequest
@@ -37,7 +38,7 @@ def test_a_memorys_notes_rank_by_meaning_then_words_and_expire() -> None:
         note("n3", M1, "cache the model", created_at=50),
         note("n4", M2, "socket trouble elsewhere"),
     ])  # fmt: skip
-    index.store([("n1", axis(0)), ("n3", axis(1)), ("n4", axis(0))])
+    index.store([("n1", vector_blob(axis(0))), ("n3", vector_blob(axis(1))), ("n4", vector_blob(axis(0)))])
     query = np.asarray(axis(0), dtype=np.float32)
     found = index.find(SearchRequest(text="socket", memory_id=M1), query, now=50)
     assert [h.note_id for h in found] == ["n1", "n2"]  # n1 by meaning and words; n2 (no vector) by words only

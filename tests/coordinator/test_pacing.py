@@ -16,6 +16,7 @@ from coordinator.search import embedpool
 from coordinator.search.derived import Derived
 from coordinator.search.embedpool import STORE_CHUNK, EmbedPool
 from coordinator.search.vectors import WorkCost
+from coordinator.store.records import VectorBlob, vector_blob
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.internal import store_vectors, writer_busy
@@ -41,7 +42,7 @@ class Stored:
     def __init__(self) -> None:
         self.chunks: list[int] = []
 
-    def __call__(self, tier: str, rows: list[tuple[str, list[float]]], notes: bool) -> bool:
+    def __call__(self, tier: str, rows: list[tuple[str, VectorBlob]], notes: bool) -> bool:
         self.chunks.append(len(rows))
         return True
 
@@ -59,7 +60,7 @@ def pool_holding(
     """A pool, never started, holding `chunks` chunks of computed vectors."""
     stored = Stored()
     pool = EmbedPool(derived, stored, lambda: busy[0], context, tmp_path, ("cpu", 1, 1), "info")
-    row = ("id", [0.0] * C.EMBEDDING_DIM)
+    row = ("id", vector_blob([0.0] * C.EMBEDDING_DIM))
     pool._unstored.extend(("user", [row] * STORE_CHUNK, False) for _ in range(chunks))
     return pool, stored
 

@@ -17,6 +17,7 @@ from coordinator.board.state import LeaseExpiry
 from coordinator.errors import Rejected
 from coordinator.loop.injection import InjectRecord
 from coordinator.loop.lifecycle import MaintainPart, RestorePart
+from coordinator.store.records import vector_blob
 from coordinator.write import ops
 from coordinator.write.ops import WriteOp
 from coordinator.write.parts import (
@@ -183,7 +184,7 @@ def _import(w: World) -> tuple[BaseModel, dict[str, type]]:
 
 
 def _store_vectors(w: World) -> tuple[BaseModel, dict[str, type]]:
-    return StoreVectors(tier=PROJECT, rows=[(w.project_id, [1.0] + [0.0] * 383)]), {PROJECT: EmbedPart}
+    return StoreVectors(tier=PROJECT, rows=[(w.project_id, vector_blob([1.0] + [0.0] * 383))]), {PROJECT: EmbedPart}
 
 
 def _memory(w: World) -> str:
