@@ -46,6 +46,7 @@ _LOAD = (
     f"?[id, created_at, confidence, {', '.join(USAGE.values)}] := id in $ids, "
     f"*learning{{id, created_at, confidence}}, *usage_stats{{learning_id: id, {', '.join(USAGE.values)}}}"
 )
+_EXISTS = "?[id, created_at] := id in $ids, *learning{id, created_at}"
 _CONFIDENCE = LEARNING.at["confidence"]
 # Tells apart one learning's outcomes logged in the same millisecond. Restarting it with the process is safe:
 # a restart takes longer than a millisecond, so `at` differs.
@@ -58,6 +59,9 @@ class _Needs:
     """What the parts of one tier read before they can apply."""
 
     ids: set[str] = field(default_factory=set)  # learnings whose rows (learning, usage) are loaded
+    # learnings whose existence alone is read: half the cost a learning of loading its rows (the text is most of a
+    # row), and vectors and near-duplicate relations arrive by the thousand a second from a GPU
+    exists: set[str] = field(default_factory=set)
     hashes: set[str] = field(default_factory=set)  # content hashes whose owners are looked up (dedupe)
     unlinked: set[str] = field(default_factory=set)  # learnings whose relations may have to go
     linked_from: set[str] = field(default_factory=set)  # learnings whose outgoing relations are loaded
@@ -89,9 +93,11 @@ class _Needs:
             case ProposePart():
                 pass  # a new review row: nothing to read
             case RelationPart():
-                self.ids.update((part.from_id, part.to_id))
+                self.exists.add(part.from_id)
+                (self.ids if part.demote else self.exists).add(part.to_id)  # a demotion changes its usage
             case EmbedPart():
-                self.ids.update(lid for lid, _ in part.rows)
+                if not part.notes:
+                    self.exists.update(lid for lid, _ in part.rows)
             case DeletePart():
                 self.ids.add(part.learning_id)
                 self.unlinked.add(part.learning_id)
@@ -140,6 +146,8 @@ class TierWrite:
                 self.created[row[0]] = row[1]
                 self.confidence[row[0]] = row[2]
                 self.usage[row[0]] = UsageRow(*row[3:])
+        if only := needs.exists - needs.ids:
+            self.created.update((lid, created_at) for lid, created_at in tier.run(_EXISTS, {"ids": sorted(only)}))
         self.existed = set(self.created)
         # relation changes: a row to put, or None to remove; `stored_relations` are stored ones this batch may
         # remove or must not put again

@@ -15,9 +15,11 @@ from coordinator.loop.injection import InjectRecord
 from coordinator.metrics import Metrics
 from coordinator.search.derived import DerivedChanges
 from coordinator.store.reads import list_relations
+from coordinator.store.records import vector_blob
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
-from coordinator.write.ops import INJECT, PUT, WriteItem
+from coordinator.write.ops import INJECT, PUT, STORE_VECTORS, WriteItem
+from coordinator.write.planning import StoreVectors
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
@@ -411,3 +413,25 @@ def test_a_request_one_tier_refuses_changes_no_later_tier_though_that_tier_was_p
     assert h.get(replies[2]["ids"][0])["description"] == "description 3"  # the tier's other write committed
     with pytest.raises(Rejected):
         h.get(x)
+
+
+def test_vectors_land_only_on_learnings_that_still_exist_unedited_and_relations_need_both_ends(h: Harness) -> None:
+    kept, gone, edited, older = put(h, learning(n=1), learning(n=2), learning(n=3), learning(n=4))
+    blob = vector_blob([1.0] + [0.0] * (C.EMBEDDING_DIM - 1))
+    vectors = StoreVectors(tier=C.TIER_USER, rows=[(lid, blob) for lid in (kept, gone, edited, uuid7())])
+    items = [
+        h.item(C.OP_LEARNING_DELETE, {"id": gone}),
+        h.item(C.OP_LEARNING_PUT, {"learnings": [learning(n=5, id=edited)]}),  # its text changed: the vector is stale
+        WriteItem(uuid7(), STORE_VECTORS, vectors, internal=True),  # the pool's: no reply
+        h.item(C.OP_RELATION_PUT, {"from_id": kept, "relation_type": "related_to", "to_id": uuid7()}),
+        h.item(C.OP_RELATION_PUT, {"from_id": kept, "relation_type": "supersedes", "to_id": older}),
+    ]
+    h.batcher.process(items, NOW)  # one batch
+    replies = [h.replies.get(item.request_id) for item in items]
+    user = h.tiers.get(C.TIER_USER, create=False)
+    assert user is not None
+    assert user.run("?[id] := *learning_embeddings{learning_id: id}") == [[kept]]
+    assert isinstance(replies[3], Rejected)
+    assert replies[3].code == ErrorCode.NOT_FOUND
+    assert replies[4] == {}
+    assert h.get(older)["confidence"] < h.get(kept)["confidence"]  # superseded: its usage was loaded and demoted
