@@ -22,9 +22,9 @@ log = logging.getLogger(__name__)
 _BACKLOG = 50_000
 _BATCH = 256
 
-# Receives (from_id, to_id, cosine) pairs to relate; returns how many of them, from the first, it queued (fewer
-# than all when the write queue is full).
-Relate = Callable[[list[tuple[str, str, float]]], int]
+# Receives (tier, from_id, to_id, cosine) pairs to relate, in tier order; returns how many of them, from the first,
+# it queued (fewer than all when the write queue is full).
+Relate = Callable[[list[tuple[str, str, str, float]]], int]
 
 
 class NearDuplicates:
@@ -78,16 +78,16 @@ class NearDuplicates:
                 if pairs:
                     stopping.wait(0.05)  # the write queue is full: the source writes go first
 
-    def check(self, batch: list[tuple[str, str]]) -> list[tuple[str, str, float]]:
-        """The (newer, older, cosine) near-duplicate pairs among these learnings and their tiers."""
+    def check(self, batch: list[tuple[str, str]]) -> list[tuple[str, str, str, float]]:
+        """The (tier, newer, older, cosine) near-duplicate pairs among these learnings and their tiers, in order."""
         by_tier: dict[str, list[str]] = {}
         for tier, lid in batch:
             by_tier.setdefault(tier, []).append(lid)
-        pairs: dict[tuple[str, str], float] = {}
+        pairs: dict[tuple[str, str, str], float] = {}
         for tier, ids in by_tier.items():
             index = self.indexes.get(tier)
             if index is None:
                 continue
             for a, b, score in index.neighbours(ids, self.threshold):
-                pairs[(max(a, b), min(a, b))] = round(score, 4)
-        return [(newer, older, score) for (newer, older), score in sorted(pairs.items())]
+                pairs[(tier, max(a, b), min(a, b))] = round(score, 4)
+        return [(tier, newer, older, score) for (tier, newer, older), score in sorted(pairs.items())]

@@ -4,15 +4,15 @@ No client waits for them, and their request ids are not recorded."""
 
 from __future__ import annotations
 
+import itertools
 import time
+from operator import itemgetter
 
 from coordinator.store.records import VectorBlob
 from coordinator.write.batcher import Batcher
-from coordinator.write.ops import RELATION, STORE_VECTORS, WriteItem
-from coordinator.write.planning import StoreVectors
-from protocol import constants as C
+from coordinator.write.ops import STORE_RELATED, STORE_VECTORS, WriteItem
+from coordinator.write.planning import StoreRelated, StoreVectors
 from protocol.ids import uuid7
-from protocol.models import RelationPutRequest
 
 
 def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, VectorBlob]], notes: bool) -> bool:
@@ -21,6 +21,8 @@ def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, VectorBlob]
     body = StoreVectors.model_construct(tier=tier, rows=rows, notes=notes)
     return batcher.submit(WriteItem(uuid7(), STORE_VECTORS, body, internal=True))
 
+
+_RELATED_CHUNK = 256  # near-duplicate pairs to a write: one commit's worth, not one write each as before
 
 # A client's write taken this recently: clients are writing, though too few to queue a quarter of a batch
 _CLIENTS_RECENT_S = 0.1
@@ -34,13 +36,16 @@ def writer_busy(batcher: Batcher) -> bool:
     return recent or batcher.queue.qsize() >= max(1, batcher.max_batch // 4)
 
 
-def relate(batcher: Batcher, pairs: list[tuple[str, str, float]]) -> int:
-    """Queue a related_to relation for each (newer, older, cosine) pair; returns how many were queued before the
-    write queue filled."""
-    for queued, (newer, older, score) in enumerate(pairs):
-        body = RelationPutRequest(
-            from_id=newer, relation_type=C.RELATION_RELATED_TO, to_id=older, weight=min(1.0, score)
-        )
-        if not batcher.submit(WriteItem(uuid7(), RELATION, body, internal=True)):
+def relate(batcher: Batcher, pairs: list[tuple[str, str, str, float]]) -> int:
+    """Queue a related_to relation for each (tier, newer, older, cosine) pair, in tier order, up to _RELATED_CHUNK of a
+    tier's to a write; returns how many pairs, from the first, were queued before the write queue filled."""
+    queued = 0
+    while queued < len(pairs):
+        tier, same_tier = next(itertools.groupby(pairs[queued : queued + _RELATED_CHUNK], key=itemgetter(0)))
+        chunk = list(same_tier)
+        # built, not validated: the near-duplicate thread made these pairs from ids it read in the index
+        body = StoreRelated.model_construct(tier=tier, pairs=[(new, old, min(1.0, s)) for _, new, old, s in chunk])
+        if not batcher.submit(WriteItem(uuid7(), STORE_RELATED, body, internal=True)):
             return queued
-    return len(pairs)
+        queued += len(chunk)
+    return queued

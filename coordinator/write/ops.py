@@ -18,7 +18,7 @@ from coordinator.errors import Rejected
 from coordinator.loop.injection import InjectRecord
 from coordinator.write import boarding
 from coordinator.write.parts import BoardPart, Part
-from coordinator.write.planning import ImportRecord, Planner, StoreVectors
+from coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
 from protocol import constants as C
 from protocol.board import (
     MemoryCreateRequest,
@@ -177,6 +177,8 @@ IMPORT = WriteOp[ImportRecord](
 )
 # The embedding worker's vectors: internal only, never on the wire.
 STORE_VECTORS = WriteOp[StoreVectors]("embedding.store", Planner.store_vectors, _empty)
+# The near-duplicate thread's related_to relations, a tier's pairs to a write: internal only.
+STORE_RELATED = WriteOp[StoreRelated]("related.store", Planner.store_related, _empty)
 
 # The board: each in the tier of its working memory (write/boarding.py), answered by that tier's share.
 MEMORY_CREATE = WriteOp[MemoryCreateRequest](C.OP_MEMORY_CREATE, boarding.create, _the_one)

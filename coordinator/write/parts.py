@@ -77,6 +77,14 @@ class RelationPart:
 
 
 @dataclass(slots=True)
+class RelatedPart:
+    """Near-duplicates the coordinator found in one tier: (newer, older, weight) `related_to` relations, each stored
+    only while both its learnings are."""
+
+    pairs: list[tuple[str, str, float]]
+
+
+@dataclass(slots=True)
 class DeletePart:
     """A `learning.delete`: the owner tier drops the learning; every tier drops relations that point to it."""
 
@@ -154,6 +162,7 @@ Part = (
     PutPart
     | OutcomePart
     | RelationPart
+    | RelatedPart
     | DeletePart
     | EmbedPart
     | InjectPart

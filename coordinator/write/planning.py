@@ -35,6 +35,7 @@ from coordinator.write.parts import (
     ProposePart,
     PutPart,
     Rating,
+    RelatedPart,
     RelationPart,
     SessionClose,
 )
@@ -62,6 +63,13 @@ class StoreVectors(BaseModel):
     tier: str
     rows: list[tuple[str, VectorBlob]]
     notes: bool = False
+
+
+class StoreRelated(BaseModel):
+    """Near-duplicate pairs the coordinator found among one tier's learnings (an internal write)."""
+
+    tier: str
+    pairs: list[tuple[str, str, float]]  # (newer, older, weight)
 
 
 class ImportRecord(BaseModel):
@@ -450,6 +458,10 @@ class Planner:
     def store_vectors(self, body: StoreVectors) -> Parts:
         """The embedding worker's vectors, if their tier is still there."""
         return {body.tier: EmbedPart(body.rows, body.notes)} if self.tiers.get(body.tier, create=False) else {}
+
+    def store_related(self, body: StoreRelated) -> Parts:
+        """The near-duplicate thread's relations, if their tier is still there."""
+        return {body.tier: RelatedPart(body.pairs)} if self.tiers.get(body.tier, create=False) else {}
 
     def import_(self, body: ImportRecord) -> Parts:
         """`import`: each tier of the file gets the learnings no tier holds yet, and its relations."""

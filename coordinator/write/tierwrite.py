@@ -34,6 +34,7 @@ from coordinator.write.parts import (
     PromotePart,
     ProposePart,
     PutPart,
+    RelatedPart,
     RelationPart,
 )
 from protocol import constants as C
@@ -95,6 +96,8 @@ class _Needs:
             case RelationPart():
                 self.exists.add(part.from_id)
                 (self.ids if part.demote else self.exists).add(part.to_id)  # a demotion changes its usage
+            case RelatedPart():
+                self.exists.update(lid for pair in part.pairs for lid in pair[:2])
             case EmbedPart():
                 if not part.notes:
                     self.exists.update(lid for lid, _ in part.rows)
@@ -222,6 +225,8 @@ class TierWrite:
                 reply = self._decide(part)
             case RelationPart():
                 reply = self._relation(part)
+            case RelatedPart():
+                reply = self._related(part)
             case DeletePart():
                 reply = self._delete(part)
             case ImportPart():
@@ -375,6 +380,13 @@ class TierWrite:
             self.relations[key] = [*key, part.weight, self.now]
         if part.demote and self.exists(part.to_id):
             self._set_usage(part.to_id, lambda usage: usage.demote())
+        return {}
+
+    def _related(self, part: RelatedPart) -> dict[str, Any]:
+        for newer, older, weight in part.pairs:
+            if self.exists(newer) and self.exists(older):  # either may have been deleted since it was checked
+                key = (newer, C.RELATION_RELATED_TO, older)
+                self.relations[key] = [*key, weight, self.now]
         return {}
 
     def _embed(self, part: EmbedPart) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from coordinator.store.reads import list_relations
 from coordinator.store.records import vector_blob
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
-from coordinator.write.ops import INJECT, PUT, STORE_VECTORS, WriteItem
-from coordinator.write.planning import StoreVectors
+from coordinator.write.ops import INJECT, PUT, STORE_RELATED, STORE_VECTORS, WriteItem
+from coordinator.write.planning import StoreRelated, StoreVectors
 from protocol import constants as C
 from protocol.errors import ErrorCode
 from protocol.ids import uuid7
@@ -419,10 +419,12 @@ def test_vectors_land_only_on_learnings_that_still_exist_unedited_and_relations_
     kept, gone, edited, older = put(h, learning(n=1), learning(n=2), learning(n=3), learning(n=4))
     blob = vector_blob([1.0] + [0.0] * (C.EMBEDDING_DIM - 1))
     vectors = StoreVectors(tier=C.TIER_USER, rows=[(lid, blob) for lid in (kept, gone, edited, uuid7())])
+    near = StoreRelated(tier=C.TIER_USER, pairs=[(kept, older, 0.95), (kept, gone, 0.93), (uuid7(), edited, 0.91)])
     items = [
         h.item(C.OP_LEARNING_DELETE, {"id": gone}),
         h.item(C.OP_LEARNING_PUT, {"learnings": [learning(n=5, id=edited)]}),  # its text changed: the vector is stale
         WriteItem(uuid7(), STORE_VECTORS, vectors, internal=True),  # the pool's: no reply
+        WriteItem(uuid7(), STORE_RELATED, near, internal=True),  # the near-duplicate thread's: no reply
         h.item(C.OP_RELATION_PUT, {"from_id": kept, "relation_type": "related_to", "to_id": uuid7()}),
         h.item(C.OP_RELATION_PUT, {"from_id": kept, "relation_type": "supersedes", "to_id": older}),
     ]
@@ -431,7 +433,11 @@ def test_vectors_land_only_on_learnings_that_still_exist_unedited_and_relations_
     user = h.tiers.get(C.TIER_USER, create=False)
     assert user is not None
     assert user.run("?[id] := *learning_embeddings{learning_id: id}") == [[kept]]
-    assert isinstance(replies[3], Rejected)
-    assert replies[3].code == ErrorCode.NOT_FOUND
-    assert replies[4] == {}
+    assert isinstance(replies[4], Rejected)
+    assert replies[4].code == ErrorCode.NOT_FOUND
+    assert replies[5] == {}
+    related = user.run(
+        "?[f, t, w] := *learning_relations{from_id: f, to_id: t, weight: w, relation_type: $r}", {"r": "related_to"}
+    )
+    assert related == [[kept, older, 0.95]]  # the pairs whose learnings are both still there
     assert h.get(older)["confidence"] < h.get(kept)["confidence"]  # superseded: its usage was loaded and demoted

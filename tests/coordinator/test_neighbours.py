@@ -9,12 +9,12 @@ from coordinator.search.neighbours import NearDuplicates
 
 def test_a_full_write_queue_never_makes_a_pair_go_twice() -> None:
     near = NearDuplicates({})
-    pairs = [(f"new{i}", f"old{i}", 0.95) for i in range(10)]
+    pairs = [("user", f"new{i}", f"old{i}", 0.95) for i in range(10)]
     near.check = lambda batch: list(pairs)  # type: ignore[method-assign]
-    queued: list[tuple[str, str, float]] = []
+    queued: list[tuple[str, str, str, float]] = []
     stopping = threading.Event()
 
-    def relate(offered: list[tuple[str, str, float]]) -> int:
+    def relate(offered: list[tuple[str, str, str, float]]) -> int:
         taken = offered[:3]  # the queue has room for three at a time
         queued.extend(taken)
         if len(queued) >= len(pairs):

@@ -32,9 +32,10 @@ from coordinator.write.parts import (
     PromotePart,
     ProposePart,
     PutPart,
+    RelatedPart,
     RelationPart,
 )
-from coordinator.write.planning import ImportRecord, Planner, StoreVectors
+from coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
 from protocol import constants as C
 from protocol.board import (
     MemoryCreateRequest,
@@ -187,6 +188,10 @@ def _store_vectors(w: World) -> tuple[BaseModel, dict[str, type]]:
     return StoreVectors(tier=PROJECT, rows=[(w.project_id, vector_blob([1.0] + [0.0] * 383))]), {PROJECT: EmbedPart}
 
 
+def _store_related(w: World) -> tuple[BaseModel, dict[str, type]]:
+    return StoreRelated(tier=PROJECT, pairs=[(uuid7(), w.project_id, 0.95)]), {PROJECT: RelatedPart}
+
+
 def _memory(w: World) -> str:
     """A working memory of PROJECT with task `t1` (needs review) claimed by `a1` and `t2` pending."""
     body = MemoryCreateRequest(project="/srv/api", name="n", goal="g")
@@ -279,6 +284,7 @@ CASES: dict[str, Callable[[World], tuple[BaseModel, dict[str, type]]]] = {
     "INJECTION_RECORD": _inject_chosen_elsewhere,
     "IMPORT": _import,
     "STORE_VECTORS": _store_vectors,
+    "STORE_RELATED": _store_related,
 }
 
 
