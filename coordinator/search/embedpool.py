@@ -105,7 +105,7 @@ class EmbedPool:
     ) -> None:
         self.derived = derived
         self.store = store
-        self.busy = busy  # whether the writer has source writes enough to fill its next batch
+        self.busy = busy  # whether clients are writing (`write.internal.writer_busy`)
         self.endpoint = f"ipc://{directory / 'embed'}"
         # --embed-device; CPU workers wanted (with GPUs, one per device instead); torch threads of each
         self.device, self.workers, self.threads = layout

@@ -35,7 +35,7 @@ class HashFilter:
         self._recent: set[int] = set()
 
     def __len__(self) -> int:
-        """Distinct 64-bit keys held (a stored hash counts once however many scopes hold it)."""
+        """64-bit keys held: a hash stored in several scopes once, one added again before a merge twice."""
         return len(self._sorted) + len(self._recent)
 
     def add(self, hashes: Iterable[str]) -> None:

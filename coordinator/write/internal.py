@@ -14,18 +14,16 @@ from coordinator.write.ops import STORE_RELATED, STORE_VECTORS, WriteItem
 from coordinator.write.planning import StoreRelated, StoreVectors
 from protocol.ids import uuid7
 
+_RELATED_CHUNK = 256  # near-duplicate pairs to a write: one commit's worth, not one write each as before
+# A client's write taken this recently: clients are writing, though too few to queue a quarter of a batch
+_CLIENTS_RECENT_S = 0.1
+
 
 def store_vectors(batcher: Batcher, tier: str, rows: list[tuple[str, VectorBlob]], notes: bool) -> bool:
     """Queue vectors for a tier's learnings (or notes); False when the write queue is full."""
     # built, not validated: the embedding pool made these rows (validating 384 floats a row cost its thread ms)
     body = StoreVectors.model_construct(tier=tier, rows=rows, notes=notes)
     return batcher.submit(WriteItem(uuid7(), STORE_VECTORS, body, internal=True))
-
-
-_RELATED_CHUNK = 256  # near-duplicate pairs to a write: one commit's worth, not one write each as before
-
-# A client's write taken this recently: clients are writing, though too few to queue a quarter of a batch
-_CLIENTS_RECENT_S = 0.1
 
 
 def writer_busy(batcher: Batcher) -> bool:
