@@ -48,6 +48,11 @@ METRICS = (
     ),
     Declared("groove_embedding_oldest_seconds", "gauge", "How long the oldest text queued for embedding has waited."),
     Declared("groove_embeddings_per_second", "gauge", "Texts embedded per second, recently."),
+    Declared(
+        "groove_vector_work_seconds",
+        "gauge",
+        "What each stored vector has cost the coordinator's indexes lately (insert and near-duplicate check).",
+    ),
     Declared("groove_process_up", "gauge", "1 while a process the coordinator runs beside itself is up, by name."),
     Declared("groove_process_restarts", "counter", "Times a process the coordinator runs beside itself was restarted."),
     Declared("groove_learnings", "gauge", "Stored learnings, by tier."),
@@ -134,6 +139,7 @@ class CoordinatorCollector(Collector):
         yield _gauge("groove_embedding_lag_p99_seconds", stats.visibility_lag_ms.p99 / 1000)
         yield _gauge("groove_embedding_oldest_seconds", stats.embedding_oldest_ms / 1000)
         yield _gauge("groove_embeddings_per_second", stats.embeddings_per_s)
+        yield _gauge("groove_vector_work_seconds", stats.vector_work_ms / 1000)
         up = GaugeMetricFamily("groove_process_up", _HELP["groove_process_up"], labels=["process"])
         restarts = CounterMetricFamily("groove_process_restarts", _HELP["groove_process_restarts"], labels=["process"])
         for process in stats.processes:
