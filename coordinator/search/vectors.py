@@ -185,8 +185,8 @@ class VectorIndex:
                 if not rows or len(self._ids) < 2:
                     continue
                 queries = self._matrix[rows]
+                want = min(k + 1, len(self._ids))  # each one itself and its k nearest, searched exactly or not
                 if self._hnsw is not None:
-                    want = min(k + 1, len(self._ids))
                     _search_depth(self._hnsw, 2 * want)
                     answers = _per_query(self._hnsw.search(queries, want, threads=1))
                     for row, keys in zip(rows, answers, strict=True):
@@ -196,7 +196,6 @@ class VectorIndex:
                         ]
                     continue
                 scores = queries @ self._matrix[: len(self._ids)].T
-                want = min(k + 1, len(self._ids))  # as many as the graph answers: itself and its k nearest
                 for row, row_scores in zip(rows, scores, strict=True):
                     nearest = np.argpartition(-row_scores, want - 1)[:want]
                     found += [

@@ -33,7 +33,8 @@ def vector_blob(vector: npt.ArrayLike) -> VectorBlob:
 
 def blob_vectors(blobs: list[VectorBlob], dim: int = C.EMBEDDING_DIM) -> npt.NDArray[np.float32]:
     """Stored vectors as the rows of one float32 matrix."""
-    return np.frombuffer(b"".join(blobs), dtype=_VECTOR_DTYPE).reshape(len(blobs), dim).astype(np.float32)
+    # no copy where float32 is little-endian already (the indexes copy the rows into their own matrix)
+    return np.frombuffer(b"".join(blobs), dtype=_VECTOR_DTYPE).reshape(len(blobs), dim).astype(np.float32, copy=False)
 
 
 @functools.lru_cache(maxsize=4096)  # a batch asks twice per learning: what to look up, then while applying

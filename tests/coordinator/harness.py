@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pycozo.client import Client
 from pydantic import BaseModel
 
 from coordinator.errors import Rejected
 from coordinator.metrics import Metrics
 from coordinator.net.handlers import HANDLERS, Write
 from coordinator.store.reads import get_learning
+from coordinator.store.schema import MIGRATIONS
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import WriteItem, WriteOp
@@ -66,3 +68,18 @@ class Harness:
             "learning"
         ]
         return learning_map
+
+
+def tier_at_version(db_dir: Path, version: int) -> Client:
+    """A tier database as a coordinator of that schema version left it: its migrations' steps, and their records."""
+    db = Client("rocksdb", str(db_dir), dataframe=False)
+    db.run(":create schema_version { version: Int => applied_at: Int, description: String }")
+    for migration in MIGRATIONS[:version]:
+        for step in migration.steps:
+            db.run(step.script)
+        db.run(
+            "?[version, applied_at, description] <- [[$v, 1, 'old']] "
+            ":put schema_version {version => applied_at, description}",
+            {"v": migration.version},
+        )
+    return db

@@ -13,6 +13,7 @@ from coordinator.store.relations import APPLIED
 from coordinator.store.schema import CURRENT_VERSION, MIGRATIONS, applied_version
 from coordinator.store.tiers import TierSet, tier_dir
 from protocol.ids import uuid7
+from tests.coordinator.harness import tier_at_version
 
 
 def test_layout_is_stable_and_distinct(tmp_path: Path) -> None:
@@ -119,21 +120,10 @@ def test_an_interrupted_migration_completes_on_the_next_open(tmp_path: Path) -> 
 
 
 def test_the_content_hash_migration_backfills_stored_learnings(tmp_path: Path) -> None:
-    from pycozo.client import Client
-
     from coordinator.store.records import content_hash
     from coordinator.store.schema import ensure_schema
 
-    db = Client("rocksdb", str(tmp_path / "db"), dataframe=False)
-    db.run(":create schema_version { version: Int => applied_at: Int, description: String }")
-    for migration in MIGRATIONS[:2]:  # a tier made by a coordinator of schema version 2
-        for step in migration.steps:
-            db.run(step.script)
-        db.run(
-            "?[version, applied_at, description] <- [[$v, 1, 'old']] "
-            ":put schema_version {version => applied_at, description}",
-            {"v": migration.version},
-        )
+    db = tier_at_version(tmp_path / "db", 2)
     db.run(
         "?[id, scope, category, description, pattern_json, insight, confidence, created_at, updated_at, source_type, "
         "source_json] <- [['a', 'global', 'solution', 'Use Result types', '{}', 'errors are values', 0.5, 1, 1, "

@@ -11,9 +11,10 @@ from pycozo.client import Client
 
 from coordinator.store.records import blob_vectors, vector_blob
 from coordinator.store.relations import EMBEDDINGS, NOTE_EMBEDDINGS
-from coordinator.store.schema import MIGRATIONS, applied_version, ensure_schema
+from coordinator.store.schema import applied_version, ensure_schema
 from coordinator.store.tiers import TierSet
 from protocol import constants as C
+from tests.coordinator.harness import tier_at_version
 
 VECTORS = 7  # more than one page of the copy
 OLD = "<F32;384>"
@@ -23,16 +24,7 @@ OLD = "<F32;384>"
 def v12(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A tier as a coordinator of schema version 12 left it: vectors of learnings and notes in the old type."""
     monkeypatch.setattr("coordinator.store.schema._REBUILD_PAGE", 3)
-    db = Client("rocksdb", str(tmp_path / "db"), dataframe=False)
-    db.run(":create schema_version { version: Int => applied_at: Int, description: String }")
-    for migration in MIGRATIONS[:12]:
-        for step in migration.steps:
-            db.run(step.script)
-        db.run(
-            "?[version, applied_at, description] <- [[$v, 1, 'old']] "
-            ":put schema_version {version => applied_at, description}",
-            {"v": migration.version},
-        )
+    db = tier_at_version(tmp_path / "db", 12)
     vectors = np.random.default_rng(1).normal(size=(VECTORS, C.EMBEDDING_DIM)).astype(np.float32)
     rows = [[f"l{i}", v.tolist()] for i, v in enumerate(vectors)]
     db.run(f"?[learning_id, embedding] <- $rows :put {EMBEDDINGS.name} {{learning_id => embedding}}", {"rows": rows})
