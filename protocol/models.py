@@ -470,6 +470,7 @@ class StatsReply(Reply):
     embeddings_per_s: float
     visibility_lag_ms: Summary
     processes: list[ProcessStats] = []
+    embedding_duty: float = 1.0
     commit_threads: int = 1
     keyword_entries: int
     vectors: int

@@ -53,6 +53,11 @@ METRICS = (
         "gauge",
         "What each stored vector has cost the coordinator's indexes lately (insert and near-duplicate check).",
     ),
+    Declared(
+        "groove_embedding_duty",
+        "gauge",
+        "The embedding backlog's share of the workers' time: 1, or 0.1 while clients write with no core spare.",
+    ),
     Declared("groove_process_up", "gauge", "1 while a process the coordinator runs beside itself is up, by name."),
     Declared("groove_process_restarts", "counter", "Times a process the coordinator runs beside itself was restarted."),
     Declared("groove_learnings", "gauge", "Stored learnings, by tier."),
@@ -140,6 +145,7 @@ class CoordinatorCollector(Collector):
         yield _gauge("groove_embedding_oldest_seconds", stats.embedding_oldest_ms / 1000)
         yield _gauge("groove_embeddings_per_second", stats.embeddings_per_s)
         yield _gauge("groove_vector_work_seconds", stats.vector_work_ms / 1000)
+        yield _gauge("groove_embedding_duty", stats.embedding_duty)
         up = GaugeMetricFamily("groove_process_up", _HELP["groove_process_up"], labels=["process"])
         restarts = CounterMetricFamily("groove_process_restarts", _HELP["groove_process_restarts"], labels=["process"])
         for process in stats.processes:

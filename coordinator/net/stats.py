@@ -77,6 +77,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "embeddings_per_s": derived.embeddings_per_s(),
         "visibility_lag_ms": derived.lag_summary(),
         "processes": [c.link.report(), *(c.pool.report() if c.pool is not None else [])],
+        "embedding_duty": c.pool.duty if c.pool is not None else 1.0,
         "commit_threads": c.batcher.committer.threads,
         "keyword_entries": len(derived.keywords),
         "vectors": sum(len(index) for index in derived.vectors.values()),

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from coordinator.errors import CoordinatorError
+from coordinator.search.duty import Pace
 from protocol import constants as C
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,9 @@ class MiniLM:
             torch.get_num_threads(),
         )
 
-    def encode(self, texts: list[str]) -> Vectors:
-        """Embed in batches of `batch_size`, texts of similar length together.
+    def encode(self, texts: list[str], pace: Pace | None = None) -> Vectors:
+        """Embed in batches of `batch_size`, texts of similar length together; with a `pace`, each pass rests first
+        for what the pace owes (the backlog's duty, `duty.py`).
 
         The model's own forward pass, mean pooling and normalisation, as sentence-transformers does them
         (cosine with its `encode` ≥ 0.99999 here), without its per-call bookkeeping: one query costs
@@ -105,6 +107,9 @@ class MiniLM:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
+                if pace is not None:
+                    pace.rest()
+                began = time.monotonic()
                 chunk = order[start : start + self.batch_size]
                 encoded = self._tokenizer(
                     [texts[i] for i in chunk],
@@ -117,6 +122,8 @@ class MiniLM:
                 mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 out[chunk] = torch.nn.functional.normalize(pooled, dim=1).cpu().numpy()
+                if pace is not None:
+                    pace.ran(time.monotonic() - began)
         return out
 
 

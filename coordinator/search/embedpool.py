@@ -9,6 +9,8 @@ coordinator. The coordinator never imports torch: the backlog and the queries bo
   derived data's queue: the next one waits in the worker while it embeds one, so it never idles while vectors
   travel back and the coordinator stores them. The vectors are committed through the batcher, as before.
   Queries go to the ready worker with the fewest queries in flight, and run there at once, beside its shares.
+- The bulk work's share of the time (`duty.py`): all of it, or a tenth while clients write and the machine has no
+  core to spare; the pool looks every second and tells the workers when it changes.
 - A worker that dies is started again (after a growing pause if it keeps dying); its shares go back to the
   front of the queue and its queries fail over to keywords. One that cannot load the model is not restarted:
   with none left, search works by keywords alone, as without an embedder.
@@ -39,8 +41,9 @@ from coordinator.errors import CoordinatorError, EmbeddingUnavailable
 from coordinator.inproc import Pushers
 from coordinator.procs import Child
 from coordinator.search.derived import Derived, Pending, StoreVectors
+from coordinator.search.duty import SAMPLE_S, SpareCores, duty_for
 from coordinator.search.embedder import Vectors
-from coordinator.search.embedworker import BULK, FAILED, HELLO, QUERY, STOP, VECTORS
+from coordinator.search.embedworker import BULK, FAILED, HELLO, PACE, QUERY, STOP, VECTORS
 from coordinator.store.records import VectorBlob, vector_blob
 from protocol import constants as C
 
@@ -117,6 +120,9 @@ class EmbedPool:
         # vectors computed, waiting for room in the write queue: (tier, up to STORE_CHUNK rows, whether notes)
         self._unstored: deque[tuple[str, list[tuple[str, VectorBlob]], bool]] = deque()
         self._next_store = 0.0  # while clients write, no chunk is stored before this (time.monotonic)
+        self.duty = 1.0  # the backlog's share of the workers' time, as last told to them
+        self._spare = SpareCores(os.cpu_count() or 1)
+        self._sampled = 0.0  # when the machine's CPU was last looked at (time.monotonic)
         self._stop = threading.Event()
         self._wakers = Pushers(context, _WAKE)  # the reader threads' queries wake the feeding thread
         self._thread = threading.Thread(target=self._run, name="groove-embed-pool", daemon=True)
@@ -181,6 +187,7 @@ class EmbedPool:
         try:
             while not self._stop.is_set():
                 self._supervise()
+                self._pace(time.monotonic())
                 self._dispatch()
                 events = dict(poller.poll(int(_TRICKLE_S * 1000) if self._unstored else 100))
                 if self.wake in events:
@@ -222,6 +229,24 @@ class EmbedPool:
         for done in slot.queries.values():
             done.set_exception(EmbeddingUnavailable(f"{slot.child.name} died while embedding the query"))
         slot.shares, slot.queries, slot.device = {}, {}, ""
+
+    def _pace(self, now: float) -> None:
+        """Every SAMPLE_S: the backlog's duty for the machine as it is now; the workers are told when it changes."""
+        if now - self._sampled < SAMPLE_S:
+            return
+        self._sampled = now
+        pids = [slot.child.proc.pid for slot in self.slots if slot.child.proc is not None and slot.child.alive()]
+        self._tell(duty_for(self.busy(), self._spare.sample(now, pids)))
+
+    def _tell(self, duty: float) -> None:
+        """A new duty for the backlog, sent to each ready worker (one that says hello later is told then)."""
+        if duty == self.duty:
+            return
+        log.debug("the backlog's duty: %.2f (%.2f cores spare)", duty, self._spare.spare)
+        self.duty = duty
+        for slot in self.slots:
+            if slot.ready:
+                self._send(slot, [PACE, duty])
 
     def _store(self, now: float) -> None:
         """Hand computed vectors to the batcher, a chunk at a time, while the writer has room; while clients write,
@@ -288,6 +313,8 @@ class EmbedPool:
     def _hello(self, slot: _Slot, device: str, batch_size: int, gpus: int) -> None:
         slot.device, slot.batch_size = device, batch_size
         log.info("%s ready: the model on %s, passes of %d", slot.child.name, device, batch_size)
+        if self.duty != 1.0:  # a worker starts at full duty
+            self._send(slot, [PACE, self.duty])
         if self._grown:
             return
         self._grown = True

@@ -9,6 +9,7 @@ one msgpack frame:
                      ["X", job, message]                  the job failed (its texts stay queued)
     pool -> worker   ["Q", job, [text]]                   a query: embedded at once, beside any bulk job
                      ["B", job, [text, ...]]              a share of the backlog
+                     ["P", duty]                          the backlog's share of the time from now on (`duty.py`)
                      ["S"]                                stop
 
 A query never waits behind the backlog: queries run on a thread of their own, on the CPU model (one query is
@@ -16,7 +17,8 @@ faster there than on a GPU: 6.9 ms against 10.3 ms on an H100), while the bulk t
 The bulk thread (and the torch threads it starts) runs at the idle scheduling class on Linux (else at nice 19):
 the backlog takes only cycles nothing else wants, so the coordinator's writes and the agents come first whenever
 the cores are busy, and it runs flat out on cores that are idle. On 2 cores, at nice 10 it still took a core from
-a write flood (MiniLM on: 0.74-0.79 x the writes); queries, on the request path, keep the normal priority.
+a write flood (MiniLM on: 0.74-0.79 x the writes), and in the idle class 0.71-0.84 x: where no core is spare the
+pool slows it further, by a duty (`duty.py`). Queries, on the request path, keep the normal priority.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ import msgpack
 import zmq
 
 from coordinator.procs import die_with_parent
-from coordinator.search.embedder import Embedder, MiniLM, resolve_device
+from coordinator.search.duty import Pace
+from coordinator.search.embedder import MiniLM, resolve_device
 
-HELLO, VECTORS, FAILED, QUERY, BULK, STOP = "H", "V", "X", "Q", "B", "S"
+HELLO, VECTORS, FAILED, QUERY, BULK, PACE, STOP = "H", "V", "X", "Q", "B", "P", "S"
 _RESULTS = "inproc://groove-embed-results"
 _PARENT_CHECK_MS = 1000
 NICE = 19  # where the idle scheduling class is not to be had
@@ -58,10 +61,11 @@ def background() -> None:
 
 
 def _work(
-    model: Embedder, jobs: queue.SimpleQueue[tuple[int, list[str]] | None], context: zmq.Context[Any], bulk: bool
+    model: MiniLM, jobs: queue.SimpleQueue[tuple[int, list[str]] | None], context: zmq.Context[Any], pace: Pace | None
 ) -> None:
-    """A thread: embed each job, hand the result to the main thread (which alone uses the link)."""
-    if bulk:
+    """A thread: embed each job, hand the result to the main thread (which alone uses the link). The bulk thread
+    has a `pace`; the query thread none."""
+    if pace is not None:
         background()  # before its first forward pass starts torch's threads for it: they inherit the class
     out: zmq.Socket[bytes] = context.socket(zmq.PUSH)
     out.connect(_RESULTS)
@@ -69,7 +73,7 @@ def _work(
         while (job := jobs.get()) is not None:
             number, texts = job
             try:
-                message = [VECTORS, number, model.encode(texts).tobytes()]
+                message = [VECTORS, number, model.encode(texts, pace).tobytes()]
             except Exception as exc:  # a bad batch must not end the worker: the pool re-queues its texts
                 log.exception("embedding %d texts failed", len(texts))
                 message = [FAILED, number, f"{type(exc).__name__}: {exc}"]
@@ -81,15 +85,16 @@ def _work(
 class Worker:
     """The link and the two working threads."""
 
-    def __init__(self, link: zmq.Socket[bytes], context: zmq.Context[Any], query: Embedder, bulk: Embedder) -> None:
+    def __init__(self, link: zmq.Socket[bytes], context: zmq.Context[Any], query: MiniLM, bulk: MiniLM) -> None:
         self.link = link
         self.results: zmq.Socket[bytes] = context.socket(zmq.PULL)
         self.results.bind(_RESULTS)
         self.queries: queue.SimpleQueue[tuple[int, list[str]] | None] = queue.SimpleQueue()
         self.bulk: queue.SimpleQueue[tuple[int, list[str]] | None] = queue.SimpleQueue()
+        self.pace = Pace()
         self.threads = [
-            threading.Thread(target=_work, args=(query, self.queries, context, False), name="query", daemon=True),
-            threading.Thread(target=_work, args=(bulk, self.bulk, context, True), name="bulk", daemon=True),
+            threading.Thread(target=_work, args=(query, self.queries, context, None), name="query", daemon=True),
+            threading.Thread(target=_work, args=(bulk, self.bulk, context, self.pace), name="bulk", daemon=True),
         ]
         self.stopping = False
 
@@ -112,6 +117,7 @@ class Worker:
                 self._take()
         self.queries.put(None)
         self.bulk.put(None)
+        self.pace.set(1.0)  # a rest in progress ends: the bulk thread finishes its share without one
 
     def _take(self) -> None:
         while True:
@@ -122,6 +128,9 @@ class Worker:
             if message[0] == STOP:
                 self.stopping = True
                 return
+            if message[0] == PACE:
+                self.pace.set(float(message[1]))
+                continue
             (self.queries if message[0] == QUERY else self.bulk).put((message[1], message[2]))
 
 

@@ -153,6 +153,7 @@ def test_metrics_parse_as_prometheus_and_count_the_operations_just_made(
     wait_for(lambda: _scrape(dashboard).get(in_review, 0) >= 1, "the task in review in groove_tasks", timeout=15)
     assert after[("groove_learnings", (("tier", "user"),))] >= 4
     assert after[("groove_vector_work_seconds", ())] >= 0  # no vectors stored in this run: present, and 0
+    assert after[("groove_embedding_duty", ())] == 1.0  # no embedder in this run: nothing slowed
 
 
 def test_under_curve_the_dashboards_own_key_decides_what_it_may_do(
