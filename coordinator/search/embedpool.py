@@ -278,9 +278,11 @@ class EmbedPool:
             self._send(slot, [QUERY, job, [text]])
         if self._unstored:
             return  # the source writes go first: no more backlog until what was embedded is stored
+        # at a low duty a pass and its rest take seconds: shares of one pass bring vectors back as each is done
+        passes = _PASSES if self.duty == 1.0 else 1
         for slot in ready:
             while len(slot.shares) < _SHARES:
-                batch = self.derived.take(_PASSES * slot.batch_size)
+                batch = self.derived.take(passes * slot.batch_size)
                 if not batch:
                     return
                 job = next(self._jobs)

@@ -15,6 +15,7 @@ import pytest
 import zmq
 
 from coordinator.procs import Child
+from coordinator.search import embedpool
 from coordinator.search.derived import Derived
 from coordinator.search.duty import BUSY_DUTY, MAX_REST_S, Pace, SpareCores, duty_for
 from coordinator.search.embedder import MiniLM
@@ -73,9 +74,8 @@ def test_the_pool_tells_its_ready_workers_a_new_duty_and_a_worker_that_says_hell
     context: zmq.Context[Any], tmp_path: Path
 ) -> None:
     busy = [True]
-    pool = EmbedPool(
-        Derived(10, embeddings=True), lambda *_: True, lambda: busy[0], context, tmp_path, ("cpu", 1, 1), "info"
-    )
+    derived = Derived(10, embeddings=True)
+    pool = EmbedPool(derived, lambda *_: True, lambda: busy[0], context, tmp_path, ("cpu", 1, 1), "info")
     pool.sock.bind(pool.endpoint)
     # a live process in the slot (the pool checks that its worker runs), and the worker's side of the link
     child = Child("embed-0", [sys.executable, "-c", "import time; time.sleep(60)"])
@@ -94,8 +94,16 @@ def test_the_pool_tells_its_ready_workers_a_new_duty_and_a_worker_that_says_hell
         pool._receive()
         assert slot.ready
         assert received(worker) == [PACE, BUSY_DUTY]
+        # at a low duty the backlog goes in shares of one pass (4 texts here), so each pass's vectors come back
+        derived.enqueue("user", [(f"id{i}", f"text {i}") for i in range(40)], since=None)
+        slot.batch_size = 4
+        pool._dispatch()
+        assert [len(received(worker)[2]) for _ in range(2)] == [4, 4]  # two shares held: one embedding, one next
+        slot.shares.clear()  # (as if their vectors came back)
         pool._tell(1.0)
         assert received(worker) == [PACE, 1.0]
+        pool._dispatch()
+        assert [len(received(worker)[2]) for _ in range(2)] == [4 * embedpool._PASSES] * 2
         pool._tell(1.0)  # unchanged: not sent again
         assert not worker.poll(100)
         busy[0] = False
