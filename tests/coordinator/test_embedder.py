@@ -31,3 +31,27 @@ def test_the_cpu_model_embeds_in_cpu_sized_passes_and_matches_itself_on_one_text
     assert vectors.shape == (len(texts), 384)
     alone = model.encode([texts[-1]])[0]
     assert float(vectors[-1] @ alone) > 0.9999  # padding in a bigger pass does not change a text's vector
+
+
+def test_with_a_pace_each_pass_after_the_first_rests_for_what_the_one_before_owed() -> None:
+    from coordinator.search.duty import Pace
+    from coordinator.search.embedder import MiniLM
+
+    class Recorded(Pace):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rests: list[float] = []
+
+        def rest(self) -> float:
+            self.rests.append(super().rest())
+            return self.rests[-1]
+
+    model = MiniLM("cpu", batch_size=2)
+    pace = Recorded()
+    pace.set(0.5)  # half the time: a rest as long as the pass before it
+    texts = [f"flaky test number {i} under load" for i in range(6)]
+    paced = model.encode(texts, pace)
+    assert len(pace.rests) == 3  # one before each pass
+    assert pace.rests[0] == 0.0  # nothing owed before the first
+    assert all(rest > 0.0 for rest in pace.rests[1:])
+    assert float((paced * model.encode(texts)).sum(axis=1).min()) > 0.9999  # resting changes no vector
