@@ -47,6 +47,12 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
     "1: the writer runs each tier's transaction; 2: a thread runs it while the writer prepares the next tier's",
     type=int,
 )
+@setting(
+    "front_checks",
+    "The front process decodes and validates write requests, so the coordinator only rebuilds and routes them",
+    is_flag=True,
+    default=None,
+)
 @setting("reply_cache", "Recent write replies kept in memory for retries", type=int)
 @setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
 @setting("log_level", "Log verbosity", type=click.Choice(LOG_LEVELS))

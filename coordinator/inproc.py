@@ -5,6 +5,7 @@ when it stops. The socket loop's outbox (acks, read replies) and the embedding p
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import zmq
@@ -36,3 +37,12 @@ class Pushers:
         with self._lock:
             for sock in self._made:
                 sock.close(linger=0)
+
+
+def queued(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
+    """The messages already queued on `sock`, at most `limit` of them, without blocking."""
+    for _ in range(limit):
+        try:
+            yield sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return

@@ -68,6 +68,7 @@ class Metrics:
         self.writes_committed = 0
         self.writes_rejected = 0
         self.requests_served = 0
+        self.front_checked = 0  # writes the front decoded and validated (`--front-checks`)
         self.unauthorized = 0
         self.write_ms = 1.0  # recent milliseconds of commit per write: how fast the write queue drains
         self.process = psutil.Process()

@@ -460,6 +460,7 @@ class StatsReply(Reply):
     agents_known: int
     agents_alive: int
     requests_served: int
+    requests_checked_in_front: int = 0
     replies_dropped: int
     rss_mb: float
     cpu_percent: float

@@ -50,6 +50,8 @@ class Settings(BaseModel):
     readers: int = Field(4, ge=1, le=64)
     # 1: a transaction behind the writer measured no faster end to end (docs/performance.md), so it is opt-in
     commit_threads: int = Field(1, ge=1, le=MOST_THREADS)
+    # the front decodes and validates writes; measured no faster on 2 cores (docs/performance.md), so it is opt-in
+    front_checks: bool = False
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)
     log_level: LogLevel = "info"

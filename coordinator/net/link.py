@@ -54,6 +54,8 @@ class FrontLink:
         """Start the front process. It imports while the caller does, then waits for `go` before it binds."""
         self._dir = private_dir()
         self._args = ["--hwm", str(settings.peer_hwm), "--log-level", settings.log_level]
+        if settings.front_checks:
+            self._args.append("--checks")
         if settings.curve:
             assert settings.authorized_keys is not None  # Settings checks this
             self._args += ["--authorized-keys", str(settings.authorized_keys)]
@@ -136,18 +138,19 @@ class FrontLink:
         """Whether the front process is still running."""
         return self.child is not None and self.child.alive()
 
-    def batches(self, limit: int) -> Iterator[list[tuple[str | None, list[bytes]]]]:
-        """Batches of client messages the front has relayed, up to `limit`, without blocking: each message as
-        (the sender's CURVE User-Id or None, its frames, routing id first). The front is given credit for
-        another batch as each is taken up, once the caller asks for the next."""
+    def batches(self, limit: int) -> Iterator[tuple[list[tuple[str | None, list[bytes]]], list[list[Any]]]]:
+        """Batches of client messages the front has relayed, up to `limit`, without blocking. Each batch: the
+        messages as they came, each as (the sender's CURVE User-Id or None, its frames, routing id first), and
+        the writes a checking front decoded and validated (`checks.py`, one list each). The front is given credit
+        for another batch as each is taken up, once the caller asks for the next."""
         for _ in range(limit):
             try:
                 raw = self.sock.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            kind, self.refused, self.dropped, entries = msgpack.unpackb(raw)
+            kind, self.refused, self.dropped, entries, checked = msgpack.unpackb(raw)
             assert kind == BATCH
-            yield [(entry[0], entry[1:]) for entry in entries]
+            yield [(entry[0], entry[1:]) for entry in entries], checked
             self.flush()
             self._send([CREDIT, 1])
 

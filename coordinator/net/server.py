@@ -22,7 +22,6 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -32,7 +31,7 @@ from pydantic import BaseModel
 
 from coordinator import release, runtime
 from coordinator.errors import CoordinatorError, Rejected, StorageError, TierUnavailable
-from coordinator.inproc import Pushers
+from coordinator.inproc import Pushers, queued
 from coordinator.metrics import OK, Metrics
 from coordinator.net import stats
 from coordinator.net.agents import AgentRegistry
@@ -55,6 +54,7 @@ from protocol.digests import body_digest
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.frames import send_frames
 from protocol.ops import OPS
+from protocol.rebuild import rebuild
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +66,6 @@ _CONTROL = frozenset(op for op, handler in HANDLERS.items() if isinstance(handle
 _SMALL = 512  # control requests are smaller than this; looking for them among bigger payloads costs for nothing
 _MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
 _DERIVED_JOIN_S = 60.0  # how long a stopping coordinator waits for the near-duplicate thread
-
-
-def _waiting(sock: zmq.Socket[bytes], limit: int) -> Iterator[list[bytes]]:
-    """The messages already queued on `sock`, at most `limit` of them, without blocking."""
-    for _ in range(limit):
-        try:
-            yield sock.recv_multipart(zmq.NOBLOCK)
-        except zmq.Again:
-            return
 
 
 class Coordinator:
@@ -282,24 +273,34 @@ class Coordinator:
     # --- socket loop ---------------------------------------------------------------------------------
 
     def _drain_link(self) -> None:
-        for batch in self.link.batches(_DRAIN_BATCHES):
+        for batch, checked in self.link.batches(_DRAIN_BATCHES):
             # `ping`, `hello` and `heartbeat` first: they take microseconds, and must not wait behind the writes
             # the same batch brought (the front reads connections fairly, so they come in the next batch)
             later: list[tuple[list[bytes], Principal]] = []
             for user_id, frames in batch:
-                who = ADMIN if self.principals is None else self.principals.get((user_id or "").encode())
-                if who is None:  # the front admitted only known keys, so this cannot happen; refuse, never assume
-                    self._error(frames[0], None, ErrorCode.UNAUTHORIZED, "this key is not authorized")
-                elif len(frames) == 3 and len(frames[2]) < _SMALL and peek_op(frames[2]) in _CONTROL:
+                who = self._principal(user_id, frames[0])
+                if who is None:
+                    continue
+                if len(frames) == 3 and len(frames[2]) < _SMALL and peek_op(frames[2]) in _CONTROL:
                     self._handle(frames, who)
                 else:
                     later.append((frames, who))
             self.link.flush()
             for frames, who in later:
                 self._handle(frames, who)
+            for user_id, peer, request_id, op, digest, body in checked:
+                if (who := self._principal(user_id, peer)) is not None:
+                    self._handle_checked(peer, who, RequestEnvelope(request_id, op), digest, body)
+
+    def _principal(self, user_id: str | None, peer: bytes) -> Principal | None:
+        """Who sent a message: its key's principal (everyone is admin without CURVE); None once refused."""
+        who = ADMIN if self.principals is None else self.principals.get((user_id or "").encode())
+        if who is None:  # the front admitted only known keys, so this cannot happen; refuse, never assume
+            self._error(peer, None, ErrorCode.UNAUTHORIZED, "this key is not authorized")
+        return who
 
     def _drain_inbox(self) -> None:
-        for frames in _waiting(self.inbox, _DRAIN * 4):
+        for frames in queued(self.inbox, _DRAIN * 4):
             if frames[0] in (_READ, _PUSH):  # a read's reply, or a nudge pushed to a connected agent
                 if frames[0] == _READ:
                     self._reads_pending -= 1
@@ -338,23 +339,40 @@ class Coordinator:
             return
         try:
             request = decode_request(frames[2])
-            self.registry.touch(peer)
-            op, handler = request.op, HANDLERS[request.op]
-            if who is not ADMIN and (reason := op_refusal(who, op)) is not None:
-                self._unauthorized(peer, request.id, reason, op)
-                return
+            op = request.op
             # A resend is recognised by its id before its body is validated again: a flood of resends costs a
             # digest and a lookup each. It is answered from the stored reply, or when the first attempt commits.
             digest = body_digest(request.body) if OPS[op].deduped else ""
-            if digest and self._known(peer, request.id, op, digest):
-                return
-            if isinstance(handler, Write) and self.batcher.queue.full():
-                self._refuse_write(peer, request.id, op)  # under a flood, before spending a validation on it
+            if not self._admitted(peer, request, digest, who):
                 return
             body = validate_body(request)
         except ProtocolError as exc:
             self._error(peer, exc.request_id, exc.code, exc.message, op=op)
             return
+        self._route(peer, request, digest, body, who)
+
+    def _handle_checked(self, peer: bytes, who: Principal, request: RequestEnvelope, digest: str, dump: Any) -> None:
+        """A write the front decoded, digested and validated (`--front-checks`): `_handle`'s steps, the body
+        rebuilt from its dump instead of validated again."""
+        self.metrics.front_checked += 1
+        if self._admitted(peer, request, digest, who):
+            self._route(peer, request, digest, rebuild(OPS[request.op].request, dump), who)
+
+    def _admitted(self, peer: bytes, request: RequestEnvelope, digest: str, who: Principal) -> bool:
+        """Whether a request goes on to its handler; False once it is answered (refused, or a resend)."""
+        self.registry.touch(peer)
+        if who is not ADMIN and (reason := op_refusal(who, request.op)) is not None:
+            self._unauthorized(peer, request.id, reason, request.op)
+            return False
+        if digest and self._known(peer, request.id, request.op, digest):
+            return False
+        if isinstance(HANDLERS[request.op], Write) and self.batcher.queue.full():
+            self._refuse_write(peer, request.id, request.op)  # under a flood, before spending a validation on it
+            return False
+        return True
+
+    def _route(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, who: Principal) -> None:
+        op, handler = request.op, HANDLERS[request.op]
         if who is not ADMIN and (reason := body_refusal(who, body)) is not None:
             self._unauthorized(peer, request.id, reason, op)
             return

@@ -67,6 +67,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "agents_known": known,
         "agents_alive": alive,
         "requests_served": c.metrics.requests_served,
+        "requests_checked_in_front": c.metrics.front_checked,
         "replies_dropped": c.link.dropped,
         "rss_mb": rss_mb,
         "cpu_percent": cpu,

@@ -81,9 +81,13 @@ def test_a_killed_embedding_worker_is_restarted_and_every_learning_gets_its_vect
     assert "embed-0 exited (status -9)" in running.log()
 
 
+@pytest.mark.parametrize("checks", [(), ("--front-checks",)], ids=["checked-here", "checked-in-front"])
 def test_a_killed_front_is_restarted_on_its_endpoint_and_writes_resume_with_nothing_lost(
-    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+    coordinator_factory: Callable[..., RunningCoordinator],
+    client_factory: Callable[..., GrooveClient],
+    checks: tuple[str],
 ) -> None:
+    coordinator = coordinator_factory(*checks)  # a restarted checking front checks again
     client = client_factory(coordinator.endpoint, timeout=30, attempt_timeout=1.0)
     front = _process(client, "front")
     assert (front.alive, front.restarts, front.last_exit) == (True, 0, None)
@@ -102,6 +106,8 @@ def test_a_killed_front_is_restarted_on_its_endpoint_and_writes_resume_with_noth
     stored = [x.id for x in client.iter_learnings()]
     assert sorted(stored) == sorted(acked)  # none lost, none stored twice, none stored unacked
     assert coordinator.proc.poll() is None
+    checked = client.stats().requests_checked_in_front
+    assert checked >= len(acked) // 8 if checks else checked == 0  # the writes after the restart too
 
 
 def test_a_search_by_meaning_counts_the_results_words_alone_found(client: GrooveClient) -> None:
