@@ -1,10 +1,10 @@
 """How one coordinator uses a machine's cores, in one run: the figures and their ratios, measured side by side.
 
     python -m benchmarks.cores                                  # 32 agents x 16 in flight, 10 s a load
-    python -m benchmarks.cores --commit-threads 1,2 --embed-devices cpu,cuda --layouts 1x16,2x8,4x4,8x2
+    python -m benchmarks.cores --commit-threads 1,2 --front-checks off,on --embed-devices cpu,cuda --layouts 4x4
 
-1. the write path (embedder off) with 1 and 2 commit threads (the writer alone, a transaction behind it): writes/s,
-   p99, coordinator CPU;
+1. the write path (embedder off) with 1 and 2 commit threads (the writer alone, a transaction behind it), each
+   with the coordinator checking requests itself and with its front checking the writes: writes/s, p99, CPU;
 2. the same load with the embedder on, on the CPU pool and on the GPU, against it off: writes, p99, writes over 1 s;
 3. embedding through the running coordinator (learnings put, until every one has its vector) for each CPU pool
    layout (workers x torch threads) and on the GPU, beside the bare model in one process with every core;
@@ -49,6 +49,13 @@ def _counts(text: str) -> list[int]:
     if not counts or min(counts) < 1 or max(counts) > MOST_THREADS:
         raise click.BadParameter(f"{text!r}: give at least one number, each 1 to {MOST_THREADS}")
     return counts
+
+
+def _checks(text: str) -> list[bool]:
+    parts = [p for p in text.split(",") if p]
+    if not parts or set(parts) - {"off", "on"}:
+        raise click.BadParameter(f"{text!r}: off, on or off,on", param_hint="--front-checks")
+    return [part == "on" for part in parts]
 
 
 def _layouts(text: str) -> list[tuple[int, int]]:
@@ -129,6 +136,7 @@ def bare_rate(texts: int) -> float:
 @click.option("--in-flight", type=click.IntRange(1, 1024), default=16, show_default=True, help="Per agent.")
 @click.option("--duration", type=click.FloatRange(1), default=10.0, show_default=True, help="Seconds of each load.")
 @click.option("--commit-threads", "threads", default="1,2", show_default=True, help="Write path: threads to try.")
+@click.option("--front-checks", "checks", default="off", show_default=True, help="Write path: off, on or off,on.")
 @click.option("--embed-devices", default="cpu", show_default=True, help="Embedder on: cpu, cuda, or both.")
 @click.option("--layouts", default="", help="CPU pools to time, WORKERSxTHREADS,... (default: the coordinator's).")
 @click.option("--embed-texts", type=click.IntRange(64), default=2048, show_default=True, help="Texts per timing.")
@@ -140,6 +148,7 @@ def main(
     in_flight: int,
     duration: float,
     threads: str,
+    checks: str,
     embed_devices: str,
     layouts: str,
     embed_texts: int,
@@ -147,8 +156,9 @@ def main(
     writes: int,
     common: tuple[str, ...],
 ) -> None:
-    """Measure the write path by commit threads, the embedder's cost, embedding rates, and the peers."""
-    counts, pools = _counts(threads), _layouts(layouts)
+    """Measure the write path by commit threads and front checks, the embedder's cost, embedding rates, and the
+    peers."""
+    counts, pools, checked = _counts(threads), _layouts(layouts), _checks(checks)
     devices = [d for d in embed_devices.split(",") if d]
     if set(devices) - {"cpu", "cuda"}:
         raise click.BadParameter(f"{embed_devices!r}: cpu, cuda or both", param_hint="--embed-devices")
@@ -162,13 +172,16 @@ def main(
         _step("storage", {"per_s": limit})
         curve = []
         for n in counts:
-            click.echo(f"write path, {n} commit threads ...", err=True)
-            curve.append({"commit_threads": n} | write_path(args, work / f"threads-{n}", [f"--commit-threads={n}"]))
-            _step("write_path", curve[-1])
-        off = next((row for row in curve if row["commit_threads"] == default), None)
+            for front in checked:
+                click.echo(f"write path, {n} commit threads, front checks {'on' if front else 'off'} ...", err=True)
+                serve = [f"--commit-threads={n}", *(["--front-checks"] if front else [])]
+                row = {"commit_threads": n, "front_checks": front}
+                curve.append(row | write_path(args, work / f"threads-{n}-{front:d}", serve))
+                _step("write_path", curve[-1])
+        off = next((r for r in curve if r["commit_threads"] == default and not r["front_checks"]), None)
         if off is None:
             click.echo(f"write path, {default} commit threads (the default) ...", err=True)
-            off = {"commit_threads": default} | write_path(args, work / "default", [])
+            off = {"commit_threads": default, "front_checks": False} | write_path(args, work / "default", [])
         embedder = []
         for device in devices:
             click.echo(f"embedder on ({device}) ...", err=True)
@@ -209,8 +222,9 @@ def main(
             peers[f"coordinators_{cluster}"] = together["writes_per_s"]
             _step("cluster", {"coordinators": cluster, "per_s": peers[f"coordinators_{cluster}"]})
     best = max(row["per_s"] for row in curve)
-    click.echo(table(("commit threads", "writes/s", "p50 ms", "p99 ms", "> 1 s", "CPU %", "bad"), [
-        (r["commit_threads"], r["per_s"], r["p50_ms"], r["p99_ms"], r["over_1s"], r["cpu_percent"], r["bad"])
+    click.echo(table(("commit threads", "front checks", "writes/s", "p50 ms", "p99 ms", "> 1 s", "CPU %", "bad"), [
+        (r["commit_threads"], r["front_checks"], r["per_s"], r["p50_ms"], r["p99_ms"], r["over_1s"], r["cpu_percent"],
+         r["bad"])
         for r in curve
     ]))  # fmt: skip
     click.echo(table(("embedder", "writes/s", "p99 ms", "> 1 s", "x off", "p99 x off", "bad"), [

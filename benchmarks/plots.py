@@ -45,7 +45,11 @@ def bars(title: str, rows: list[tuple[str, float, str]], unit: str) -> str:
 def cores_charts(line: dict[str, Any], leave_out: frozenset[str] = frozenset()) -> dict[str, str]:
     """The charts of one `benchmarks.cores` JSON line, by file suffix; the peers named in `leave_out` (a figure
     known to be wrong) are not drawn."""
-    writes = [(f"{row['commit_threads']} commit thread(s)", row["per_s"], "groove") for row in line["curve"]]
+    checked = {True: ", front checks", False: ""}  # runs before the option have no `front_checks`
+    writes = [
+        (f"{row['commit_threads']} commit thread(s){checked[row.get('front_checks', False)]}", row["per_s"], "groove")
+        for row in line["curve"]
+    ]
     writes += [(f"embedder on, {row['device']}", row["per_s"], "embedder") for row in line["embedder"]]
     writes += [(f"peer: {name}", rate, "peer") for name, rate in line["peers"].items() if name not in leave_out]
     embedding = [

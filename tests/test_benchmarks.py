@@ -331,11 +331,12 @@ def test_the_faults_benchmark_refuses_a_fault_it_does_not_know_and_the_smoke_tes
 def test_the_cores_benchmark_measures_the_write_path_the_embedder_and_the_peers_in_one_run() -> None:
     run, result = benchmark(
         "cores",
-        *("--agents", "2", "--in-flight", "2", "--duration", "1", "--commit-threads", "1"),
+        *("--agents", "2", "--in-flight", "2", "--duration", "1", "--commit-threads", "1", "--front-checks", "off,on"),
         # no --cluster here (the load test above runs one): this test stays under 40 s on 2 cores
         *("--embed-devices", "cpu", "--embed-texts", "64", "--cluster", "0", "--writes", "256"),
     )
-    assert [row["commit_threads"] for row in result["curve"]] == [1]  # more threads: the batcher's own tests
+    # more threads: the batcher's own tests
+    assert [(row["commit_threads"], row["front_checks"]) for row in result["curve"]] == [(1, False), (1, True)]
     assert all(row["per_s"] > 0 and row["bad"] == 0 for row in result["curve"])
     (on,) = result["embedder"]
     off = result["embedder_off"]
@@ -352,7 +353,7 @@ def test_the_cores_benchmark_measures_the_write_path_the_embedder_and_the_peers_
     assert set(result["ratios"]) == {"groove/storage", "groove/sqlite"}
     steps = [json.loads(line)["step"] for line in run.stderr.splitlines() if line.startswith('{"step"')]
     assert steps[0] == "storage"
-    assert steps.count("write_path") == 1  # each figure printed as it was measured
+    assert steps.count("write_path") == 2  # each figure printed as it was measured
 
 
 def test_the_performance_page_s_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:
