@@ -2,7 +2,8 @@
 
 Processes, threads and who owns what:
 - the front process (`front.py`) owns the public ROUTER socket and CURVE, and relays requests and replies
-  in batches over one link (`link.py`); the socket loop starts it again if it dies;
+  in batches over one link (`link.py`); with `--front-checks` it also decodes and validates the writes
+  (`checks.py`); the socket loop starts it again if it dies;
 - the embedding worker processes (`search/embedworker.py`) hold the model, fed by the embedding pool's thread
   (`search/embedpool.py`), which also embeds the queries the reader threads ask for;
 - the socket loop (the thread that calls `serve`) owns the link, the in-flight write table and the reply
