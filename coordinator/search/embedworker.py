@@ -134,35 +134,6 @@ class Worker:
             (self.queries if message[0] == QUERY else self.bulk).put((message[1], message[2]))
 
 
-def _load(device: str, threads: int) -> tuple[MiniLM, MiniLM]:
-    """The query model (CPU) and the bulk one (the same, or on the GPU), loaded on a thread in the idle class:
-    importing torch and reading the model take seconds of CPU, and a coordinator started under load must not
-    lose them to it (the writes of its first seconds). Raises what loading raised."""
-    loaded: list[tuple[MiniLM, MiniLM]] = []
-    failed: list[Exception] = []
-
-    def load() -> None:
-        background()  # this thread only: the query thread, started later by the main thread, keeps its priority
-        try:
-            import torch  # noqa: PLC0415 - seconds to import: only this process needs it
-
-            torch.set_num_threads(threads)
-            where = resolve_device("cuda" if device.startswith("cuda") else device)
-            if where == "cuda" and device.startswith("cuda:"):
-                where = device
-            query = MiniLM("cpu")
-            loaded.append((query, query if where == "cpu" else MiniLM(where)))
-        except Exception as exc:  # handed to the main thread, which says so to the pool
-            failed.append(exc)
-
-    thread = threading.Thread(target=load, name="groove-embed-load")
-    thread.start()
-    thread.join()
-    if failed:
-        raise failed[0]
-    return loaded[0]
-
-
 @click.command()
 @click.option("--link", required=True, help="The pool's ROUTER endpoint.")
 @click.option("--identity", required=True, help="This worker's name on the link.")
@@ -176,23 +147,28 @@ def main(link: str, identity: str, device: str, threads: int, log_level: str) ->
     die_with_parent(parent)
     line = f"%(asctime)s %(levelname)s %(name)s ({identity}): %(message)s"
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format=line)
+    import torch  # noqa: PLC0415 - seconds to import: only this process needs it
+
+    torch.set_num_threads(threads)
     context: zmq.Context[Any] = zmq.Context()
     sock: zmq.Socket[bytes] = context.socket(zmq.DEALER)
     sock.setsockopt(zmq.IDENTITY, identity.encode())
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(link)
     try:
-        query, bulk = _load(device, threads)
+        where = resolve_device("cuda" if device.startswith("cuda") else device)
+        if where == "cuda" and device.startswith("cuda:"):
+            where = device
+        query = MiniLM("cpu")
+        bulk = query if where == "cpu" else MiniLM(where)
     except Exception as exc:
         log.error("the embedding model could not be loaded: %s", exc)
         sock.send(msgpack.packb([FAILED, None, f"{type(exc).__name__}: {exc}"]))
         sock.close(linger=1000)
         context.term()
         sys.exit(3)
-    import torch  # noqa: PLC0415 - loaded by now; asked only how many GPUs it sees
-
-    gpus = torch.cuda.device_count() if bulk.device != "cpu" else 0
-    sock.send(msgpack.packb([HELLO, bulk.device, bulk.batch_size, gpus]))
+    gpus = torch.cuda.device_count() if where != "cpu" else 0
+    sock.send(msgpack.packb([HELLO, where, bulk.batch_size, gpus]))
     worker = Worker(sock, context, query, bulk)
     signal.signal(signal.SIGTERM, lambda *_: setattr(worker, "stopping", True))
     worker.serve(parent)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from coordinator.errors import CoordinatorError
-from coordinator.search.embedder import CPU_BATCH, MiniLM, resolve_device
+from coordinator.search.embedder import CPU_BATCH, resolve_device
 
 
 def test_cpu_is_cpu_and_auto_is_the_gpu_when_there_is_one() -> None:
@@ -24,6 +22,8 @@ def test_cuda_without_a_gpu_is_a_clear_error() -> None:
 
 
 def test_the_cpu_model_embeds_in_cpu_sized_passes_and_matches_itself_on_one_text() -> None:
+    from coordinator.search.embedder import MiniLM
+
     model = MiniLM("cpu")
     assert model.batch_size == CPU_BATCH
     texts = [f"flaky test number {i} under load" for i in range(CPU_BATCH + 3)]
@@ -35,6 +35,7 @@ def test_the_cpu_model_embeds_in_cpu_sized_passes_and_matches_itself_on_one_text
 
 def test_with_a_pace_each_pass_after_the_first_rests_for_what_the_one_before_owed() -> None:
     from coordinator.search.duty import Pace
+    from coordinator.search.embedder import MiniLM
 
     class Recorded(Pace):
         def __init__(self) -> None:
@@ -54,31 +55,3 @@ def test_with_a_pace_each_pass_after_the_first_rests_for_what_the_one_before_owe
     assert pace.rests[0] == 0.0  # nothing owed before the first
     assert all(rest > 0.0 for rest in pace.rests[1:])
     assert float((paced * model.encode(texts)).sum(axis=1).min()) > 0.9999  # resting changes no vector
-
-
-def test_a_worker_loads_its_model_in_the_idle_class_and_its_other_threads_keep_their_priority(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Seconds of torch import and model load must not be taken from a coordinator started under load; the query
-    thread, started after it by the worker's main thread, must still run at the normal priority."""
-    from coordinator.search import embedworker
-
-    classes: list[int] = []
-
-    def loading(device: str) -> MiniLM:
-        classes.append(os.sched_getscheduler(0))
-        return MiniLM(device)
-
-    monkeypatch.setattr(embedworker, "MiniLM", loading)
-    query, bulk = embedworker._load("cpu", 2)
-    assert bulk is query
-    assert query.device == "cpu"
-    assert classes == [os.SCHED_IDLE]
-    assert os.sched_getscheduler(0) == os.SCHED_OTHER
-
-    def broken(device: str) -> MiniLM:
-        raise RuntimeError(f"no model on {device}")
-
-    monkeypatch.setattr(embedworker, "MiniLM", broken)
-    with pytest.raises(RuntimeError, match="no model on cpu"):  # the main thread reports it to the pool
-        embedworker._load("cpu", 2)
