@@ -307,7 +307,7 @@ def stats(client: GrooveClient, as_json: bool) -> None:
                     for p in s.processes
                 ],
                 ("commit threads", s.commit_threads),
-                ("checked in the front", f"{s.requests_checked_in_front} writes"),
+                ("writes checked in the front", s.requests_checked_in_front),
                 (
                     "indexes",
                     f"{s.keyword_entries} keyword entries, {s.vectors} vectors "
