@@ -191,6 +191,13 @@ def test_the_storage_benchmark_runs_from_the_command_line() -> None:
     assert all(r["script_per_s"] > 0 and r["import_per_s"] > 0 for r in result["results"])
 
 
+def test_the_fed_writer_benchmark_times_the_writer_beside_a_producer_holding_the_gil() -> None:
+    _, result = benchmark("fed", "--producer-us", "0,5", "--writes", "256")
+    assert [row["producer_us"] for row in result["results"]] == [0.0, 5.0]
+    assert all(row["writes_per_s"] > 0 for row in result["results"])
+    assert result["results"][0]["x_first"] == 1.0
+
+
 def test_the_writer_benchmark_times_the_batcher_alone() -> None:
     _, result = benchmark("writer", "--batch", "4", "--batches", "5")
     # one tier, then a batch spread over seven; each with the writer alone, then a transaction behind it
