@@ -199,9 +199,11 @@ def test_the_fed_writer_benchmark_times_the_writer_beside_a_producer_holding_the
 
 
 def test_the_writer_benchmark_times_the_batcher_alone() -> None:
-    _, result = benchmark("writer", "--batch", "4", "--batches", "5")
-    # one tier, then a batch spread over seven; each with the writer alone, then a transaction behind it
-    assert [(r["tiers"], r["commit_threads"]) for r in result["results"]] == [(1, 1), (1, 2), (7, 1), (7, 2)]
+    _, result = benchmark("writer", "--batch", "4", "--batches", "5", "--side-by-side", "2")
+    # one tier, then a batch spread over seven; each with the writer alone, then a transaction behind it; then two
+    # writers side by side in the one process
+    rows = [(r["writers"], r["tiers"], r["commit_threads"]) for r in result["results"]]
+    assert rows == [(1, 1, 1), (1, 1, 2), (1, 7, 1), (1, 7, 2), (2, 7, 1)]
     assert all(r["batch"] == 4 and r["writes_per_s"] > 0 for r in result["results"])
 
 
