@@ -38,6 +38,11 @@ METRICS = (
     Declared("groove_commit_duration_seconds", "histogram", "Time to commit one batch, all tiers together."),
     Declared("groove_writes_committed", "counter", "Write requests acked after their commit."),
     Declared("groove_writes_rejected", "counter", "Write requests answered with an error."),
+    Declared(
+        "groove_writes_checked_in_front",
+        "counter",
+        "Write requests the front process decoded and validated (--front-checks).",
+    ),
     Declared("groove_write_queue_depth", "gauge", "Writes waiting for the group commit."),
     Declared("groove_write_queue_capacity", "gauge", "Writes the queue holds before it answers busy."),
     Declared("groove_embedding_queue_depth", "gauge", "Learnings waiting for their embedding."),
@@ -138,6 +143,7 @@ class CoordinatorCollector(Collector):
         yield _histogram("groove_commit_duration_seconds", stats.histograms["commit_ms"], 0.001)
         yield _counter("groove_writes_committed", stats.writes_committed)
         yield _counter("groove_writes_rejected", stats.writes_rejected)
+        yield _counter("groove_writes_checked_in_front", stats.requests_checked_in_front)
         yield _gauge("groove_write_queue_depth", stats.write_queue_depth)
         yield _gauge("groove_write_queue_capacity", stats.write_queue_capacity)
         yield _gauge("groove_embedding_queue_depth", stats.embedding_queue_depth)

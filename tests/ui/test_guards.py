@@ -154,6 +154,7 @@ def test_metrics_parse_as_prometheus_and_count_the_operations_just_made(
     assert after[("groove_learnings", (("tier", "user"),))] >= 4
     assert after[("groove_vector_work_seconds", ())] >= 0  # no vectors stored in this run: present, and 0
     assert after[("groove_embedding_duty", ())] == 1.0  # no embedder in this run: nothing slowed
+    assert after[("groove_writes_checked_in_front_total", ())] == 0  # this coordinator checks its requests itself
 
 
 def test_under_curve_the_dashboards_own_key_decides_what_it_may_do(
