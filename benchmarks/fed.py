@@ -14,7 +14,6 @@ JSON line.
 from __future__ import annotations
 
 import json
-import random
 import tempfile
 import threading
 import time
@@ -23,21 +22,16 @@ from typing import Any
 
 import click
 
-from agents.corpus import load
 from benchmarks.common import machine
+from benchmarks.writer import Writer
 from cli.output import table
 from coordinator import runtime
-from coordinator.metrics import Metrics
-from coordinator.search.derived import Derived
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.ops import PUT, WriteItem
+from coordinator.write.batcher import Outcome
 from coordinator.write.tiercommit import MOST_THREADS
-from protocol.ids import uuid7
-from protocol.models import LearningPutRequest
 
 IN_FLIGHT = 512
-_WARM = 2_000  # writes before the clock starts: every tier opened, the caches warm
+_BATCH = 256  # the writer's warm-up batches, and how the writes are made
+_STEADY = 2_000  # writes queued before the clock starts
 _DONE_S = 300.0
 
 
@@ -51,45 +45,38 @@ def _hold(seconds: float) -> None:
 def fed(producer_us: float, writes: int, threads: int) -> dict[str, Any]:
     """Writes per second the writer commits while the producer holds the GIL `producer_us` µs a write."""
     runtime.tune()  # as the coordinator runs
-    corpus, rng = load(), random.Random(1)
-    bodies = [
-        LearningPutRequest.model_validate({"learnings": [corpus.learning(rng, noted_by="fed")]})
-        for _ in range(_WARM + writes)
-    ]
-    acked = 0
+    acked, wanted = 0, 0
     everything = threading.Event()
 
-    def done(outcomes: list[Outcome]) -> None:  # the acker thread
+    def done(outcomes: list[Outcome]) -> None:  # the warm-up's batches on this thread, then the acker thread
         nonlocal acked
         acked += len(outcomes)
-        if acked >= len(bodies):
+        if acked >= wanted:
             everything.set()
 
     with tempfile.TemporaryDirectory(prefix="groove-fed-") as tmp:
-        derived = Derived(10_000, embeddings=False, row_cache=100_000)
-        tiers = TierSet(Path(tmp), on_open=derived.load_tier)
-        tiers.open_user()
-        batcher = Batcher(
-            tiers, Metrics(), done, 256, 0.0, 5_000, committed=derived.after_batch, commit_threads=threads
-        )
-        batcher.start()
-        started, at_start, sent = 0.0, 0, 0
-        while sent < len(bodies):
-            if sent - acked >= IN_FLIGHT:
+        writer = Writer(Path(tmp), 1, True, _BATCH, threads, done)  # warm: every tier opened
+        items = [item for _ in range(-(-(_STEADY + writes) // _BATCH)) for item in writer.items()]
+        wanted = acked + len(items)  # what the warm-up acked does not count
+        everything.clear()
+        writer.batcher.start()
+        started, at_start, sent, before = 0.0, 0, 0, acked
+        while sent < len(items):
+            if sent - (acked - before) >= IN_FLIGHT:
                 time.sleep(0.0001)  # as a socket thread between batches: the GIL is let go
                 continue
-            if sent == _WARM:
+            if sent == _STEADY:  # the clock starts with writes flowing
                 started, at_start = time.perf_counter(), acked
             _hold(producer_us / 1e6)
-            if batcher.submit(WriteItem(uuid7(), PUT, bodies[sent])):
+            if writer.batcher.submit(items[sent]):
                 sent += 1
         if not everything.wait(_DONE_S):
-            raise RuntimeError(f"the writer did not ack {len(bodies)} writes within {_DONE_S:.0f} s")
+            raise RuntimeError(f"the writer did not ack {len(items)} writes within {_DONE_S:.0f} s")
         elapsed = time.perf_counter() - started
-        batcher.request_stop()
-        while batcher.is_alive():
+        writer.batcher.request_stop()
+        while writer.batcher.is_alive():
             time.sleep(0.01)
-        tiers.close()
+        writer.close()
     return {"producer_us": producer_us, "commit_threads": threads, "writes_per_s": round((acked - at_start) / elapsed)}
 
 

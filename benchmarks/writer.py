@@ -18,6 +18,7 @@ import random
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from coordinator import runtime
 from coordinator.metrics import Metrics
 from coordinator.search.derived import Derived
 from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import Batcher
+from coordinator.write.batcher import Batcher, Outcome
 from coordinator.write.ops import PUT, WriteItem
 from coordinator.write.tiercommit import MOST_THREADS
 from protocol import constants as C
@@ -38,16 +39,19 @@ from protocol.ids import now_ms, uuid7
 from protocol.models import LearningPutRequest
 
 
-class _Writer:
-    """One writer as the coordinator runs it (a batcher over its own data dir), its batches made ahead."""
+class Writer:
+    """One writer as the coordinator runs it (a batcher over its own data dir), its batches made ahead; `done` gets
+    its acks (`benchmarks.fed` counts them)."""
 
-    def __init__(self, root: Path, seed: int, spread: bool, batch: int, threads: int) -> None:
+    def __init__(
+        self, root: Path, seed: int, spread: bool, batch: int, threads: int, done: Callable[[list[Outcome]], None]
+    ) -> None:
         self.corpus, self.rng, self.spread, self.batch = load(), random.Random(seed), spread, batch
         self.derived = Derived(10_000, embeddings=False, row_cache=100_000)
         self.tiers = TierSet(root, on_open=self.derived.load_tier)
         self.tiers.open_user()
         self.batcher = Batcher(
-            self.tiers, Metrics(), lambda _: None, 256, 0.0, 20_000, committed=self.derived.after_batch,
+            self.tiers, Metrics(), done, 256, 0.0, 20_000, committed=self.derived.after_batch,
             commit_threads=threads,
         )  # fmt: skip
         for _ in range(20):  # every tier opened and warm before timing
@@ -78,7 +82,7 @@ def measure(spread: bool, batch: int, batches: int, threads: int, writers: int =
     the most any design committing tiers side by side under one GIL could get."""
     runtime.tune()  # as the coordinator runs
     with tempfile.TemporaryDirectory(prefix="groove-writer-") as tmp:
-        each = [_Writer(Path(tmp) / str(n), n + 1, spread, batch, threads) for n in range(writers)]
+        each = [Writer(Path(tmp) / str(n), n + 1, spread, batch, threads, lambda _: None) for n in range(writers)]
         runtime.settle()
         for writer in each:
             writer.prepared = [writer.items() for _ in range(batches)]
