@@ -1,10 +1,12 @@
 """How one coordinator uses a machine's cores, in one run: the figures and their ratios, measured side by side.
 
     python -m benchmarks.cores                                  # 32 agents x 16 in flight, 10 s a load
-    python -m benchmarks.cores --commit-threads 1,2 --front-checks off,on --embed-devices cpu,cuda --layouts 4x4
+    python -m benchmarks.cores --commit-threads 1,2 --writers 1,2,4 --front-checks off,on --embed-devices cpu,cuda \
+        --layouts 4x4
 
-1. the write path (embedder off) with 1 and 2 commit threads (the writer alone, a transaction behind it), each
-   with the coordinator checking requests itself and with its front checking the writes: writes/s, p99, CPU;
+1. the write path (embedder off) with 1 and 2 commit threads (the writer alone, a transaction behind it), by writer
+   threads (`--writers`), each with the coordinator checking requests itself and with its front checking the writes:
+   writes/s, p99, CPU;
 2. the same load with the embedder on, on the CPU pool and on the GPU, against it off: writes, p99, writes over 1 s;
 3. embedding through the running coordinator (learnings put, until every one has its vector) for each CPU pool
    layout (workers x torch threads) and on the GPU, beside the bare model in one process with every core;
@@ -35,19 +37,20 @@ from cli.output import table
 from cli.processes import start_coordinator
 from coordinator.net.config import Settings
 from coordinator.search.embedpool import default_workers
+from coordinator.write.batcher import MOST_WRITERS
 from coordinator.write.tiercommit import MOST_THREADS
 
 _READY_S = 300.0  # for every embedding worker to load the model
 _EMBED_TEXTS_TIMEOUT_S = 600.0
 
 
-def _counts(text: str) -> list[int]:
+def _counts(text: str, most: int, hint: str) -> list[int]:
     try:
         counts = [int(part) for part in text.split(",") if part]
     except ValueError:
-        raise click.BadParameter(f"{text!r}: give numbers separated by commas") from None
-    if not counts or min(counts) < 1 or max(counts) > MOST_THREADS:
-        raise click.BadParameter(f"{text!r}: give at least one number, each 1 to {MOST_THREADS}")
+        raise click.BadParameter(f"{text!r}: give numbers separated by commas", param_hint=hint) from None
+    if not counts or min(counts) < 1 or max(counts) > most:
+        raise click.BadParameter(f"{text!r}: give at least one number, each 1 to {most}", param_hint=hint)
     return counts
 
 
@@ -136,6 +139,7 @@ def bare_rate(texts: int) -> float:
 @click.option("--in-flight", type=click.IntRange(1, 1024), default=16, show_default=True, help="Per agent.")
 @click.option("--duration", type=click.FloatRange(1), default=10.0, show_default=True, help="Seconds of each load.")
 @click.option("--commit-threads", "threads", default="1,2", show_default=True, help="Write path: threads to try.")
+@click.option("--writers", default="1", show_default=True, help="Write path: writer threads to try.")
 @click.option("--front-checks", "checks", default="off", show_default=True, help="Write path: off, on or off,on.")
 @click.option("--embed-devices", default="cpu", show_default=True, help="Embedder on: cpu, cuda, or both.")
 @click.option("--layouts", default="", help="CPU pools to time, WORKERSxTHREADS,... (default: the coordinator's).")
@@ -148,6 +152,7 @@ def main(
     in_flight: int,
     duration: float,
     threads: str,
+    writers: str,
     checks: str,
     embed_devices: str,
     layouts: str,
@@ -156,14 +161,16 @@ def main(
     writes: int,
     common: tuple[str, ...],
 ) -> None:
-    """Measure the write path by commit threads and front checks, the embedder's cost, embedding rates, and the
-    peers."""
-    counts, pools, checked = _counts(threads), _layouts(layouts), _checks(checks)
+    """Measure the write path by commit threads, writers and front checks, the embedder's cost, embedding rates,
+    and the peers."""
+    counts, pools, checked = _counts(threads, MOST_THREADS, "--commit-threads"), _layouts(layouts), _checks(checks)
+    lanes = _counts(writers, MOST_WRITERS, "--writers")
     devices = [d for d in embed_devices.split(",") if d]
     if set(devices) - {"cpu", "cuda"}:
         raise click.BadParameter(f"{embed_devices!r}: cpu, cuda or both", param_hint="--embed-devices")
     args = load_args(agents, in_flight, duration) | {"cluster": cluster, "serve_arg": common}
-    default = Settings.model_fields["commit_threads"].default  # the embedder-on runs use the default, as users do
+    # the embedder-on runs use the defaults, as users do
+    default, one = Settings.model_fields["commit_threads"].default, Settings.model_fields["writers"].default
     out: dict[str, Any] = {"bench": "cores", "agents": agents, "in_flight": in_flight, "duration_s": duration}
     with tempfile.TemporaryDirectory(prefix="groove-cores-") as tmp:
         work = Path(tmp)
@@ -172,16 +179,19 @@ def main(
         _step("storage", {"per_s": limit})
         curve = []
         for n in counts:
-            for front in checked:
-                click.echo(f"write path, {n} commit threads, front checks {'on' if front else 'off'} ...", err=True)
-                serve = [f"--commit-threads={n}", *(["--front-checks"] if front else [])]
-                row = {"commit_threads": n, "front_checks": front}
-                curve.append(row | write_path(args, work / f"threads-{n}-{front:d}", serve))
-                _step("write_path", curve[-1])
-        off = next((r for r in curve if r["commit_threads"] == default and not r["front_checks"]), None)
+            for w in lanes:
+                for front in checked:
+                    what = f"{n} commit threads, {w} writers, front checks {'on' if front else 'off'}"
+                    click.echo(f"write path, {what} ...", err=True)
+                    serve = [f"--commit-threads={n}", f"--writers={w}", *(["--front-checks"] if front else [])]
+                    row = {"commit_threads": n, "writers": w, "front_checks": front}
+                    curve.append(row | write_path(args, work / f"threads-{n}-{w}-{front:d}", serve))
+                    _step("write_path", curve[-1])
+        defaults = {"commit_threads": default, "writers": one, "front_checks": False}
+        off = next((r for r in curve if all(r[k] == v for k, v in defaults.items())), None)
         if off is None:
-            click.echo(f"write path, {default} commit threads (the default) ...", err=True)
-            off = {"commit_threads": default, "front_checks": False} | write_path(args, work / "default", [])
+            click.echo("write path, the defaults ...", err=True)
+            off = defaults | write_path(args, work / "default", [])
         embedder = []
         for device in devices:
             click.echo(f"embedder on ({device}) ...", err=True)
@@ -222,9 +232,10 @@ def main(
             peers[f"coordinators_{cluster}"] = together["writes_per_s"]
             _step("cluster", {"coordinators": cluster, "per_s": peers[f"coordinators_{cluster}"]})
     best = max(row["per_s"] for row in curve)
-    click.echo(table(("commit threads", "front checks", "writes/s", "p50 ms", "p99 ms", "> 1 s", "CPU %", "bad"), [
-        (r["commit_threads"], r["front_checks"], r["per_s"], r["p50_ms"], r["p99_ms"], r["over_1s"], r["cpu_percent"],
-         r["bad"])
+    click.echo(table(
+        ("commit threads", "writers", "front checks", "writes/s", "p50 ms", "p99 ms", "> 1 s", "CPU %", "bad"), [
+        (r["commit_threads"], r["writers"], r["front_checks"], r["per_s"], r["p50_ms"], r["p99_ms"], r["over_1s"],
+         r["cpu_percent"], r["bad"])
         for r in curve
     ]))  # fmt: skip
     click.echo(table(("embedder", "writes/s", "p99 ms", "> 1 s", "x off", "p99 x off", "bad"), [

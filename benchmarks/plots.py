@@ -45,9 +45,15 @@ def bars(title: str, rows: list[tuple[str, float, str]], unit: str) -> str:
 def cores_charts(line: dict[str, Any], leave_out: frozenset[str] = frozenset()) -> dict[str, str]:
     """The charts of one `benchmarks.cores` JSON line, by file suffix; the peers named in `leave_out` (a figure
     known to be wrong) are not drawn."""
-    checked = {True: ", front checks", False: ""}  # runs before the option have no `front_checks`
+    checked = {True: ", front checks", False: ""}  # runs before these options have no `front_checks`, `writers`
     writes = [
-        (f"{row['commit_threads']} commit thread(s){checked[row.get('front_checks', False)]}", row["per_s"], "groove")
+        (
+            f"{row['commit_threads']} commit thread(s)"
+            + (f", {row['writers']} writer(s)" if "writers" in row else "")
+            + checked[row.get("front_checks", False)],
+            row["per_s"],
+            "groove",
+        )
         for row in line["curve"]
     ]
     writes += [(f"embedder on, {row['device']}", row["per_s"], "embedder") for row in line["embedder"]]

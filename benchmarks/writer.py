@@ -44,7 +44,14 @@ class Writer:
     its acks (`benchmarks.fed` counts them)."""
 
     def __init__(
-        self, root: Path, seed: int, spread: bool, batch: int, threads: int, done: Callable[[list[Outcome]], None]
+        self,
+        root: Path,
+        seed: int,
+        spread: bool,
+        batch: int,
+        threads: int,
+        done: Callable[[list[Outcome]], None],
+        writers: int = 1,
     ) -> None:
         self.corpus, self.rng, self.spread, self.batch = load(), random.Random(seed), spread, batch
         self.derived = Derived(10_000, embeddings=False, row_cache=100_000)
@@ -52,7 +59,7 @@ class Writer:
         self.tiers.open_user()
         self.batcher = Batcher(
             self.tiers, Metrics(), done, 256, 0.0, 20_000, committed=self.derived.after_batch,
-            commit_threads=threads,
+            commit_threads=threads, writers=writers,
         )  # fmt: skip
         for _ in range(20):  # every tier opened and warm before timing
             self.batcher.process(self.items(), now_ms())
@@ -72,7 +79,7 @@ class Writer:
             self.batcher.process(chunk, now_ms())
 
     def close(self) -> None:
-        self.batcher.committer.close()
+        self.batcher.close()
         self.tiers.close()
 
 

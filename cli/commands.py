@@ -307,6 +307,7 @@ def stats(client: GrooveClient, as_json: bool) -> None:
                     for p in s.processes
                 ],
                 ("commit threads", s.commit_threads),
+                ("writers", s.writers),
                 ("writes checked in the front", s.requests_checked_in_front),
                 (
                     "indexes",

@@ -48,6 +48,11 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
     type=int,
 )
 @setting(
+    "writers",
+    "Writer threads; each commits the tiers it is given, and a write that may touch several waits for all of them",
+    type=int,
+)
+@setting(
     "front_checks",
     "The front process decodes and validates write requests, so the coordinator only rebuilds and routes them",
     is_flag=True,

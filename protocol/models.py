@@ -473,6 +473,7 @@ class StatsReply(Reply):
     processes: list[ProcessStats] = []
     embedding_duty: float = 1.0
     commit_threads: int = 1
+    writers: int = 1
     keyword_entries: int
     vectors: int
     near_duplicate_backlog: int

@@ -192,8 +192,8 @@ def test_the_storage_benchmark_runs_from_the_command_line() -> None:
 
 
 def test_the_fed_writer_benchmark_times_the_writer_beside_a_producer_holding_the_gil() -> None:
-    _, result = benchmark("fed", "--producer-us", "0,5", "--writes", "256")
-    assert [row["producer_us"] for row in result["results"]] == [0.0, 5.0]
+    _, result = benchmark("fed", "--producer-us", "0,5", "--writes", "256", "--writers", "1", "--writers", "2")
+    assert [(row["producer_us"], row["writers"]) for row in result["results"]] == [(0, 1), (0, 2), (5, 1), (5, 2)]
     assert all(row["writes_per_s"] > 0 for row in result["results"])
     assert result["results"][0]["x_first"] == 1.0
 
@@ -340,16 +340,20 @@ def test_the_faults_benchmark_refuses_a_fault_it_does_not_know_and_the_smoke_tes
 def test_the_cores_benchmark_measures_the_write_path_the_embedder_and_the_peers_in_one_run() -> None:
     run, result = benchmark(
         "cores",
-        *("--agents", "2", "--in-flight", "2", "--duration", "1", "--commit-threads", "1", "--front-checks", "off,on"),
+        *("--agents", "2", "--in-flight", "2", "--duration", "1", "--commit-threads", "1", "--writers", "2"),
+        *("--front-checks", "off,on"),
         # no --cluster here (the load test above runs one): this test stays under 40 s on 2 cores
         *("--embed-devices", "cpu", "--embed-texts", "64", "--cluster", "0", "--writes", "256"),
     )
     # more threads: the batcher's own tests
-    assert [(row["commit_threads"], row["front_checks"]) for row in result["curve"]] == [(1, False), (1, True)]
+    rows = [(row["commit_threads"], row["writers"], row["front_checks"]) for row in result["curve"]]
+    assert rows == [(1, 2, False), (1, 2, True)]
     assert all(row["per_s"] > 0 and row["bad"] == 0 for row in result["curve"])
     (on,) = result["embedder"]
     off = result["embedder_off"]
-    assert off == result["curve"][0]  # the default's run: the embedder-on run is set against it
+    # the defaults' run (one writer is not in the curve): the embedder-on run is set against it
+    assert (off["commit_threads"], off["writers"], off["front_checks"]) == (1, 1, False)
+    assert off["per_s"] > 0
     assert on["device"] == "cpu"
     assert on["bad"] == 0
     assert on["writes_x_off"] == common.ratio(on["per_s"], off["per_s"])

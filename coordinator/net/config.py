@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from coordinator.errors import ConfigError
 from coordinator.net.auth import is_loopback
+from coordinator.write.batcher import MOST_WRITERS
 from coordinator.write.tiercommit import MOST_THREADS
 from protocol.cluster import ClusterMap
 from protocol.codec import describe
@@ -50,6 +51,8 @@ class Settings(BaseModel):
     readers: int = Field(4, ge=1, le=64)
     # 1: a transaction behind the writer measured no faster end to end (docs/performance.md), so it is opt-in
     commit_threads: int = Field(1, ge=1, le=MOST_THREADS)
+    # writer threads, each committing the tiers it was given; opt-in until a measurement keeps it (performance.md)
+    writers: int = Field(1, ge=1, le=MOST_WRITERS)
     # the front decodes and validates writes; measured no faster on 2 cores (docs/performance.md), so it is opt-in
     front_checks: bool = False
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)

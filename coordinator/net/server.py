@@ -8,8 +8,8 @@ Processes, threads and who owns what:
   (`search/embedpool.py`), which also embeds the queries the reader threads ask for;
 - the socket loop (the thread that calls `serve`) owns the link, the in-flight write table and the reply
   cache; only it sends to clients;
-- the batcher thread commits writes (with `--commit-threads 2`, opt-in, each tier's transaction on a thread
-  behind it while it prepares the next tier's); reader threads run reads and `stats`;
+- the batcher's writer thread commits writes (`--writers N`, opt-in: N, each its own tiers; `--commit-threads 2`,
+  opt-in: each tier's transaction on a thread behind it); reader threads run reads and `stats`;
 - both hand their replies back over an inproc PUSH/PULL pair, because ZeroMQ sockets are not thread-safe.
 """
 
@@ -98,6 +98,7 @@ class Coordinator:
             gone_agents=self.registry.gone,
             owners=settings.owners(),
             commit_threads=settings.commit_threads,
+            writers=settings.writers,
         )
         self.boards = self.batcher.boards
         self._stop = threading.Event()
@@ -227,7 +228,7 @@ class Coordinator:
         poller.register(self.inbox, zmq.POLLIN)
         while True:
             if self._stop.is_set() and not self._closing:
-                log.info("stopping: committing %d queued writes", self.batcher.queue.qsize())
+                log.info("stopping: committing %d queued writes", self.batcher.depth())
                 self._closing = True
                 self.batcher.request_stop()
             if not self.batcher.is_alive():
@@ -367,7 +368,7 @@ class Coordinator:
             return False
         if digest and self._known(peer, request.id, request.op, digest):
             return False
-        if isinstance(HANDLERS[request.op], Write) and self.batcher.queue.full():
+        if isinstance(HANDLERS[request.op], Write) and self.batcher.full():
             self._refuse_write(peer, request.id, request.op)  # under a flood, before spending a validation on it
             return False
         return True
@@ -429,7 +430,7 @@ class Coordinator:
     def _refuse_write(self, peer: bytes, request_id: str, op: str) -> None:
         """`busy`, come back in half the time the writer needs for the queue: a flood of clients then backs
         off in step with the writer instead of hammering the socket loop."""
-        drain = self.metrics.drain_ms(self.batcher.queue.qsize()) / 2
+        drain = self.metrics.drain_ms(self.batcher.depth()) / 2
         self._error(
             peer,
             request_id,

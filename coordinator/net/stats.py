@@ -57,7 +57,7 @@ def reply(c: Observed) -> dict[str, Any]:
     return {
         "tiers": [{"tier": t.name, "learnings": t.learnings, "path": str(t.path)} for t in c.tiers.opened()],
         "disk_tiers": c.tiers.on_disk(),
-        "write_queue_depth": c.batcher.queue.qsize(),
+        "write_queue_depth": c.batcher.depth(),
         "write_queue_capacity": c.batcher.capacity,
         "batches_committed": c.metrics.batches_committed,
         "writes_committed": c.metrics.writes_committed,
@@ -79,7 +79,8 @@ def reply(c: Observed) -> dict[str, Any]:
         "visibility_lag_ms": derived.lag_summary(),
         "processes": [c.link.report(), *(c.pool.report() if c.pool is not None else [])],
         "embedding_duty": c.pool.duty if c.pool is not None else 1.0,
-        "commit_threads": c.batcher.committer.threads,
+        "commit_threads": c.batcher.commit_threads,
+        "writers": c.batcher.writers,
         "keyword_entries": len(derived.keywords),
         "vectors": sum(len(index) for index in derived.vectors.values()),
         "near_duplicate_backlog": derived.near.backlog(),

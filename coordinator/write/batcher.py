@@ -3,7 +3,13 @@ transaction per tier per batch. A second thread, the acker, then tells derived d
 syncs the WAL (`--durability fsync`) and only then reports each request's reply, while the writer goes on
 with the next batch: one batch in flight behind the commits, answered in commit order.
 
-A batch's tiers commit one after the other, in the order they first came. With `--commit-threads 2` (opt-in)
+A batch's tiers commit one after the other, in the order they first came. With `--writers N` (opt-in) there are
+N writer threads, each with its own queue: a write whose body alone names the one tier it touches (`WriteOp.home`:
+a `learning.put` into one tier without client-chosen ids, the coordinator's stored vectors) goes to the writer
+that tier was given, so writes to different tiers plan, apply and commit side by side (CozoDB lets go of the GIL
+while it reads and commits). Any other write goes to the first writer, which commits a batch holding one with
+every writer held: it may read or change any tier. A tier is thus only ever written by one thread at a time, and
+each tier's commits reach the one acker in their commit order. With `--commit-threads 2` (opt-in)
 each tier's transaction runs on a thread behind the writer, which meanwhile
 reads and applies the next tier's parts: CozoDB lets go of the GIL while it commits, so the two overlap. A
 request that spans tiers sees the same order as with one thread: if the tier behind refuses it when it lands,
@@ -50,6 +56,8 @@ _PRUNE_EVERY_S = 600.0
 _GONE_CHECK_S = 1.0  # how often held leases are checked against the agents gone from the registry
 
 
+MOST_WRITERS = 8  # a writer holds the GIL about 40 % of its time: more than a few only wait for it
+
 Outcome = tuple[WriteItem, "dict[str, Any] | Rejected"]
 # Receives every request of a batch with its reply body or rejection, once the batch is done: one call per
 # batch, because each hand-off to the socket thread costs a GIL round trip.
@@ -59,8 +67,20 @@ Done = Callable[[list[Outcome]], None]
 Committed = Callable[[list[tuple[str, DerivedChanges]]], None]
 
 
+class _Lane:
+    """One writer thread: its own queue and transactions, and the lock held while one of its batches commits."""
+
+    def __init__(self, index: int, capacity: int, committer: TierCommitter, run: Callable[[_Lane], None]) -> None:
+        self.index = index
+        self.queue: queue.Queue[WriteItem] = queue.Queue(maxsize=capacity)
+        self.committing = threading.Lock()
+        self.committer = committer
+        name = f"groove-batcher-{index}" if index else "groove-batcher"
+        self.thread = threading.Thread(target=run, args=(self,), name=name, daemon=True)
+
+
 class Batcher:
-    """Owns the write queue and the writer thread."""
+    """Owns the write queues and the writer threads."""
 
     def __init__(
         self,
@@ -76,6 +96,7 @@ class Batcher:
         gone_agents: Callable[[], set[str]] | None = None,
         owners: tuple[str, ClusterMap] | None = None,
         commit_threads: int = 1,
+        writers: int = 1,
     ) -> None:
         self.tiers = tiers
         self.metrics = metrics
@@ -83,77 +104,114 @@ class Batcher:
         self.committed = committed
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000.0
-        self.queue: queue.Queue[WriteItem] = queue.Queue(maxsize=capacity)
-        self.capacity = capacity
+        self.capacity = capacity  # of all the writers' queues together
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="groove-batcher", daemon=True)
-        # Committed batches on their way to their acks. One waits at most: the writer commits batch N+1 (CozoDB
-        # lets go of the GIL while it does) while the acker updates derived data and answers batch N.
-        self._landing: queue.Queue[Landed | None] = queue.Queue(maxsize=1)
+        self.boards = Boards(tiers)  # the working memories and task graphs, kept by the writers between batches
+        self.commit_threads = commit_threads
+        self._lanes = [
+            _Lane(i, capacity, TierCommitter(tiers, self.boards, commit_threads), self._run) for i in range(writers)
+        ]
+        self._homes: dict[str, _Lane] = {}  # which writer commits each tier's homed writes
+        self._assigning = threading.Lock()
+        # Committed batches on their way to their acks. One per writer waits at most: a writer commits its next
+        # batch (CozoDB lets go of the GIL while it does) while the acker updates derived data and answers.
+        self._landing: queue.Queue[Landed | None] = queue.Queue(maxsize=writers)
         self._acker = threading.Thread(target=self._ack, name="groove-acker", daemon=True)
         self._last_prune = 0.0
         self.maintain_every_s = maintain_every_s  # 0: lifecycle maintenance only on request
         self._last_maintain = time.monotonic()
         # --durability fsync: the tiers committed to in this batch, synced before its acks
         self.syncer = Syncer() if fsync else None
-        # held while a batch commits; `held()` takes it to see (or change) every tier at one moment
-        self._committing = threading.Lock()
-        self.boards = Boards(tiers)  # the working memories and task graphs, kept by the writer between batches
-        self.committer = TierCommitter(tiers, self.boards, commit_threads)
         self.faults = tiers.faults
         self.gone_agents = gone_agents  # the agent registry's gone agents: they lose their leases at once
         self.owners = owners  # in a cluster: this coordinator's name and the map of who owns which tier
         self._last_gone_check = 0.0
         self.client_at = 0.0  # when the writer last took a batch holding a client's write (time.monotonic)
 
+    @property
+    def writers(self) -> int:
+        """How many writer threads commit."""
+        return len(self._lanes)
+
     def start(self) -> None:
         """Start the writer and acker threads."""
         self._acker.start()
-        self._thread.start()
+        for lane in self._lanes:
+            lane.thread.start()
+
+    def close(self) -> None:
+        """Stop the commit threads behind the writers, of a batcher driven by `process` (a started one stops its
+        own as its writers end)."""
+        for lane in self._lanes:
+            lane.committer.close()
+
+    def depth(self) -> int:
+        """Writes queued, in every writer's queue."""
+        return sum(lane.queue.qsize() for lane in self._lanes)
+
+    def full(self) -> bool:
+        """Whether a write now would be answered `busy`."""
+        return self.depth() >= self.capacity
 
     def submit(self, item: WriteItem) -> bool:
-        """Queue a write; False when the queue is full (the caller answers `busy`)."""
+        """Queue a write; False when the queues are full (the caller answers `busy`)."""
+        if len(self._lanes) > 1 and self.full():
+            return False
         try:
-            self.queue.put_nowait(item)
+            self._lane_for(item).queue.put_nowait(item)
         except queue.Full:
             return False
         return True
 
+    def _lane_for(self, item: WriteItem) -> _Lane:
+        """The writer of the write's home tier (given one the first time it is named), else the first."""
+        if len(self._lanes) == 1 or (home := item.op.home(item.body)) is None:
+            return self._lanes[0]
+        lane = self._homes.get(home)
+        if lane is None:
+            with self._assigning:  # internal writes are queued from other threads than the socket loop's
+                lane = self._homes.setdefault(home, self._lanes[(len(self._homes) + 1) % len(self._lanes)])
+        item.homed = True
+        return lane
+
     @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        """No batch commits while inside: writes queue up (and are acked after) instead."""
-        with self._committing:
+    def held(self, lanes: list[_Lane] | None = None) -> Iterator[None]:
+        """No batch commits while inside (of these writers, else all): writes queue up (and are acked after)."""
+        with contextlib.ExitStack() as stack:
+            for lane in lanes if lanes is not None else self._lanes:  # always in order: never a deadlock
+                stack.enter_context(lane.committing)
             yield
 
     def is_alive(self) -> bool:
-        """Whether the writer is running, or the acker still answering what it committed."""
-        return self._thread.is_alive() or self._acker.is_alive()
+        """Whether a writer is running, or the acker still answering what they committed."""
+        return any(lane.thread.is_alive() for lane in self._lanes) or self._acker.is_alive()
 
     def request_stop(self) -> None:
         """Let the writer commit and answer everything queued, then end; returns at once."""
         self._stopping.set()
 
-    def _run(self) -> None:
+    def _run(self, lane: _Lane) -> None:
         try:
-            self._gather_and_commit()
+            self._gather_and_commit(lane)
         finally:
-            self.committer.close()
-            self._landing.put(None)  # the acker finishes what was committed, then ends
+            lane.committer.close()
+            self._landing.put(None)  # the acker finishes what was committed, then ends with the last writer
 
-    def _gather_and_commit(self) -> None:
+    def _gather_and_commit(self, lane: _Lane) -> None:
         while True:
             try:
-                first = self.queue.get(timeout=0.1)
+                first = lane.queue.get(timeout=0.1)
             except queue.Empty:
                 if self._stopping.is_set():
                     return
-                self._housekeeping()
+                if lane.index == 0:
+                    self._housekeeping()
                 continue
             items = [first]
             deadline = time.monotonic() + self.max_wait
             while len(items) < self.max_batch:
                 try:
-                    items.append(self.queue.get_nowait())
+                    items.append(lane.queue.get_nowait())
                     continue
                 except queue.Empty:
                     pass
@@ -161,23 +219,27 @@ class Batcher:
                 if remaining <= 0:
                     break
                 try:
-                    items.append(self.queue.get(timeout=remaining))
+                    items.append(lane.queue.get(timeout=remaining))
                 except queue.Empty:
                     break
             if any(not item.internal for item in items):
                 self.client_at = time.monotonic()
-            self._commit_and_hand_over(items, now_ms())
-            self._housekeeping()  # also under a steady load, when the queue is never empty
+            self._commit_and_hand_over(items, now_ms(), lane)
+            if lane.index == 0:
+                self._housekeeping()  # also under a steady load, when the queue is never empty
 
-    def _commit_and_hand_over(self, items: list[WriteItem], now: int) -> None:
-        try:
-            with self._committing:
-                landed = self.commit(items, now)
-        except Exception:  # the writer must outlive any one batch; its requests get `internal`
-            log.exception("batch of %d writes failed", len(items))
-            self._fail(items)
-            return
-        self._landing.put(landed)
+    def _commit_and_hand_over(self, items: list[WriteItem], now: int, lane: _Lane | None = None) -> None:
+        """Commit a batch and queue it for its acks, both with its writer held (with every writer, unless each of
+        its writes is homed): so each tier's commits reach the acker in their order."""
+        lane = lane or self._lanes[0]
+        with self.held([lane] if all(item.homed for item in items) else None):
+            try:
+                landed = self.commit(items, now, lane)
+            except Exception:  # the writer must outlive any one batch; its requests get `internal`
+                log.exception("batch of %d writes failed", len(items))
+                self._fail(items)
+                return
+            self._landing.put(landed)
 
     def _fail(self, items: list[WriteItem]) -> None:
         failed = Rejected(ErrorCode.INTERNAL, "the write failed inside the coordinator")
@@ -185,7 +247,12 @@ class Batcher:
 
     def _ack(self) -> None:
         """The acker thread: derived data, then the WAL sync, then the acks, for each committed batch in order."""
-        while (landed := self._landing.get()) is not None:
+        running = len(self._lanes)
+        while running:
+            landed = self._landing.get()
+            if landed is None:
+                running -= 1
+                continue
             try:
                 self.finish(landed)
             except Exception:  # the acker must outlive any one batch: its requests get `internal`
@@ -196,8 +263,9 @@ class Batcher:
         """Plan, deduplicate, commit and answer one batch, on the calling thread."""
         self.finish(self.commit(items, now))
 
-    def commit(self, items: list[WriteItem], now: int) -> Landed:
-        """Plan, deduplicate and commit one batch; what is left to do before its acks is in the result."""
+    def commit(self, items: list[WriteItem], now: int, lane: _Lane | None = None) -> Landed:
+        """Plan, deduplicate and commit one batch (on the first writer's transactions unless `lane` says);
+        what is left to do before its acks is in the result."""
         landed = Landed(items, time.perf_counter())
         planner = Planner(
             self.tiers,
@@ -221,7 +289,8 @@ class Batcher:
         failed = [item for item in items if item.error is not None]
         if failed:
             recall(self.tiers.opened(), failed)
-        self.committer.commit(list(dict.fromkeys(t for item in items for t in item.parts)), items, now, landed)
+        committer = (lane or self._lanes[0]).committer
+        committer.commit(list(dict.fromkeys(t for item in items for t in item.parts)), items, now, landed)
         self.tiers.remember(landed.located)
         self.tiers.forget(landed.removed)
         for name in {name for item in items for name in item.replies} - set(landed.dirty):

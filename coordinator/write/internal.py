@@ -31,7 +31,7 @@ def writer_busy(batcher: Batcher) -> bool:
     a moment ago. Derived writes then wait their turn (mostly: the embedding pool still stores a little, so that
     vectors never starve)."""
     recent = time.monotonic() - batcher.client_at < _CLIENTS_RECENT_S
-    return recent or batcher.queue.qsize() >= max(1, batcher.max_batch // 4)
+    return recent or batcher.depth() >= max(1, batcher.max_batch // 4)
 
 
 def relate(batcher: Batcher, pairs: list[tuple[str, str, str, float]]) -> int:

@@ -42,6 +42,7 @@ from protocol.models import (
     OutcomeRecordRequest,
     RelationPutRequest,
 )
+from protocol.scopes import tier_for_scope
 from protocol.swarm import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
@@ -61,6 +62,19 @@ def _nothing(_: Any) -> Sequence[str]:
     return ()
 
 
+def _nowhere(_: Any) -> str | None:
+    return None
+
+
+def _put_home(body: LearningPutRequest) -> str | None:
+    """The tier of a put whose learnings all go to one and whose ids are all the coordinator's to choose (a
+    client's id must be checked against every tier)."""
+    if any(item.id is not None for item in body.learnings):
+        return None
+    tiers = {body.tier or tier_for_scope(item.scope) for item in body.learnings}
+    return tiers.pop() if len(tiers) == 1 else None
+
+
 @dataclass(frozen=True)
 class WriteOp(Generic[B]):
     """One write operation's handlers."""
@@ -76,6 +90,10 @@ class WriteOp(Generic[B]):
     # (only planning knows which tiers it touches): a relation there, or a `supersedes` demoting curated
     # knowledge, is the curators' to make.
     curated: bool = False
+    # The one tier the write touches, when its body alone says so: then, with several writers, the writer that
+    # tier was given commits it beside the others (write/batcher.py). None: it may touch several tiers, or read
+    # what another tier's writer is writing, so the first writer commits it with every writer held.
+    home: Callable[[B], str | None] = _nowhere
 
 
 @dataclass(slots=True)
@@ -95,6 +113,7 @@ class WriteItem:
     internal: bool = False
     # With CURVE, a non-admin sender's organisations (see WriteOp.curated). None: any tier.
     curates: frozenset[str] | None = None
+    homed: bool = False  # queued to the writer of its home tier (WriteOp.home), which commits it alone
 
 
 def _put_reply(body: LearningPutRequest, replies: TierReplies) -> dict[str, Any]:
@@ -137,7 +156,11 @@ def _imported(body: ImportRecord, replies: TierReplies) -> dict[str, Any]:
 
 
 PUT = WriteOp[LearningPutRequest](
-    C.OP_LEARNING_PUT, Planner.put, _put_reply, claims=lambda b: [i.id for i in b.learnings if i.id is not None]
+    C.OP_LEARNING_PUT,
+    Planner.put,
+    _put_reply,
+    claims=lambda b: [i.id for i in b.learnings if i.id is not None],
+    home=_put_home,
 )
 OUTCOME = WriteOp[OutcomeRecordRequest](
     C.OP_OUTCOME_RECORD,
@@ -176,9 +199,9 @@ IMPORT = WriteOp[ImportRecord](
     C.OP_IMPORT, Planner.import_, _imported, finds=lambda b: [i.id for t in b.tiers for i in t.learnings]
 )
 # The embedding worker's vectors: internal only, never on the wire.
-STORE_VECTORS = WriteOp[StoreVectors]("embedding.store", Planner.store_vectors, _empty)
+STORE_VECTORS = WriteOp[StoreVectors]("embedding.store", Planner.store_vectors, _empty, home=lambda b: b.tier)
 # The near-duplicate thread's related_to relations, a tier's pairs to a write: internal only.
-STORE_RELATED = WriteOp[StoreRelated]("related.store", Planner.store_related, _empty)
+STORE_RELATED = WriteOp[StoreRelated]("related.store", Planner.store_related, _empty, home=lambda b: b.tier)
 
 # The board: each in the tier of its working memory (write/boarding.py), answered by that tier's share.
 MEMORY_CREATE = WriteOp[MemoryCreateRequest](C.OP_MEMORY_CREATE, boarding.create, _the_one)

@@ -37,7 +37,8 @@ wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no ti
 | export | unwritable path, malformed tier | `export /proc/x.json`, `export --tier bogus f` | 1, 2 |
 | import | missing, not JSON, not an export | `import missing.json`, `import BAD`, `import WRONG` | 1 |
 | keys | no role, curator without org, unwritable, bad key dir | `keys generate ...`, `keys list ...` | 2 |
-| serve | bad bind, bad settings, no config | `--bind bogus`, `--max-batch 0`, `--embed-device gpu`, `--config m` | 2 |
+| serve | bad bind, bad settings | `--bind bogus`, `--max-batch 0`, `--writers 9`, `--embed-device gpu` | 2 |
+| serve | no config file | `--config m` | 2 |
 | agent | no duration, missing script, bad mix | `agent`, `agent --workload missing`, `--mix fly=1` | 2 |
 | agent | unknown memory, share out of range | `agent --memory GONE`, `--memory M --fail-share 2` | 1, 2 |
 | swarm | no agents, bad mix | `swarm --agents 0`, `swarm --mix fly=1` | 2 |
@@ -210,6 +211,7 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             (("keys", "list", str(tmp_path / "nokeys")), 2),
             ((*serve, "--bind", "bogus"), 2),
             ((*serve, "--max-batch", "0"), 2),
+            ((*serve, "--writers", "9"), 2),
             ((*serve, "--embed-device", "gpu"), 2),
             ((*serve, "--config", str(tmp_path / "missing.toml")), 2),
             ((*ep, "agent"), 2),

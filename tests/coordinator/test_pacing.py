@@ -104,7 +104,7 @@ def test_the_writer_is_busy_for_a_moment_after_it_takes_a_clients_write_but_not_
         assert not writer_busy(batcher)
         assert store_vectors(batcher, C.TIER_USER, [], notes=False)  # the pool's own write
         deadline = time.monotonic() + 10
-        while batcher.queue.qsize() and time.monotonic() < deadline:
+        while batcher.depth() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert batcher.client_at == 0.0
         assert not writer_busy(batcher)

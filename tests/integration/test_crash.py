@@ -89,16 +89,20 @@ def test_an_injection_retried_after_a_crash_gets_its_first_choice_again(
 
 @pytest.mark.slow
 @pytest.mark.serial  # alone: beside other tests, 20 agent processes and 20 restarts starve two cores
-# each durability once; the fsync run with a tier's transaction running behind the writer when the kills land
-@pytest.mark.parametrize(("durability", "commit_threads"), [("process", "1"), ("fsync", "2")])
+# each durability once: the process run with two writers (each its tiers, outcomes and the board with both held),
+# the fsync run with a tier's transaction running behind the writer when the kills land
+@pytest.mark.parametrize(("durability", "commit_threads", "writers"), [("process", "1", "2"), ("fsync", "2", "1")])
 def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once(
     coordinator_factory: Callable[..., RunningCoordinator],
     client_factory: Callable[..., GrooveClient],
     tmp_path: Path,
     durability: str,
     commit_threads: str,
+    writers: str,
 ) -> None:
-    coordinator = coordinator_factory("--durability", durability, "--commit-threads", commit_threads)
+    coordinator = coordinator_factory(
+        "--durability", durability, "--commit-threads", commit_threads, "--writers", writers
+    )
     setup = client_factory(coordinator.endpoint)
     memory = setup.create_memory("/srv/torture", "torture", "survive the kills", max_attempts=100)
     # 50 chains of 40: every completion makes the next task of its chain ready
@@ -180,6 +184,7 @@ def test_twenty_kill_9_cycles_under_load_lose_nothing_and_count_every_retry_once
     assert "opened tier user" in coordinator.log()
     assert coordinator.log().count("did not stop cleanly") == 20
     assert client.stats().last_stop == "crash"
+    assert client.stats().writers == int(writers)
 
 
 def test_a_board_write_resent_after_a_crash_gets_its_stored_reply_not_a_refusal(
