@@ -374,14 +374,16 @@ class Batcher:
         self.prune(now_ms())
 
     def prune(self, now: int) -> None:
-        """Forget applied request ids older than the idempotency window, in every open tier."""
+        """Forget applied request ids older than the idempotency window, in every open tier (with every writer
+        held: a tier is written by one thread at a time)."""
         cutoff = now - IDEMPOTENCY_WINDOW_MS
-        for tier in self.tiers.opened():
-            try:
-                tier.run(
-                    "?[request_id] := *applied_requests{request_id, applied_at}, applied_at < $cutoff "
-                    ":rm applied_requests {request_id}",
-                    {"cutoff": cutoff},
-                )
-            except StorageError as exc:
-                log.warning("pruning applied request ids failed: %s", exc)
+        with self.held():
+            for tier in self.tiers.opened():
+                try:
+                    tier.run(
+                        "?[request_id] := *applied_requests{request_id, applied_at}, applied_at < $cutoff "
+                        ":rm applied_requests {request_id}",
+                        {"cutoff": cutoff},
+                    )
+                except StorageError as exc:
+                    log.warning("pruning applied request ids failed: %s", exc)
