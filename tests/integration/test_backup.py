@@ -79,13 +79,16 @@ def test_backup_then_restore_gives_the_same_memory(
     assert exported(restored, tmp_path / "after.json") == before_export
 
 
+# with two writers, a third tier's puts go to the second one and commit beside the first's: the backup holds both
+@pytest.mark.parametrize("writers", ["1", "2"])
 def test_a_backup_taken_under_writes_is_one_consistent_moment(
-    tmp_path: Path, coordinator_factory: Coordinators, client_factory: Clients
+    tmp_path: Path, coordinator_factory: Coordinators, client_factory: Clients, writers: str
 ) -> None:
-    running = coordinator_factory()
+    running = coordinator_factory("--writers", writers)
     client = client_factory(running.endpoint)
-    writer = client_factory(running.endpoint)
+    writer, beside = client_factory(running.endpoint), client_factory(running.endpoint)
     acked: list[str] = []
+    acked_beside: list[str] = []
     stop = threading.Event()
 
     def write() -> None:
@@ -96,16 +99,24 @@ def test_a_backup_taken_under_writes_is_one_consistent_moment(
             acked.extend(ids)
             n += 1
 
-    thread = threading.Thread(target=write)
-    thread.start()
+    def write_beside() -> None:
+        n = 0
+        while not stop.is_set():
+            acked_beside.extend(beside.put_learnings([learning("project:/srv/web", n)]).ids)
+            n += 1
+
+    threads = [threading.Thread(target=write), threading.Thread(target=write_beside)]
+    for thread in threads:
+        thread.start()
     try:
-        while len(acked) < 200:
+        while len(acked) < 200 or len(acked_beside) < 100:
             stop.wait(0.05)
-        acked_before = list(acked)
+        acked_before, beside_before = list(acked), list(acked_beside)
         reply = client.backup(str(tmp_path / "backup"))
     finally:
         stop.set()
-        thread.join(30)
+        for thread in threads:
+            thread.join(30)
     counts = {t.tier: t.learnings for t in reply.tiers}
     assert counts["user"] == counts["project:/srv/api"]  # both halves of every request, or neither
     assert counts["user"] >= len(acked_before) // 2
@@ -113,7 +124,8 @@ def test_a_backup_taken_under_writes_is_one_consistent_moment(
     assert run_groove("restore", str(tmp_path / "backup"), "--data-dir", str(restored_dir)).returncode == 0
     restored = client_factory(coordinator_factory(data_dir=restored_dir).endpoint)
     ids = {item.id for item in restored.iter_learnings()}
-    assert set(acked_before) <= ids <= set(acked)
+    assert set(acked_before) | set(beside_before) <= ids <= set(acked) | set(acked_beside)
+    assert client.stats().writers == int(writers)
 
 
 def test_export_then_import_into_an_empty_data_dir_gives_the_same_learnings_and_relations(
