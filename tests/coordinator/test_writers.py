@@ -91,3 +91,18 @@ def test_two_writers_commit_their_tiers_side_by_side_and_every_write_once_in_its
     for item in first:
         for lid in ids[item.request_id]:
             assert events.index(("derived", lid)) < events.index(("ack", item.request_id))
+
+
+def test_the_queue_bound_holds_for_all_the_writers_together(tmp_path: Path) -> None:
+    tiers = TierSet(tmp_path)
+    batcher = Batcher(tiers, Metrics(), lambda _: None, max_batch=8, max_wait_ms=0, capacity=10, writers=2)
+    bodies = [
+        LearningPutRequest.model_validate({"learnings": [learning(scope=f"project:/p{i % 2}", n=i)]}) for i in range(11)
+    ]
+    items = [WriteItem(uuid7(), PUT, body) for body in bodies]
+    assert all(batcher.submit(item) for item in items[:10])  # never started: they stay queued
+    assert batcher.depth() == 10
+    assert batcher.full()
+    assert not batcher.submit(items[10])  # `busy` for the caller: the bound is the queues together
+    assert batcher.depth() == 10
+    tiers.close()
