@@ -155,7 +155,7 @@ class Batcher:
 
     def submit(self, item: WriteItem) -> bool:
         """Queue a write; False when the queues are full (the caller answers `busy`)."""
-        if len(self._lanes) > 1 and self.full():
+        if len(self._lanes) > 1 and self.full():  # one writer: its queue's own bound is the bound, checked free
             return False
         try:
             self._lane_for(item).queue.put_nowait(item)
