@@ -43,9 +43,14 @@ from protocol.models import compact_json
 RelKey = tuple[str, str, str]
 
 # Every stored learning has a usage row, so one join loads both.
-_LOAD = (
-    f"?[id, created_at, confidence, {', '.join(USAGE.values)}] := id in $ids, "
-    f"*learning{{id, created_at, confidence}}, *usage_stats{{learning_id: id, {', '.join(USAGE.values)}}}"
+_ROWS = f"*learning{{id, created_at, confidence}}, *usage_stats{{learning_id: id, {', '.join(USAGE.values)}}}"
+_LOAD = f"?[id, created_at, confidence, {', '.join(USAGE.values)}] := id in $ids, {_ROWS}"
+# The owners of content hashes with their rows, in one call: a put of content stored already reinforces its
+# owner. One call, not a lookup then a load: 118 against 134 µs alone (2 vCPUs), and each call the writer makes
+# lets go of the GIL and waits to get it back (a few hundred µs on a busy coordinator).
+_OWNERS = (
+    f"?[id, created_at, confidence, {', '.join(USAGE.values)}, scope, hash] := hash in $hashes, "
+    f"*learning_hashes:by_hash{{hash, scope, learning_id: id}}, {_ROWS}"
 )
 _EXISTS = "?[id, created_at] := id in $ids, *learning{id, created_at}"
 _CONFIDENCE = LEARNING.at["confidence"]
@@ -131,25 +136,19 @@ class TierWrite:
         # (scope, content hash) -> the learning holding that content, for the learnings this batch puts
         self.hash_owner: dict[tuple[str, str], str] = {}
         self.hashes_put: dict[str, list[Any]] = {}  # learning id -> its learning_hashes row
-        stored = tier.content_hashes.maybe(needs.hashes)  # most content is new: no lookup at all
-        if stored:
-            owners = tier.run(
-                "?[hash, scope, learning_id] := hash in $hashes, *learning_hashes:by_hash{hash, scope, learning_id}",
-                {"hashes": sorted(stored)},
-            )
-            for h, scope, owner in owners:
-                self.hash_owner[(scope, h)] = owner
-                needs.ids.add(owner)
         # id -> created_at, for learnings that exist (None once deleted in this batch)
         self.created: dict[str, int | None] = {}
         self.confidence: dict[str, float] = {}
         self.usage: dict[str, UsageRow] = {}
-        if needs.ids:
-            for row in tier.run(_LOAD, {"ids": sorted(needs.ids)}):
-                self.created[row[0]] = row[1]
-                self.confidence[row[0]] = row[2]
-                self.usage[row[0]] = UsageRow(*row[3:])
-        if only := needs.exists - needs.ids:
+        stored = tier.content_hashes.maybe(needs.hashes)  # most content is new: no lookup at all
+        if stored:
+            for row in tier.run(_OWNERS, {"hashes": sorted(stored)}):
+                self.hash_owner[(row[-2], row[-1])] = row[0]
+                self._loaded(row[:-2])
+        if ids := needs.ids - self.created.keys():
+            for row in tier.run(_LOAD, {"ids": sorted(ids)}):
+                self._loaded(row)
+        if only := needs.exists - needs.ids - self.created.keys():
             self.created.update((lid, created_at) for lid, created_at in tier.run(_EXISTS, {"ids": sorted(only)}))
         self.existed = set(self.created)
         # relation changes: a row to put, or None to remove; `stored_relations` are stored ones this batch may
@@ -173,6 +172,12 @@ class TierWrite:
         self.vectors: dict[str, VectorBlob | None] = {}  # a vector to store, or None to drop a stale one
         self.note_vectors: dict[str, VectorBlob] = {}  # note id -> its vector
         self.applied: list[list[Any]] = []
+
+    def _loaded(self, row: list[Any]) -> None:
+        """Take a learning's stored row and usage (`_LOAD`'s columns) into the working copy."""
+        self.created[row[0]] = row[1]
+        self.confidence[row[0]] = row[2]
+        self.usage[row[0]] = UsageRow(*row[3:])
 
     def _load_params(self) -> dict[str, AdaptiveParam]:
         if self.params is None:

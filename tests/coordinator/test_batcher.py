@@ -79,6 +79,20 @@ def test_outcomes_for_one_learning_in_one_batch_all_count(h: Harness) -> None:
     assert h.get(lid)["usage"]["times_helpful"] == 10
 
 
+def test_a_batch_that_reinforces_a_stored_learning_by_its_content_and_rates_it_does_both(h: Harness) -> None:
+    # the learning is loaded once, as a content's owner and as the outcome's subject, and both changes land
+    (lid,) = put(h, learning(n=3))
+    again = h.item(C.OP_LEARNING_PUT, {"learnings": [learning(n=3), learning(n=4, id=uuid7())]})
+    rate = h.item(C.OP_OUTCOME_RECORD, {"attributions": [{"learning_id": lid, "outcome": "helpful"}]})
+    reinforced, rated = h.run(again, rate)
+    assert isinstance(reinforced, dict)
+    assert (reinforced["ids"][0], reinforced["created"]) == (lid, [False, True])
+    assert rated == {"applied": 1, "ignored": 0, "rated_before": 0}
+    usage = h.get(lid)["usage"]
+    assert usage["times_helpful"] == 1
+    assert usage["confidence_alpha"] == pytest.approx(1.0 + C.REINFORCE_ALPHA_STEP + 1.0)
+
+
 def _injected(h: Harness, lid: str, session: str) -> str:
     """An injection of one learning, recorded as `inject.prepare` records it; its id."""
     reply = {"injection_id": uuid7(), "learnings": [], "markdown": "", "params": {}}
