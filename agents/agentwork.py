@@ -10,7 +10,8 @@ lost, the task is cancelled, or the time-out passes. Afterwards it commits what 
 checkpoint (branch, commit, worktree) and each changed file as an artifact, and ends the task: done if the
 agent called `complete_task` itself, else completed with the agent's final message when it exited 0, else
 failed with the agent's error (retried while the memory's attempts last). Last it closes the injection with
-whether the task succeeded (the agent may have closed it already with its own ratings: `conflict`).
+whether the task succeeded (the agent may have closed it already with its own ratings: `conflict`); a
+session that could not be prepared fails the task and closes its injection with no outcome.
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ class AgentWork(PlanWork):
             tree = gitwork.add_worktree(self.repo, task.id, self.agent_id)
         except (GrooveError, OSError) as exc:  # GitError is one
             self._give_up(task, session, f"the worker could not prepare {self.agent}'s session: {exc}")
+            self._close(session, session_id, None)  # the learnings never reached an agent
             return
         identity = Identity(self.agent_id, self.memory_id, task.id, injection.injection_id, self.role)
         given = [Given(i.learning.id, i.learning.description, i.learning.insight) for i in injection.learnings]
@@ -167,6 +169,7 @@ class AgentWork(PlanWork):
                                         stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
             except OSError as exc:
                 self._give_up(task, session, f"cannot run {self.binary}: {exc.strerror or exc}")
+                self._close(session, session_id, None)
                 return
             try:
                 self.client.start_task(task.id, self.agent_id)  # in_progress: its agent is at work
@@ -189,8 +192,14 @@ class AgentWork(PlanWork):
                 except GrooveError as exc:  # GitError: left on the disk, and replaced by the next attempt's
                     self.report.error("prune", exc)
             session.overhead_ms += (time.monotonic() - exited) * 1000
+        self._close(session, session_id, success)
+
+    def _close(self, session: Session, session_id: str, success: bool | None) -> None:
+        """Close the session's injection, if it has one, with whether the task succeeded (None: unknown)."""
+        if not session.injection_id:
+            return
         try:
-            self.client.close_session([], injection_id=injection.injection_id, success=success, session_id=session_id)
+            self.client.close_session([], injection_id=session.injection_id, success=success, session_id=session_id)
         except Conflict:
             pass  # the agent closed it itself, with its own ratings (end_session)
         except GrooveError as exc:

@@ -6,13 +6,20 @@ Each task gets a branch `groove/<task>/<agent>` from the repository's current HE
 `.git`, where Claude Code refuses to edit files), so a second attempt by another agent starts clean on a
 branch of its own. Once the attempt's work is committed on its branch, its worktree is removed: the branch
 holds the work, and a long plan does not leave a checkout per task on the disk.
+
+git's worktree commands are not safe side by side on one repository: run from several processes at once,
+`add` fails reading another's half-made entry and `prune` deletes an entry being made. The workers of a
+swarm, separate processes, take turns for them through a lock file in the repository's git directory.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import re
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -20,6 +27,7 @@ from typing import Final
 from agents.errors import GrooveError
 
 _GIT_TIMEOUT_S: Final = 60
+_LOCK_FILE: Final = "groove-worktrees.lock"  # in the repository's (common) git directory
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # the artifact types of `artifact.record`, guessed from a path
 _DOCS: Final = (".md", ".rst", ".txt", ".adoc")
@@ -74,17 +82,32 @@ def add_worktree(repo: Path, task_id: str, agent_id: str) -> Worktree:
     branch = branch_name(task_id, agent_id)
     path = repo.parent / f"{repo.name}.worktrees" / branch.removeprefix("groove/").replace("/", "--")
     base = git(repo, "rev-parse", "HEAD").strip()
-    if path.exists():
-        git(repo, "worktree", "remove", "--force", str(path))
-    git(repo, "worktree", "prune")
-    git(repo, "worktree", "add", "--force", "-B", branch, str(path), base)
+    with _worktrees_locked(repo):
+        if path.exists():
+            git(repo, "worktree", "remove", "--force", str(path))
+        git(repo, "worktree", "prune")
+        git(repo, "worktree", "add", "--force", "-B", branch, str(path), base)
     return Worktree(path, branch, base)
 
 
 def remove_worktree(repo: Path, tree: Worktree) -> None:
     """Remove a worktree whose work is committed on its branch (the branch stays)."""
-    git(repo, "worktree", "remove", "--force", str(tree.path))
-    git(repo, "worktree", "prune")
+    with _worktrees_locked(repo):
+        git(repo, "worktree", "remove", "--force", str(tree.path))
+        git(repo, "worktree", "prune")
+
+
+@contextlib.contextmanager
+def _worktrees_locked(repo: Path) -> Iterator[None]:
+    """This process alone changes `repo`'s worktrees while inside (an flock: a holder that dies lets go)."""
+    common = repo / git(repo, "rev-parse", "--git-common-dir").strip()  # relative to `repo` unless absolute
+    try:
+        lock = (common / _LOCK_FILE).open("a")
+    except OSError as exc:
+        raise GitError(f"cannot open {common / _LOCK_FILE}: {exc.strerror or exc}") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def commit_all(tree: Worktree, message: str) -> str:

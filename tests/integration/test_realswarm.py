@@ -157,7 +157,7 @@ def test_claude_and_codex_workers_drain_a_plan(
     assert report["worker_crashes"] >= 1
     assert any(line.startswith(f"{victim}: ") for line in report["crashed"])
     for session in report["sessions"]:  # every finished session's injection is closed
-        assert client.get_injection(session["injection_id"]).closed_at is not None, session
+        assert client.get_injection(session["injection_id"]).closed_at is not None, (session, err[-3000:])
     # the Codex worker did the codex tasks; their commits are on its branches
     for task in ("t03", "t08"):
         assert tasks[task].assigned_to == "codex-0"
@@ -244,6 +244,26 @@ def test_a_task_the_agent_cannot_do_is_failed_and_retried(
     sessions = json.loads(done.stdout.splitlines()[-1])["sessions"]
     assert [s["result"] for s in sessions] == ["retried", "failed"]
     for session in sessions:  # each attempt's injection closed, as a failure
+        assert client.get_injection(session["injection_id"]).closed_at is not None
+
+
+def test_a_session_the_worker_cannot_prepare_fails_the_task_and_closes_its_injection(
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "shop")
+    (tmp_path / "shop.worktrees").write_text("in the way\n")  # git cannot make the task's worktree here
+    memory = client.create_memory(str(repo), "m", "g", max_attempts=2)
+    client.add_tasks(memory, [{"id": "nowhere", "title": "a task with nowhere to work"}])
+    with ScriptedModel(script(Scene(["working task `nowhere`"], [{"text": "never asked"}]))) as model:
+        done = _run_one(coordinator, tmp_path / "home", model, memory, repo)
+        asked = len(list(model.seen("working task `nowhere`")))
+    assert done.returncode == 0, done.stderr
+    assert asked == 0  # no agent ran
+    task = client.task("nowhere")
+    assert (task.status, task.attempts) == ("failed", 2)
+    sessions = json.loads(done.stdout.splitlines()[-1])["sessions"]
+    assert [s["result"] for s in sessions] == ["retried", "failed"]
+    for session in sessions:  # its learnings never reached an agent, and the injection is not left open
         assert client.get_injection(session["injection_id"]).closed_at is not None
 
 
