@@ -113,22 +113,24 @@ def test_claude_and_codex_workers_drain_a_plan(
         )  # fmt: skip
         started = [swarm]
         try:
-            # the worker to kill: t07's, a Claude Code worker. The Codex worker starts once t07 is claimed: it takes
-            # a task of no role too, and were it killed holding t07, t08 (a codex task) would wait for it for ever.
-            victim = wait_for(lambda: client.task("t07").assigned_to or "", "t07 claimed", timeout=120)
+            # the worker to kill: t07's, a Claude Code worker, once its agent runs (an attempt whose session could not
+            # be prepared is retried, maybe by another). The Codex worker starts then: it takes a task of no role
+            # too, and were it killed holding t07, t08 (a codex task) would wait for it for ever.
+            wait_for(lambda: any(model.seen("working task `t07`")), "t07's agent running", timeout=180)
+            victim = client.task("t07").assigned_to or ""
             worker = subprocess.Popen(
                 groove_argv("--endpoint", coordinator.endpoint, "agent", "--agent", "codex", "--agent-id", "codex-0",
                             "--role", "codex", "--agent-binary", str(codex), *common),
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             started.append(worker)
-            # a nudge sent while t05's agent works is in front of its model at its next request
-            holder = wait_for(lambda: client.task("t05").assigned_to or "", "t05 claimed", timeout=120)
-            wait_for(lambda: any(model.seen("working task `t05`")), "t05's agent running", timeout=60)
+            # a nudge sent while t05's agent works is in front of its model at its next request; sent to the
+            # worker holding t05 once its agent runs
+            wait_for(lambda: any(model.seen("working task `t05`")), "t05's agent running", timeout=180)
+            holder = client.task("t05").assigned_to or ""
             client.send_nudge(holder, memory, NUDGE, "lead", priority="high", delivery="immediate")
             nudged.touch()
             # kill -9 the worker holding t07 and its agent, mid-task
-            wait_for(lambda: any(model.seen("working task `t07`")), "t07's agent running", timeout=60)
             for doomed in _worker_tree(psutil.Process(swarm.pid), victim):
                 # a short-lived child of the agent (a shell, git) may have exited since the tree was listed
                 with contextlib.suppress(psutil.NoSuchProcess):
