@@ -4,24 +4,29 @@ It is updated right after each commit, before the acks go out, so a learning is 
 moment its write is acknowledged, long before its embedding exists. It is never part of the write
 transaction (CozoDB's own FTS index cut bulk writes twentyfold here) and is rebuilt from CozoDB when a
 tier opens.
+
+Each tier (or working memory, for notes) has an FTS5 table of its own, so a learning's BM25 is reckoned over
+its own tier's statistics: the same learning scores the same whichever coordinator holds its tier, and
+whatever other tiers it holds (a cluster's merged search ranks as one coordinator's would).
 """
 
 from __future__ import annotations
 
 import logging
-import re
+import math
 import sqlite3
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+
+from coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, words
 
 log = logging.getLogger(__name__)
 
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
-_MAX_TERMS = 32
-# The any-word fallback matches only the query's rarest words: OR over every word of a long query matched
-# most of a 12k-learning index and cost 14 ms (under the lock writers need) against 2.4 ms for the four
-# rarest, which carry most of the BM25 weight anyway.
-_OR_TERMS = 4
+# The query's words matched are its rarest few: OR over every word of a long query matched most of a
+# 12k-learning index and cost 14 ms (under the lock writers need) against 2.4 ms for the four rarest, which
+# carry most of the BM25 weight anyway. Eight kept the LoCoMo dev figures of all of them.
+_OR_TERMS = 8
 _CACHE_KIB = 8192  # SQLite's page cache for a file-backed index; the operating system caches the rest
 _CHUNK = 500  # ids per `IN (...)` lookup
 # FTS5's `automerge`: segments merged per level (4 by default). Each transaction writes a segment; merging 8 at
@@ -29,64 +34,21 @@ _CHUNK = 500  # ids per `IN (...)` lookup
 _AUTOMERGE = 8
 
 
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "so",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
+@dataclass(frozen=True, slots=True)
+class WordMatch:
+    """How a learning holds a query's words."""
+
+    lid: str
+    tier: str
+    strength: float  # its BM25 (FTS5's: k1 1.2, b 0.75, its tier's statistics) over ln of its tier's size
+    coverage: float  # the share of the query's IDF mass (in its tier) it holds, 0 to 1
+    matched: list[str]  # the query's words it holds, in the query's order
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct lower-cased words of a query that carry meaning, in order (at most _MAX_TERMS)."""
-    words = [w.lower() for w in _WORD_RE.findall(text)]
-    terms = [w for w in words if w not in _STOPWORDS] or words
-    return list(dict.fromkeys(terms))[:_MAX_TERMS]
+@dataclass(frozen=True, slots=True)
+class _Query:
+    terms: list[str]  # the query's words
+    stems: list[str]  # ... as the index stores them
 
 
 class KeywordIndex:
@@ -102,10 +64,12 @@ class KeywordIndex:
         self._path = path
         self._conn: sqlite3.Connection | None = None  # made at first use: by then the data dir is known to be ours
         self._lock = threading.Lock()
-        self._labels: dict[str, int] = {}  # tier (or memory) -> the small number stored for it
+        self._stemmer = Stemmer()
+        self._labels: dict[str, int] = {}  # tier (or memory) -> the small number naming its table
         self._names: dict[int, str] = {}
+        self._tables: set[int] = set()  # labels whose table exists
+        self._docs: dict[int, int] = {}  # label -> texts indexed under it
         self._next_rowid = 1
-        self._count = 0
         self._waiting: dict[str, tuple[str, str]] = {}  # id -> (tier, text) not yet written (its disk full)
         self._failing = False
 
@@ -123,9 +87,6 @@ class KeywordIndex:
                 PRAGMA cache_size = -{_CACHE_KIB};
                 CREATE TABLE doc (lid TEXT PRIMARY KEY, label INTEGER NOT NULL);
                 CREATE INDEX doc_label ON doc (label);
-                CREATE VIRTUAL TABLE kw USING fts5(body, tokenize='unicode61');
-                CREATE VIRTUAL TABLE kw_terms USING fts5vocab(kw, 'row');
-                INSERT INTO kw (kw, rank) VALUES ('automerge', {_AUTOMERGE});
                 """
             )
         return self._conn
@@ -136,6 +97,20 @@ class KeywordIndex:
             code = self._labels[name] = len(self._labels) + 1
             self._names[code] = name
         return code
+
+    def _table(self, code: int) -> str:
+        """The label's FTS5 table, made if it is not there yet (call with the lock held)."""
+        if code not in self._tables:
+            self._db().executescript(
+                f"""
+                CREATE VIRTUAL TABLE kw_{code} USING fts5(body, tokenize="{TOKENIZER}");
+                CREATE VIRTUAL TABLE kw_{code}_v USING fts5vocab(kw_{code}, 'row');
+                INSERT INTO kw_{code} (kw_{code}, rank) VALUES ('automerge', {_AUTOMERGE});
+                """
+            )
+            self._tables.add(code)
+            self._docs[code] = 0
+        return f"kw_{code}"
 
     def upsert(self, tier: str, entries: list[tuple[str, str]]) -> None:
         """Index (id, text) pairs of one tier, replacing earlier text for the same ids (an id twice: its last)."""
@@ -151,10 +126,12 @@ class KeywordIndex:
             self._waiting.update(entries)
             if not self._waiting:
                 return
+            counts = dict(self._docs)
             try:
                 with self._db() as db:
                     self._index(db, list(self._waiting.items()))
             except sqlite3.OperationalError as exc:
+                self._docs = counts  # the transaction was rolled back
                 if not self._failing:
                     log.error(
                         "the keyword index cannot be written (%s): %d learnings wait for it", exc, len(self._waiting)
@@ -175,14 +152,15 @@ class KeywordIndex:
             db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
         except sqlite3.IntegrityError:
             db.execute("DELETE FROM doc WHERE rowid >= ?", (first,))
-            self._delete_rows(self._rowids_of([lid for lid, _ in entries]))
+            self._delete_rows(self._rows_of([lid for lid, _ in entries]))
             db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
-        db.executemany(
-            "INSERT INTO kw (rowid, body) VALUES (?, ?)",
-            [(first + i, text) for i, (_, (_, text)) in enumerate(entries)],
-        )
+        by_label: dict[int, list[tuple[int, str]]] = {}
+        for (rowid, _, code), (_, (_, text)) in zip(docs, entries, strict=True):
+            by_label.setdefault(code, []).append((rowid, index_text(text)))
+        for code, rows in by_label.items():
+            db.executemany(f"INSERT INTO {self._table(code)} (rowid, body) VALUES (?, ?)", rows)
+            self._docs[code] += len(rows)
         self._next_rowid += len(entries)
-        self._count += len(entries)
 
     def remove(self, ids: list[str]) -> None:
         """Drop these entries (unknown ids are ignored)."""
@@ -191,81 +169,101 @@ class KeywordIndex:
         with self._lock, self._db():
             for lid in ids:
                 self._waiting.pop(lid, None)
-            self._delete_rows(self._rowids_of(ids))
+            self._delete_rows(self._rows_of(ids))
 
     def drop_tier(self, tier: str) -> None:
         """Forget a whole tier (before it is rebuilt)."""
         with self._lock, self._db() as db:
             self._waiting = {lid: entry for lid, entry in self._waiting.items() if entry[0] != tier}
             code = self._labels.get(tier)
-            if code is not None:
-                rows = db.execute("SELECT rowid FROM doc WHERE label = ?", (code,)).fetchall()
-                self._delete_rows([r for (r,) in rows])
+            if code is not None and code in self._tables:
+                db.execute("DELETE FROM doc WHERE label = ?", (code,))
+                db.execute(f"DROP TABLE kw_{code}_v")
+                db.execute(f"DROP TABLE kw_{code}")
+                self._tables.discard(code)
+                del self._docs[code]
 
-    def _rowids_of(self, ids: list[str]) -> list[int]:
-        found: list[int] = []
+    def _rows_of(self, ids: list[str]) -> list[tuple[int, int]]:
+        """(rowid, label) of these ids' entries."""
+        found: list[tuple[int, int]] = []
         for at in range(0, len(ids), _CHUNK):
             chunk = ids[at : at + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            found += [r for (r,) in self._db().execute(f"SELECT rowid FROM doc WHERE lid IN ({marks})", chunk)]
+            found += self._db().execute(f"SELECT rowid, label FROM doc WHERE lid IN ({marks})", chunk).fetchall()
         return found
 
-    def _delete_rows(self, rowids: list[int]) -> None:
-        if rowids:
-            gone = [(r,) for r in rowids]
-            self._db().executemany("DELETE FROM kw WHERE rowid = ?", gone)
-            self._db().executemany("DELETE FROM doc WHERE rowid = ?", gone)
-            self._count -= len(rowids)
+    def _delete_rows(self, rows: list[tuple[int, int]]) -> None:
+        db = self._db()
+        for rowid, code in rows:
+            db.execute(f"DELETE FROM kw_{code} WHERE rowid = ?", (rowid,))
+            db.execute("DELETE FROM doc WHERE rowid = ?", (rowid,))
+            self._docs[code] -= 1
 
-    def search(self, text: str, tiers: list[str], k: int) -> list[tuple[str, str, float, list[str]]]:
-        """Up to `k` (id, tier, score, matched terms) best first; any query word may match (BM25 ranks)."""
-        terms = query_terms(text)
-        if not terms or not tiers or k <= 0:
+    # --- searching ---------------------------------------------------------------------------------
+
+    def search(self, text: str, tiers: list[str], k: int) -> list[WordMatch]:
+        """Up to `k` learnings of these tiers holding the query's rarest words, strongest BM25 first."""
+        query = self._query(text)
+        if query is None or k <= 0:
             return []
-        quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
-        # Learnings holding every word first: that query is selective, so fast on large tiers; any word
-        # only fills the remaining places.
-        rows = self._match(" AND ".join(quoted), tiers, k)
-        if len(rows) < k and len(terms) > 1:
-            seen = {row[0] for row in rows}
-            rare = ['"' + t.replace('"', '""') + '"' for t in self._rarest(terms)]
-            if rare:
-                rows += [row for row in self._match(" OR ".join(rare), tiers, k + len(rows)) if row[0] not in seen]
-            rows = rows[:k]
-        hits = []
-        for lid, tier, rank, body in rows:
-            words = set(_WORD_RE.findall(body))
-            hits.append((lid, tier, -float(rank), [t for t in terms if t in words]))
-        return hits
+        found: list[WordMatch] = []
+        for tier in tiers:
+            found += self._matches(query, tier, k, None)
+        found.sort(key=lambda m: -m.strength)
+        return found[:k]
 
-    def _rarest(self, terms: list[str]) -> list[str]:
-        """The query's _OR_TERMS rarest words that occur at all."""
-        if len(terms) <= _OR_TERMS:
-            return terms
-        marks = ",".join("?" * len(terms))
-        with self._lock:
-            counts = dict(
-                self._db().execute(f"SELECT term, doc FROM kw_terms WHERE term IN ({marks})", terms).fetchall()
-            )
-        present = [t for t in terms if counts.get(t, 0) > 0]
-        return sorted(present, key=lambda t: counts[t])[:_OR_TERMS]
+    def score(self, text: str, tier: str, ids: list[str]) -> dict[str, WordMatch]:
+        """How these learnings of one tier hold the query's words (those holding none are left out)."""
+        query = self._query(text)
+        if query is None or not ids:
+            return {}
+        return {m.lid: m for m in self._matches(query, tier, len(ids), ids)}
 
-    def _match(self, match: str, tiers: list[str], k: int) -> list[tuple[str, str, float, str]]:
+    def _query(self, text: str) -> _Query | None:
+        terms = query_terms(text)
+        return _Query(terms, self._stemmer.stems(terms)) if terms else None
+
+    def _matches(self, query: _Query, tier: str, k: int, only: list[str] | None) -> list[WordMatch]:
         with self._lock:
-            codes = [self._labels[t] for t in tiers if t in self._labels]
-            if not codes:
+            code = self._labels.get(tier)
+            if code is None or code not in self._tables or not self._docs[code]:
                 return []
-            marks = ",".join("?" * len(codes))
-            rows = (
-                self._db()
-                .execute(
-                    "SELECT doc.lid, doc.label, bm25(kw), lower(kw.body) FROM kw JOIN doc ON doc.rowid = kw.rowid "
-                    f"WHERE kw MATCH ? AND doc.label IN ({marks}) ORDER BY bm25(kw) LIMIT ?",
-                    (match, *codes, k),
-                )
-                .fetchall()
+            db = self._db()
+            docs = self._docs[code]
+            marks = ",".join("?" * len(query.stems))
+            counts = dict(db.execute(f"SELECT term, doc FROM kw_{code}_v WHERE term IN ({marks})", query.stems))
+            idf = {s: _idf(docs, n) for s, n in counts.items()}
+            rare = {t: counts[s] for t, s in zip(query.terms, query.stems, strict=True) if s in counts}
+            chosen = sorted(rare, key=rare.__getitem__)[:_OR_TERMS]
+            if not chosen:
+                return []
+            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in chosen)
+            table = f"kw_{code}"
+            sql = (
+                f"SELECT doc.lid, bm25({table}), {table}.body FROM {table} JOIN doc ON doc.rowid = {table}.rowid "
+                f"WHERE {table} MATCH ?"
             )
-            return [(lid, self._names[code], rank, body) for lid, code, rank, body in rows]
+            params: list[object] = [match]
+            if only is not None:  # a seek per id in each word's list, not a pass over the list
+                sql += f" AND {table}.rowid IN (SELECT rowid FROM doc WHERE lid IN ({','.join('?' * len(only))}))"
+                params += only
+            rows = db.execute(sql + f" ORDER BY bm25({table}) LIMIT ?", (*params, k)).fetchall()
+        mass = sum(idf.values())
+        scale = math.log(max(docs, 2))
+        found = []
+        for lid, rank, body in rows:
+            held = set(self._stemmer.stems(words(body)))
+            matched = [t for t, s in zip(query.terms, query.stems, strict=True) if s in held]
+            coverage = sum(idf[s] for s in set(query.stems) & held if s in idf) / mass if mass > 0 else 0.0
+            found.append(WordMatch(lid, tier, -float(rank) / scale, coverage, matched))
+        return found
 
     def __len__(self) -> int:
-        return self._count
+        return sum(self._docs.values())
+
+
+def _idf(docs: int, holding: int) -> float:
+    """A word's inverse document frequency in a tier of `docs` texts, `holding` of which hold it: BM25's, as FTS5
+    reckons it, never below 1e-6 (so in a tier too small for any word to be rare, coverage is the share of the
+    query's words held)."""
+    return max(1e-6, math.log((docs - holding + 0.5) / (holding + 0.5)))

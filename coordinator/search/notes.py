@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.search.embedder import Vectors
-from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
-from coordinator.search.keywords import KeywordIndex, query_terms
+from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance, words_part
+from coordinator.search.keywords import KeywordIndex, WordMatch
 from coordinator.search.vectors import VectorIndex
 from coordinator.store.records import VectorBlob, blob_vectors
 from coordinator.store.relations import NOTE_EMBEDDINGS, NOTES
@@ -45,18 +45,21 @@ class NoteMatch:
 
     note_id: str
     semantic: float | None = None
-    words: list[str] | None = None
-    share: float = 0.0
+    words: WordMatch | None = None
 
     def score(self) -> float:
         """Its relevance, fused as a learning's is (fusion.py)."""
-        return relevance(self.semantic, self.share)
+        if self.words is None:
+            return relevance(self.semantic, 0.0, 0.0)
+        return relevance(self.semantic, self.words.strength, self.words.coverage)
 
     def reasoning(self) -> str:
-        """Which signals found it."""
+        """Each signal's part in its relevance."""
         parts = [] if self.semantic is None else [f"semantic {self.semantic:.2f}"]
         if self.words is not None:
-            parts.append("keyword " + ", ".join(f"'{w}'" for w in self.words[:3]) if self.words else "keyword")
+            held = ", ".join(f"'{w}'" for w in self.words.matched[:3])
+            part = self.score() if self.semantic is None else words_part(self.words.strength, self.words.coverage)
+            parts.append(f"words +{part:.2f} ({held})" if held else f"words +{part:.2f}")
         return ", ".join(parts)
 
 
@@ -125,13 +128,15 @@ class NoteIndex:
                 if score >= SEMANTIC_FLOOR:
                     hits[nid] = NoteMatch(nid, semantic=score)
         if body.text is not None and (body.mode != "semantic" or query is None):
-            terms = len(query_terms(body.text)) or 1
-            for nid, _, _, words in self.keywords.search(body.text, [body.memory_id], wanted):
-                hit = hits.get(nid)
+            for match in self.keywords.search(body.text, [body.memory_id], wanted):
+                hit = hits.get(match.lid)
                 if hit is None:
-                    cosine = index.similarity(nid, query) if index is not None and query is not None else None
-                    hit = hits[nid] = NoteMatch(nid, semantic=cosine)
-                hit.words, hit.share = words, len(words) / terms
+                    cosine = index.similarity(match.lid, query) if index is not None and query is not None else None
+                    hit = hits[match.lid] = NoteMatch(match.lid, semantic=cosine)
+                hit.words = match
+            unscored = [nid for nid, hit in hits.items() if hit.words is None]
+            for nid, match in self.keywords.score(body.text, body.memory_id, unscored).items():
+                hits[nid].words = match
         with self._lock:
             metas = {nid: self._meta.get(nid) for nid in hits}
         expired = [nid for nid, meta in metas.items() if meta is None or meta.expired(now)]

@@ -2,10 +2,10 @@
 optionally expanded over relations, each result with a line saying why it is there.
 
 Ranking. Candidates come from the vector index (cosine similarity) and the keyword index (BM25), each cut to
-a pool of `max(50, 5 * limit)`, and get one relevance (fusion.py). The score is the
+a pool of `max(50, 5 * limit)`; every candidate is scored by both (its cosine, and how it holds the query's
+words) and gets one relevance (fusion.py, chosen and measured by benchmarks/relevance.py). The score is the
 relevance times `0.8 + 0.4 * confidence`: proven learnings rise, never past a clearly more relevant one.
-On the labelled paraphrase set plain reciprocal rank fusion ranked worse than the model alone (top-1 15
-vs 26 of 32); this fusion is measured in benchmarks/search.py. Only the tiers the context allows are read.
+Only the tiers the context allows are read.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 from coordinator.errors import EmbeddingUnavailable
 from coordinator.search.derived import Derived
 from coordinator.search.embedder import Vectors, normalise
-from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
-from coordinator.search.keywords import query_terms
+from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance, words_part
+from coordinator.search.keywords import WordMatch
 from coordinator.store.records import learning_wire
 from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD, NOTES
 from coordinator.store.tiers import Tier, TierSet
@@ -35,7 +35,7 @@ class Candidate:
     learning_id: str
     tier: str
     semantic: float | None = None  # cosine similarity to the query
-    keyword: tuple[list[str], float] | None = None  # (query words it contains, their share of the query)
+    words: WordMatch | None = None  # how it holds the query's words
     via: str | None = None  # "related_to from <id>" for learnings reached by expansion
     score: float = 0.0
     row: list[Any] = field(default_factory=list)  # the stored row (JOINED_HEAD order), decoded only if returned
@@ -47,17 +47,20 @@ class Candidate:
         return value
 
     def relevance(self) -> float:
-        """Cosine plus a keyword bonus; keyword share alone for a learning without a vector."""
-        return relevance(self.semantic, self.keyword[1] if self.keyword is not None else 0.0)
+        """Cosine plus the words' part; the words' coverage alone for a learning without a vector."""
+        if self.words is None:
+            return relevance(self.semantic, 0.0, 0.0)
+        return relevance(self.semantic, self.words.strength, self.words.coverage)
 
     def reasoning(self) -> str:
-        """One short line: which signals found it, and how."""
+        """One short line: each signal's part in its relevance."""
         parts = []
         if self.semantic is not None:
             parts.append(f"semantic {self.semantic:.2f}")
-        if self.keyword is not None:
-            words = ", ".join(f"'{w}'" for w in self.keyword[0][:3])
-            parts.append(f"keyword {words}" if words else "keyword")
+        if self.words is not None:
+            held = ", ".join(f"'{w}'" for w in self.words.matched[:3])
+            part = self.relevance() if self.semantic is None else words_part(self.words.strength, self.words.coverage)
+            parts.append(f"words +{part:.2f} ({held})" if held else f"words +{part:.2f}")
         line = ", ".join(parts)
         if self.via is not None:
             line = f"{line}; via {self.via}" if line else f"via {self.via}"
@@ -117,16 +120,20 @@ def find(tiers: TierSet, derived: Derived, body: SearchRequest, only: Collection
             found[lid] = Candidate(lid, tier, semantic=score)
     # Keywords run in hybrid and keyword mode, and stand in for semantic search when no vector is to be had.
     if body.text is not None and (body.mode != "semantic" or query is None):
-        terms = len(query_terms(body.text)) or 1
-        for lid, tier, _, words in derived.keywords.search(body.text, list(by_name), wanted):
-            candidate = found.get(lid)
+        for match in derived.keywords.search(body.text, list(by_name), wanted):
+            candidate = found.get(match.lid)
             if candidate is None:
-                candidate = found[lid] = Candidate(lid, tier)
-                index = derived.vectors.get(tier)
+                candidate = found[match.lid] = Candidate(match.lid, match.tier)
+                index = derived.vectors.get(match.tier)
                 if semantic and index is not None:
                     # outside the semantic pool but embedded: its own cosine, not the keyword-only rule
-                    candidate.semantic = index.similarity(lid, query) if query is not None else None
-            candidate.keyword = (words, len(words) / terms)
+                    candidate.semantic = index.similarity(match.lid, query) if query is not None else None
+            candidate.words = match
+        # the semantic pool's learnings outside the keyword pool: how they hold the words all the same
+        for name in by_name:
+            unscored = [c.learning_id for c in found.values() if c.words is None and c.tier == name]
+            for lid, match in derived.keywords.score(body.text, name, unscored).items():
+                found[lid].words = match
     results = _best(derived, by_name, body, list(found.values()))
     if body.depth:
         results += _expand(tiers, derived, by_name, body, results, {c.learning_id for c in found.values()})

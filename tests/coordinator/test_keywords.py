@@ -1,5 +1,5 @@
-"""The keyword index: every word first, the rarest words as a fallback, stop words, tiers, replacement, and a
-batch of commits taken in one transaction."""
+"""The keyword index: identifiers split, stems, BM25 and coverage over each tier's own statistics, stop words,
+tiers, replacement, and a batch of commits taken in one transaction."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.search.derived import Derived, DerivedChanges
-from coordinator.search.keywords import KeywordIndex, query_terms
+from coordinator.search.keywords import KeywordIndex
+from coordinator.search.lexical import index_text, query_terms, words
 
 
 def index(*entries: tuple[str, str, str]) -> KeywordIndex:
@@ -25,35 +26,54 @@ def test_query_terms_drop_stop_words_and_repeats_but_keep_a_query_of_only_stop_w
     assert query_terms("") == []
 
 
-def test_learnings_with_every_word_come_before_those_with_some() -> None:
+def test_identifiers_keep_their_name_and_add_their_parts() -> None:
+    assert words("fix test_socket_roundtrip in getUserName") == [
+        "fix", "test_socket_roundtrip", "test", "socket", "roundtrip", "in", "getusername", "get", "user", "name",
+    ]  # fmt: skip
+    assert words("HTTPServer at coordinator/search.py v2.13.0") == [
+        "httpserver", "http", "server", "at", "coordinator", "search", "py", "v2", "13", "0",
+    ]  # fmt: skip
+    assert index_text("plain words") == "plain words"
+    assert index_text("call parseConfig") == "call parseConfig\nparse Config"
+
+
+def test_a_name_matches_by_its_parts_and_whole_and_words_match_by_their_stems() -> None:
     kw = index(
-        ("a", "user", "flaky socket test under load"),
-        ("b", "user", "socket options for the proxy"),
-        ("c", "user", "unrelated advice about logging"),
+        ("a", "user", "test_socket_roundtrip is flaky under load"),
+        ("b", "user", "the parseConfig helper rejects unknown keys"),
+        ("c", "user", "Caroline went to the support groups"),
+        ("d", "user", "unrelated advice about logging"),
     )
-    hits = kw.search("flaky socket", ["user"], 10)
-    assert [h[0] for h in hits] == ["a", "b"]
-    assert hits[0][3] == ["flaky", "socket"]
-    assert hits[1][3] == ["socket"]
+    assert [m.lid for m in kw.search("socket roundtrip", ["user"], 10)] == ["a"]
+    assert [m.lid for m in kw.search("test_socket_roundtrip", ["user"], 10)] == ["a"]
+    assert [m.lid for m in kw.search("config parsing", ["user"], 10)] == ["b"]
+    [found] = kw.search("support group", ["user"], 10)
+    assert (found.lid, found.matched, found.coverage) == ("c", ["support", "group"], pytest.approx(1.0))
 
 
-def test_the_any_word_fallback_uses_the_rarest_words() -> None:
-    common = [(f"c{i}", "user", f"common words everywhere number {i}") for i in range(30)]
-    kw = index(*common, ("rare", "user", "a zeppelin mooring guide"))
-    # six query words: AND matches nothing, the fallback ORs the four rarest that occur at all
-    hits = kw.search("common words everywhere zeppelin mooring nothing", ["user"], 3)
-    assert hits[0][0] == "rare"
-    assert kw._rarest(["common", "words", "everywhere", "zeppelin", "mooring", "absent"]) == [
-        "zeppelin",
-        "mooring",
-        "common",
-        "words",
-    ]
+def test_strength_is_bm25_over_the_tier_and_coverage_the_share_of_the_query_s_idf_mass() -> None:
+    common = [(f"c{i}", "user", f"common words number {i}") for i in range(30)]
+    kw = index(*common, ("rare", "user", "a zeppelin mooring guide with common words"), ("x", "project:/x", "zeppelin"))
+    hits = kw.search("zeppelin common", ["user"], 40)
+    assert hits[0].lid == "rare" and hits[0].matched == ["zeppelin", "common"]
+    assert hits[0].coverage == pytest.approx(1.0)
+    # 'common' is held by 31 of 32 texts: nearly no IDF, so the others hold nearly none of the query's mass
+    assert all(h.coverage < 0.01 for h in hits[1:]) and len(hits) == 31
+    assert hits[0].strength > 5 * hits[1].strength
+    # another tier's texts change nothing of this one's statistics
+    assert kw.search("zeppelin common", ["user"], 1)[0].strength == hits[0].strength
+    scored = kw.score("zeppelin common", "user", ["c3", "rare", "nope"])
+    assert set(scored) == {"c3", "rare"} and scored["rare"] == hits[0]
+
+
+def test_a_tier_too_small_for_a_rare_word_covers_by_the_share_of_words() -> None:
+    [hit] = index(("a", "user", "Slow Docker builds")).search("docker builds are slow today", ["user"], 5)
+    assert hit.coverage == pytest.approx(1.0)  # 'today' is in no text of the tier: it weighs nothing
 
 
 def test_only_the_tiers_asked_for_are_searched() -> None:
     kw = index(("a", "user", "retry with backoff"), ("b", "project:/x", "retry with jitter"))
-    assert [h[0] for h in kw.search("retry", ["project:/x"], 10)] == ["b"]
+    assert [h.lid for h in kw.search("retry", ["project:/x"], 10)] == ["b"]
     assert kw.search("retry", [], 10) == []
 
 
@@ -61,7 +81,7 @@ def test_upsert_replaces_remove_and_drop_tier_forget() -> None:
     kw = index(("a", "user", "old words"), ("b", "project:/x", "other words"))
     kw.upsert("user", [("a", "new text")])
     assert kw.search("old", ["user"], 10) == []
-    assert [h[0] for h in kw.search("new", ["user"], 10)] == ["a"]
+    assert [h.lid for h in kw.search("new", ["user"], 10)] == ["a"]
     kw.remove(["a", "unknown"])
     assert kw.search("new", ["user"], 10) == []
     kw.drop_tier("project:/x")
@@ -77,17 +97,18 @@ def test_a_file_backed_index_starts_afresh_replaces_removes_and_drops_a_tier(tmp
     kw.upsert("user", [("a", "retry with backoff"), ("b", "retry with jitter"), ("a", "pin the proxy")])
     assert path.read_bytes().startswith(b"SQLite format 3")  # ...then made afresh
     assert len(kw) == 2
-    assert [h[0] for h in kw.search("retry", ["user"], 10)] == ["b"]  # an id twice in one call: its last text
+    assert [h.lid for h in kw.search("retry", ["user"], 10)] == ["b"]  # an id twice in one call: its last text
     kw.upsert("project:/x", [("c", "retry later")])
     kw.upsert("user", [("b", "pin the version")])  # replaced, not added
     assert len(kw) == 3
-    assert [h[0] for h in kw.search("retry", ["user", "project:/x"], 10)] == ["c"]
+    assert [h.lid for h in kw.search("retry", ["user", "project:/x"], 10)] == ["c"]
     kw.remove(["a", "missing"])
-    assert [h[0] for h in kw.search("pin", ["user"], 10)] == ["b"]
+    assert [h.lid for h in kw.search("pin", ["user"], 10)] == ["b"]
     kw.drop_tier("user")
     assert len(kw) == 1
     assert kw.search("pin", ["user"], 10) == []
-    assert kw.search("retry", ["project:/x"], 10)[0][:2] == ("c", "project:/x")
+    hit = kw.search("retry", ["project:/x"], 10)[0]
+    assert (hit.lid, hit.tier) == ("c", "project:/x")
 
 
 def _changes(texts: list[tuple[str, str]] = [], deleted: list[str] = []) -> DerivedChanges:  # noqa: B006
@@ -105,7 +126,7 @@ def test_a_batch_of_commits_reaches_the_keyword_index_as_its_last_commit_left_ea
             ("user", _changes([("b", "retry the proxy")])),  # edited
         ]
     )
-    assert {lid for lid, *_ in derived.keywords.search("retry", ["user", "project:/x"], 10)} == {"b", "d"}
+    assert {h.lid for h in derived.keywords.search("retry", ["user", "project:/x"], 10)} == {"b", "d"}
     assert derived.keywords.search("pin", ["user"], 10) == []
 
 
@@ -116,5 +137,5 @@ def test_a_tier_whose_derived_update_fails_leaves_the_others_and_the_keyword_ind
     bad = _changes([("a", "retry with backoff")])
     bad.touched = [["a"]]  # type: ignore[list-item]  # unhashable: the row cache cannot take it
     derived.after_batch([("user", bad), ("project:/x", _changes([("c", "retry later")]))])
-    assert {lid for lid, *_ in derived.keywords.search("retry", ["user", "project:/x"], 10)} == {"a", "c"}
+    assert {h.lid for h in derived.keywords.search("retry", ["user", "project:/x"], 10)} == {"a", "c"}
     assert [r.exc_info is not None for r in caplog.records if r.levelno == logging.ERROR] == [True]

@@ -42,8 +42,8 @@ def test_a_memorys_notes_rank_by_meaning_then_words_and_expire() -> None:
     query = np.asarray(axis(0), dtype=np.float32)
     found = index.find(SearchRequest(text="socket", memory_id=M1), query, now=50)
     assert [h.note_id for h in found] == ["n1", "n2"]  # n1 by meaning and words; n2 (no vector) by words only
-    assert found[0].reasoning() == "semantic 1.00, keyword 'socket'"
-    assert found[1].reasoning() == "keyword 'socket'"
+    assert found[0].reasoning() == "semantic 1.00, words +0.00 ('socket')"  # a word most notes hold: no weight
+    assert found[1].reasoning() == "words +0.60 ('socket')"
     assert [h.note_id for h in index.find(SearchRequest(text="socket", memory_id=M1), query, now=100)] == ["n1"]
     assert len(index) == 3  # the expired note left the index when the search met it
     windowed = index.find(SearchRequest(text="model socket", memory_id=M1, since=40), query, now=0)

@@ -1,4 +1,4 @@
-"""Search scoring and fusion (pure): relevance from cosine and keyword share, the confidence weight, the
+"""Search scoring and fusion (pure): relevance from cosine and the words' strength and coverage, the confidence weight, the
 keyword-only rule, filters and the reasoning line."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.search.keywords import WordMatch
 from coordinator.search.ranking import Candidate, _passes
 from coordinator.store.records import UsageRow
 from coordinator.store.relations import LEARNING
@@ -31,14 +32,20 @@ def row(
     return LEARNING.row(wire) + UsageRow.prior(confidence).row("l1")[1:]
 
 
-def test_relevance_is_cosine_plus_a_tenth_of_the_keyword_share() -> None:
-    c = Candidate("l1", "user", semantic=0.7, keyword=(["flaky"], 0.5), row=row())
-    assert c.relevance() == pytest.approx(0.7 + 0.1 * 0.5)
+def words(strength: float, coverage: float, *matched: str) -> WordMatch:
+    return WordMatch("l1", "user", strength, coverage, list(matched))
+
+
+def test_relevance_is_cosine_plus_the_words_strength_weighed_by_their_coverage() -> None:
+    c = Candidate("l1", "user", semantic=0.7, words=words(2.0, 0.5, "flaky"), row=row())
+    assert c.relevance() == pytest.approx(0.7 + 0.4 * 2.0 * 0.5**1.5)
+    # a word that covers nothing of the query's IDF mass adds nothing, however strong its BM25
+    assert Candidate("l1", "user", semantic=0.7, words=words(3.0, 0.0), row=row()).relevance() == pytest.approx(0.7)
     assert Candidate("l1", "user", semantic=0.7, row=row()).relevance() == pytest.approx(0.7)
 
 
-def test_a_learning_without_a_vector_ranks_by_its_keyword_share_times_0_6() -> None:
-    c = Candidate("l1", "user", keyword=(["flaky", "socket"], 1.0), row=row())
+def test_a_learning_without_a_vector_ranks_by_its_coverage_times_0_6() -> None:
+    c = Candidate("l1", "user", words=words(1.5, 1.0, "flaky", "socket"), row=row())
     assert c.relevance() == pytest.approx(0.6)
 
 
@@ -50,9 +57,9 @@ def test_confidence_weighs_a_score_between_0_8_and_1_2_of_its_relevance() -> Non
 
 def test_the_reasoning_says_which_signals_found_it() -> None:
     c = Candidate(
-        "l1", "user", semantic=0.82, keyword=(["flaky", "socket"], 1.0), via="related_to from x", row=row(0.7)
+        "l1", "user", semantic=0.82, words=words(1.0, 1.0, "flaky", "socket"), via="related_to from x", row=row(0.7)
     )
-    assert c.reasoning() == "semantic 0.82, keyword 'flaky', 'socket'; via related_to from x; confidence 0.70"
+    assert c.reasoning() == "semantic 0.82, words +0.40 ('flaky', 'socket'); via related_to from x; confidence 0.70"
     assert Candidate("l1", "user", via="related_to from x", row=row()).reasoning().startswith("via related_to")
 
 
