@@ -380,3 +380,78 @@ def test_the_performance_page_s_charts_are_drawn_from_their_data_and_cannot_drif
     for row in line["curve"]:
         assert f"{row['per_s']:,.0f} /s" in writes
     assert "coordinators_3" not in writes  # left out: that run's figure is known to be wrong
+
+
+def _conversation(path: Path) -> Path:
+    """A small conversation in LoCoMo's format (the benchmark's own data is not part of groove)."""
+    turns = [
+        ("Ana", "I finally signed up for the pottery class downtown!"),
+        ("Ben", "Nice. I spent the weekend fixing my bike's brakes."),
+        ("Ana", "My sister is moving to Lisbon next month."),
+        ("Ben", "I adopted a grey cat called Pixel from the shelter."),
+    ]
+    data = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns[:2])],
+        "session_2_date_time": "3:00 pm on 20 May, 2023",
+        "session_2": [{"speaker": s, "dia_id": f"D2:{i + 1}", "text": t} for i, (s, t) in enumerate(turns[2:])],
+        "qa": [
+            {"question": "What class did Ana sign up for?", "answer": "pottery", "evidence": ["D1:1"], "category": 4},
+            {"question": "Where is Ana's sister moving?", "answer": "Lisbon", "evidence": ["D2:1"], "category": 4},
+            {"question": "What is the cat called?", "answer": "Pixel", "evidence": ["D2:2; D9:9"], "category": 1},
+            {"question": "Who has no answer?", "answer": "", "evidence": [], "category": 5},
+        ],
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.slow
+def test_the_relevance_benchmark_ranks_each_set_by_groove_minilm_and_bm25_and_learns_from_sessions(
+    tmp_path: Path,
+) -> None:
+    conversation = _conversation(tmp_path / "conv-x.json")
+    _, result = benchmark("relevance", "--locomo", str(conversation), "--questions", "4", "--learn", "--fit")
+    assert set(result["sets"]) == {"coding-dev", "coding-heldout", "conv-x"}
+    tiny = result["sets"]["conv-x"]
+    assert (tiny["questions"], tiny["learnings"]) == (3, 4)  # category 5 and evidence naming no turn left out
+    for ranker in ("groove", "minilm", "bm25"):
+        assert set(tiny[ranker]["by_category"]) == {"single-hop", "multi-hop"}
+        assert all(0 <= tiny[ranker][m] <= 1 for m in ("hit@1", "recall@5", "recall@10", "mrr", "ndcg@10"))
+    assert tiny["groove"]["hit@1"] == 1.0  # three questions over four turns: the words alone find each
+    assert result["pooled"]["locomo"]["groove"] == {k: v for k, v in tiny["groove"].items() if k != "by_category"}
+    learn = result["learn"]["conv-x"]
+    assert learn["sessions"] == 2
+    assert learn["helpful_ratings"] >= 1
+    assert set(learn["after"]) == set(learn["before"])
+    assert set(result["fit"]["folds"]) == {"coding-dev", "conv-x"}  # the held-out coding questions never tune
+
+
+def test_relevance_metrics_score_a_ranking_against_the_relevant_keys() -> None:
+    from benchmarks.relscore import metrics
+    from benchmarks.relsets import Question
+
+    questions = [Question("q1", frozenset({"a"}), "x"), Question("q2", frozenset({"b", "c"}), "x")]
+    got = metrics([["a", "z"], ["z", "b"]], questions)
+    assert got["hit@1"] == 0.5
+    assert got["recall@5"] == 0.75
+    assert got["mrr"] == 0.75
+    assert got["ndcg@10"] == pytest.approx((1 + (1 / 1.5849625) / (1 + 1 / 1.5849625)) / 2, rel=1e-3)
+
+
+def test_the_relevance_benchmark_refuses_a_file_that_is_not_a_conversation_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"qa": []}')
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.relevance", "--locomo", str(bad)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode != 0
+    assert "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"Error: {bad} holds no dialog turns or no questions of categories 1-4 with evidence"
+    ]
