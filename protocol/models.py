@@ -470,6 +470,7 @@ class StatsReply(Reply):
     embedding_oldest_ms: float = 0.0
     embeddings_per_s: float
     visibility_lag_ms: Summary
+    query_embedding_ms: Summary = Summary(mean=0.0, p50=0.0, p99=0.0, samples=0)
     processes: list[ProcessStats] = []
     embedding_duty: float = 1.0
     commit_threads: int = 1

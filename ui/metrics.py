@@ -51,6 +51,7 @@ METRICS = (
         "gauge",
         "p99 of commit-to-searchable-by-meaning: recent learnings embedded, and those still queued at their age.",
     ),
+    Declared("groove_query_embedding_p99_seconds", "gauge", "p99 of how long recent queries waited for their vector."),
     Declared("groove_embedding_oldest_seconds", "gauge", "How long the oldest text queued for embedding has waited."),
     Declared("groove_embeddings_per_second", "gauge", "Texts embedded per second, recently."),
     Declared(
@@ -149,6 +150,7 @@ class CoordinatorCollector(Collector):
         yield _gauge("groove_embedding_queue_depth", stats.embedding_queue_depth)
         yield _gauge("groove_embedding_lag_p99_seconds", stats.visibility_lag_ms.p99 / 1000)
         yield _gauge("groove_embedding_oldest_seconds", stats.embedding_oldest_ms / 1000)
+        yield _gauge("groove_query_embedding_p99_seconds", stats.query_embedding_ms.p99 / 1000)
         yield _gauge("groove_embeddings_per_second", stats.embeddings_per_s)
         yield _gauge("groove_vector_work_seconds", stats.vector_work_ms / 1000)
         yield _gauge("groove_embedding_duty", stats.embedding_duty)

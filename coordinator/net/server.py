@@ -4,8 +4,7 @@ Processes, threads and who owns what:
 - the front process (`front.py`) owns the public ROUTER socket and CURVE, and relays requests and replies
   in batches over one link (`link.py`); with `--front-checks` it also decodes and validates the writes
   (`checks.py`); the socket loop starts it again if it dies;
-- the embedding worker processes (`search/embedworker.py`) hold the model, fed by the embedding pool's thread
-  (`search/embedpool.py`), which also embeds the queries the reader threads ask for;
+- embedding worker processes (`search/embedworker.py`) hold the model, fed by the pool's thread (`embedpool.py`);
 - the socket loop (the thread that calls `serve`) owns the link, the in-flight write table and the reply
   cache; only it sends to clients;
 - the batcher's writer thread commits writes (`--writers N`, opt-in: N, each its own tiers; `--commit-threads 2`,
@@ -388,13 +387,14 @@ class Coordinator:
                 return
             for to, push in handler.then(self, peer, body) if handler.then is not None else ():
                 self._send(to, push)
+        elif self._reads_pending >= _MAX_PENDING_READS:
+            waiting = f"{_MAX_PENDING_READS} reads are already waiting; retry shortly"
+            self._error(peer, request.id, ErrorCode.BUSY, waiting, C.DEFAULT_BUSY_RETRY_MS * 4, op)
         else:
-            if self._reads_pending >= _MAX_PENDING_READS:
-                waiting = f"{_MAX_PENDING_READS} reads are already waiting; retry shortly"
-                self._error(peer, request.id, ErrorCode.BUSY, waiting, C.DEFAULT_BUSY_RETRY_MS * 4, op)
-                return
             self._reads_pending += 1
-            self.readers.submit(self._read, peer, request, digest, body, time.perf_counter())
+            reading = functools.partial(self._read, peer, request, digest, body, time.perf_counter())
+            read = functools.partial(self.readers.submit, reading)
+            self.pool.first(body, read) if self.pool is not None else read()  # a query's vector first (queries.py)
 
     def _known(self, peer: bytes, request_id: str, op: str, digest: str) -> bool:
         """Answer a request id seen before (or join its waiters); False if it is new."""

@@ -77,6 +77,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "embedding_oldest_ms": derived.oldest_ms(held_since),
         "embeddings_per_s": derived.embeddings_per_s(),
         "visibility_lag_ms": derived.lag_summary(),
+        "query_embedding_ms": derived.queries.summary(),
         "processes": [c.link.report(), *(c.pool.report() if c.pool is not None else [])],
         "embedding_duty": c.pool.duty if c.pool is not None else 1.0,
         "commit_threads": c.batcher.commit_threads,

@@ -27,6 +27,7 @@ from coordinator.search.embedder import Embedder, embedding_text
 from coordinator.search.keywords import KeywordIndex
 from coordinator.search.neighbours import NearDuplicates
 from coordinator.search.notes import NoteIndex
+from coordinator.search.queries import QueryVectors
 from coordinator.search.rowcache import Archive, RowCache, Supersessions
 from coordinator.search.vectors import VectorIndex, WorkCost
 from coordinator.store.records import VectorBlob, blob_vectors
@@ -102,6 +103,7 @@ class Derived:
         self._queue: deque[Pending] = deque()
         self._ready = threading.Condition()
         self._lags: deque[float] = deque(maxlen=_LAG_WINDOW)
+        self.queries = QueryVectors()  # query vectors computed before their reads, and the waits for them
         self._since: dict[str, float] = {}  # learning id -> commit time, while its vector is pending
         self.embedded = 0
         self._rate: deque[tuple[float, int]] = deque(maxlen=64)

@@ -37,6 +37,7 @@ from typing import Any
 import msgpack
 import numpy as np
 import zmq
+from pydantic import BaseModel
 
 from coordinator.errors import CoordinatorError, EmbeddingUnavailable
 from coordinator.inproc import Pushers
@@ -45,6 +46,7 @@ from coordinator.search.derived import Derived, Pending, StoreVectors
 from coordinator.search.duty import SAMPLE_S, SpareCores, duty_for
 from coordinator.search.embedder import Vectors
 from coordinator.search.embedworker import BULK, FAILED, HELLO, PACE, QUERY, STOP, VECTORS
+from coordinator.search.queries import query_text
 from coordinator.store.records import VectorBlob, vector_blob
 from protocol import constants as C
 
@@ -75,7 +77,7 @@ class _Slot:
     device: str = ""  # "" until its hello
     batch_size: int = 0
     shares: dict[int, list[Pending]] = field(default_factory=dict)  # the backlog it holds: job -> texts, in order
-    queries: dict[int, Future[Vectors]] = field(default_factory=dict)
+    queries: dict[int, tuple[Future[Vectors], float]] = field(default_factory=dict)  # job -> (its vector, deadline)
     embedded: int = 0
     load_failed: bool = False
 
@@ -116,7 +118,7 @@ class EmbedPool:
         self.log_level = log_level
         self.slots: list[_Slot] = []
         self._grown = False  # the first worker's hello said where the model runs, and the pool grew to fit
-        self._queries: queue.SimpleQueue[tuple[str, Future[Vectors]]] = queue.SimpleQueue()
+        self._queries: queue.SimpleQueue[tuple[str, Future[Vectors], float]] = queue.SimpleQueue()
         self._jobs = itertools.count(1)
         # vectors computed, waiting for room in the write queue: (tier, up to STORE_CHUNK rows, whether notes)
         self._unstored: deque[tuple[str, list[tuple[str, VectorBlob]], bool]] = deque()
@@ -149,13 +151,23 @@ class EmbedPool:
 
     def encode(self, texts: list[str]) -> Vectors:
         """Embed a query (from any thread); EmbeddingUnavailable when no worker does it in time."""
+        return self.submit(texts[0]).result()
+
+    def submit(self, text: str) -> Future[Vectors]:
+        """A query's vector, on its way: done within `_QUERY_TIMEOUT_S`, or failed with EmbeddingUnavailable."""
         done: Future[Vectors] = Future()
-        self._queries.put((texts[0], done))
+        self._queries.put((text, done, time.monotonic() + _QUERY_TIMEOUT_S))
         self._wake()
-        try:
-            return done.result(_QUERY_TIMEOUT_S)
-        except TimeoutError:
-            raise EmbeddingUnavailable(f"no embedding worker answered within {_QUERY_TIMEOUT_S:.0f} s") from None
+        return done
+
+    def first(self, body: BaseModel, read: Callable[[], Any]) -> None:
+        """Run `read` (the request's read, handed to a reader thread) once its query's vector is at hand: asked
+        for now, so that no reader waits on it (`queries.py`); at once when it needs none or no worker is ready."""
+        text = query_text(body)
+        if text is None or self.derived.embedder is None or self.derived.queries.kept(text):
+            read()
+        else:
+            self.derived.queries.prefetch(text, self.submit(text), read)
 
     def report(self) -> list[dict[str, Any]]:
         """Each worker for `stats`: its process, its device, the texts it embedded."""
@@ -188,6 +200,7 @@ class EmbedPool:
         try:
             while not self._stop.is_set():
                 self._supervise()
+                self._expire(time.monotonic())
                 self._pace(time.monotonic())
                 self._dispatch()
                 events = dict(poller.poll(int(_TRICKLE_S * 1000) if self._unstored else 100))
@@ -221,13 +234,22 @@ class EmbedPool:
         if self.slots and all(slot.load_failed for slot in self.slots):
             self.derived.disable()
 
+    def _expire(self, now: float) -> None:
+        """Queries not embedded by their deadline fail (words stand in); a late vector is then dropped."""
+        for slot in self.slots:
+            for job, (done, deadline) in list(slot.queries.items()):
+                if now > deadline:
+                    del slot.queries[job]
+                    late = f"no embedding worker answered within {_QUERY_TIMEOUT_S:.0f} s"
+                    done.set_exception(EmbeddingUnavailable(late))
+
     def _lost(self, slot: _Slot) -> None:
         """A worker died: its shares back to the front of the queue, in their order, its queries to keywords."""
         held = [pending for share in slot.shares.values() for pending in share]
         if held:
             self.derived.put_back(held)
             log.warning("%s died holding %d texts: queued again", slot.child.name, len(held))
-        for done in slot.queries.values():
+        for done, _ in slot.queries.values():
             done.set_exception(EmbeddingUnavailable(f"{slot.child.name} died while embedding the query"))
         slot.shares, slot.queries, slot.device = {}, {}, ""
 
@@ -267,7 +289,7 @@ class EmbedPool:
         ready = [slot for slot in self.slots if slot.ready]
         while True:
             try:
-                text, done = self._queries.get_nowait()
+                text, done, deadline = self._queries.get_nowait()
             except queue.Empty:
                 break
             if not ready:
@@ -275,7 +297,7 @@ class EmbedPool:
                 continue
             slot = min(ready, key=lambda s: len(s.queries))
             job = next(self._jobs)
-            slot.queries[job] = done
+            slot.queries[job] = (done, deadline)
             self._send(slot, [QUERY, job, [text]])
         if self._unstored:
             return  # the source writes go first: no more backlog until what was embedded is stored
@@ -329,8 +351,9 @@ class EmbedPool:
                 self._add(f"cuda:{index}")
 
     def _result(self, slot: _Slot, job: int, vectors: bytes | None, why: str = "") -> None:
-        done = slot.queries.pop(job, None)
-        if done is not None:
+        query = slot.queries.pop(job, None)
+        if query is not None:
+            done = query[0]
             if vectors is None:
                 done.set_exception(EmbeddingUnavailable(f"the query could not be embedded: {why}"))
             else:
@@ -361,7 +384,7 @@ class EmbedPool:
         deadline = time.monotonic() + _STOP_S
         for slot in self.slots:
             slot.child.wait(max(0.1, deadline - time.monotonic()))
-            for done in slot.queries.values():
+            for done, _ in slot.queries.values():
                 done.set_exception(EmbeddingUnavailable("the coordinator is stopping"))
         self.sock.close(linger=0)
         self.wake.close(linger=0)

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, words
+from coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,10 @@ log = logging.getLogger(__name__)
 # 12k-learning index and cost 14 ms (under the lock writers need) against 2.4 ms for the four rarest, which
 # carry most of the BM25 weight anyway. Eight kept the LoCoMo dev figures of all of them.
 _OR_TERMS = 8
+_COMMON_SHARE = 0.1
+_DRIFT = 0.01  # a label's word counts are read again once this share of its texts changed
+_COUNTS_KEPT = 50_000  # word counts kept per label at most
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
 _CACHE_KIB = 8192  # SQLite's page cache for a file-backed index; the operating system caches the rest
 _CHUNK = 500  # ids per `IN (...)` lookup
 # FTS5's `automerge`: segments merged per level (4 by default). Each transaction writes a segment; merging 8 at
@@ -43,6 +48,10 @@ class WordMatch:
     strength: float  # its BM25 (FTS5's: k1 1.2, b 0.75, its tier's statistics) over ln of its tier's size
     coverage: float  # the share of the query's IDF mass (in its tier) it holds, 0 to 1
     matched: list[str]  # the query's words it holds, in the query's order
+
+
+# a text found by its words, before they are read: (strength, id, tier, the text as indexed, the query's stems' IDF)
+_Hit = tuple[float, str, str, str, dict[str, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +78,9 @@ class KeywordIndex:
         self._names: dict[int, str] = {}
         self._tables: set[int] = set()  # labels whose table exists
         self._docs: dict[int, int] = {}  # label -> texts indexed under it
+        self._changes: dict[int, int] = {}  # label -> texts indexed or removed under it since its table was made
+        # label -> (its size and its changes when these were read, how many of its texts hold each stem)
+        self._counts: dict[int, tuple[int, int, dict[str, int]]] = {}
         self._next_rowid = 1
         self._waiting: dict[str, tuple[str, str]] = {}  # id -> (tier, text) not yet written (its disk full)
         self._failing = False
@@ -110,6 +122,7 @@ class KeywordIndex:
             )
             self._tables.add(code)
             self._docs[code] = 0
+            self._changes[code] = 0
         return f"kw_{code}"
 
     def upsert(self, tier: str, entries: list[tuple[str, str]]) -> None:
@@ -126,12 +139,12 @@ class KeywordIndex:
             self._waiting.update(entries)
             if not self._waiting:
                 return
-            counts = dict(self._docs)
+            counts, changes = dict(self._docs), dict(self._changes)
             try:
                 with self._db() as db:
                     self._index(db, list(self._waiting.items()))
             except sqlite3.OperationalError as exc:
-                self._docs = counts  # the transaction was rolled back
+                self._docs, self._changes = counts, changes  # the transaction was rolled back
                 if not self._failing:
                     log.error(
                         "the keyword index cannot be written (%s): %d learnings wait for it", exc, len(self._waiting)
@@ -160,6 +173,7 @@ class KeywordIndex:
         for code, rows in by_label.items():
             db.executemany(f"INSERT INTO {self._table(code)} (rowid, body) VALUES (?, ?)", rows)
             self._docs[code] += len(rows)
+            self._changes[code] += len(rows)
         self._next_rowid += len(entries)
 
     def remove(self, ids: list[str]) -> None:
@@ -181,7 +195,8 @@ class KeywordIndex:
                 db.execute(f"DROP TABLE kw_{code}_v")
                 db.execute(f"DROP TABLE kw_{code}")
                 self._tables.discard(code)
-                del self._docs[code]
+                del self._docs[code], self._changes[code]
+                self._counts.pop(code, None)
 
     def _rows_of(self, ids: list[str]) -> list[tuple[int, int]]:
         """(rowid, label) of these ids' entries."""
@@ -198,6 +213,7 @@ class KeywordIndex:
             db.execute(f"DELETE FROM kw_{code} WHERE rowid = ?", (rowid,))
             db.execute("DELETE FROM doc WHERE rowid = ?", (rowid,))
             self._docs[code] -= 1
+            self._changes[code] += 1
 
     # --- searching ---------------------------------------------------------------------------------
 
@@ -206,35 +222,35 @@ class KeywordIndex:
         query = self._query(text)
         if query is None or k <= 0:
             return []
-        found: list[WordMatch] = []
-        for tier in tiers:
-            found += self._matches(query, tier, k, None)
-        found.sort(key=lambda m: -m.strength)
-        return found[:k]
+        found = [hit for tier in tiers for hit in self._rows(query, tier, k, None)]
+        found.sort(key=lambda hit: -hit[0])
+        return [self._match(query, hit) for hit in found[:k]]  # words read only of those kept
 
     def score(self, text: str, tier: str, ids: list[str]) -> dict[str, WordMatch]:
         """How these learnings of one tier hold the query's words (those holding none are left out)."""
         query = self._query(text)
         if query is None or not ids:
             return {}
-        return {m.lid: m for m in self._matches(query, tier, len(ids), ids)}
+        return {hit[1]: self._match(query, hit) for hit in self._rows(query, tier, len(ids), ids)}
 
     def _query(self, text: str) -> _Query | None:
         terms = query_terms(text)
         return _Query(terms, self._stemmer.stems(terms)) if terms else None
 
-    def _matches(self, query: _Query, tier: str, k: int, only: list[str] | None) -> list[WordMatch]:
+    def _rows(self, query: _Query, tier: str, k: int, only: list[str] | None) -> list[_Hit]:
+        """The tier's texts holding the query's rarest words, strongest first (of `only`, if given)."""
         with self._lock:
             code = self._labels.get(tier)
             if code is None or code not in self._tables or not self._docs[code]:
                 return []
             db = self._db()
             docs = self._docs[code]
-            marks = ",".join("?" * len(query.stems))
-            counts = dict(db.execute(f"SELECT term, doc FROM kw_{code}_v WHERE term IN ({marks})", query.stems))
-            idf = {s: _idf(docs, n) for s, n in counts.items()}
+            counts = self._holding(code, query.stems)
             rare = {t: counts[s] for t, s in zip(query.terms, query.stems, strict=True) if s in counts}
             chosen = sorted(rare, key=rare.__getitem__)[:_OR_TERMS]
+            # a word most texts hold costs a walk over most of the index for next to no BM25 (and learnings holding
+            # only such words next to no coverage: they are left to their cosine)
+            chosen = chosen[:1] + [t for t in chosen[1:] if rare[t] <= docs * _COMMON_SHARE]
             if not chosen:
                 return []
             match = " OR ".join('"' + t.replace('"', '""') + '"' for t in chosen)
@@ -244,19 +260,43 @@ class KeywordIndex:
                 f"WHERE {table} MATCH ?"
             )
             params: list[object] = [match]
-            if only is not None:  # a seek per id in each word's list, not a pass over the list
-                sql += f" AND {table}.rowid IN (SELECT rowid FROM doc WHERE lid IN ({','.join('?' * len(only))}))"
+            if only is not None:
+                sql += f" AND doc.lid IN ({','.join('?' * len(only))})"
                 params += only
             rows = db.execute(sql + f" ORDER BY bm25({table}) LIMIT ?", (*params, k)).fetchall()
-        mass = sum(idf.values())
+        idf = {s: _idf(docs, n) for s, n in counts.items()}
         scale = math.log(max(docs, 2))
-        found = []
-        for lid, rank, body in rows:
-            held = set(self._stemmer.stems(words(body)))
-            matched = [t for t, s in zip(query.terms, query.stems, strict=True) if s in held]
-            coverage = sum(idf[s] for s in set(query.stems) & held if s in idf) / mass if mass > 0 else 0.0
-            found.append(WordMatch(lid, tier, -float(rank) / scale, coverage, matched))
-        return found
+        return [(-float(rank) / scale, lid, tier, body, idf) for lid, rank, body in rows]
+
+    def _holding(self, code: int, stems: list[str]) -> dict[str, int]:
+        """How many of the label's texts hold each of these stems (those no text holds are left out). Call with
+        the lock held.
+
+        FTS5 counts a word's texts by walking its list (0.5 ms for nine words over 1,300 texts here, growing
+        with the tier), so the counts are kept until texts numbering `_DRIFT` of the label's size have been
+        indexed or removed since they were read: an IDF that moves by a hundredth of its log ratio changes no
+        ranking, and the counts are exact again at the next read."""
+        docs, changes = self._docs[code], self._changes[code]
+        size, since, known = self._counts.get(code, (docs, changes, {}))
+        if changes - since > size * _DRIFT or len(known) > _COUNTS_KEPT:
+            size, since, known = docs, changes, {}
+        self._counts[code] = (size, since, known)
+        missing = [s for s in dict.fromkeys(stems) if s not in known]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            found = dict(self._db().execute(f"SELECT term, doc FROM kw_{code}_v WHERE term IN ({marks})", missing))
+            known.update((s, found.get(s, 0)) for s in missing)
+        return {s: known[s] for s in stems if known[s]}
+
+    def _match(self, query: _Query, hit: _Hit) -> WordMatch:
+        """A hit's words: which of the query's it holds, and their share of the query's IDF mass."""
+        strength, lid, tier, body, idf = hit
+        # the body as indexed holds its identifiers' parts already: its plain words are all there is to stem
+        held = self._stemmer.among(set(_WORD_RE.findall(body.lower())), set(query.stems))
+        matched = [t for t, s in zip(query.terms, query.stems, strict=True) if s in held]
+        mass = sum(idf.values())
+        coverage = sum(idf[s] for s in held if s in idf) / mass if mass > 0 else 0.0
+        return WordMatch(lid, tier, strength, coverage, matched)
 
     def __len__(self) -> int:
         return sum(self._docs.values())

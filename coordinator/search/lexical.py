@@ -34,6 +34,8 @@ STOPWORDS = frozenset([
 
 def _parts(word: str) -> list[str]:
     """The parts of an identifier (snake_case, camelCase), or none for a plain word."""
+    if "_" not in word and (word.islower() or word.isdigit()):  # most words: no regex needed
+        return []
     if "_" in word:
         return [p for piece in word.split("_") if piece for p in (_parts(piece) or [piece])]
     if _HAS_CAMEL.search(word):
@@ -87,6 +89,14 @@ class Stemmer:
                     self._cache.clear()
                 self._cache.update(zip(missing, self._ask(missing), strict=True))
         return [self._cache[w] for w in given]
+
+    def among(self, given: set[str], wanted: set[str]) -> set[str]:
+        """Those of the `wanted` stems that some of these words stem to."""
+        missing = [word for word in given if word not in self._cache]
+        if missing:
+            self.stems(missing)
+        cache = self._cache
+        return {stem for word in given if (stem := cache.get(word, word)) in wanted}
 
     def _ask(self, given: list[str]) -> list[str]:
         """Stems from the tokenizer: one scratch row per word (a word the tokenizer drops stems to itself)."""

@@ -10,6 +10,7 @@ Only the tiers the context allows are read.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,12 +154,19 @@ def _query_vector(derived: Derived, body: SearchRequest) -> Vectors | None:
         given: Vectors = normalise(body.vector)[0]
         return given
     embedder = derived.embedder
-    if body.text is None or body.mode == "keyword" or embedder is None:
+    if body.text is None or body.mode == "keyword":
         return None
+    known, ready = derived.queries.get(body.text)  # embedded as the request arrived (queries.py)
+    if known or embedder is None:
+        return ready
+    started = time.monotonic()
     try:
         vector: Vectors = embedder.encode([body.text])[0]
     except EmbeddingUnavailable:  # its worker died, or none answered in time: words stand in
         return None
+    finally:
+        derived.queries.waited((time.monotonic() - started) * 1000)
+    derived.queries.put(body.text, vector)
     return vector
 
 

@@ -141,7 +141,7 @@ def test_search_and_reindex(coordinator: RunningCoordinator) -> None:
     )["id"]
     assert run_groove(*ep, "search", "flaky socket").stdout.strip() == "no learnings found"  # user tier only
     shown = run_groove(*ep, "search", "flaky socket", "--project", "/srv/api")
-    assert "keyword 'flaky', 'socket'" in shown.stdout
+    assert "('flaky', 'socket')" in shown.stdout  # the words' part in the reasoning
     assert lid in shown.stdout
     hits = json.loads(run_groove(*ep, "search", "flaky", "--project", "/srv/api", "--json").stdout)
     assert [h["learning"]["id"] for h in hits] == [lid]

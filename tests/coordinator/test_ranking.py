@@ -1,5 +1,5 @@
-"""Search scoring and fusion (pure): relevance from cosine and the words' strength and coverage, the confidence weight, the
-keyword-only rule, filters and the reasoning line."""
+"""Search scoring and fusion (pure): relevance from cosine and the words' strength and coverage, the
+confidence weight, the keyword-only rule, filters and the reasoning line."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def test_keywords_find_a_learning_that_has_no_vector(client: GrooveClient) -> No
     lid = put(client, "the socket test is flaky under load", None)
     hits = client.search("flaky socket")  # hybrid: no model here, so keywords stand in
     assert ids(hits) == [lid]
-    assert "keyword 'flaky', 'socket'" in hits[0].reasoning
+    assert "words +0.60 ('flaky', 'socket')" in hits[0].reasoning
     assert ids(client.search("flaky", mode="keyword")) == [lid]
     assert client.search("kubernetes") == []
 
