@@ -37,6 +37,7 @@ from coordinator.loop.adaptive import SPECS, AdaptiveParam
 from coordinator.loop.offers import POOL, Pick, held, local_picks, offered_picks
 from coordinator.search.derived import Derived
 from coordinator.store.reads import Archived, learnings_in
+from coordinator.store.records import vector_blob
 from coordinator.store.relations import INJECTIONS, PARAMS
 from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
@@ -55,6 +56,7 @@ class InjectRecord(BaseModel):
     params: dict[str, float]
     reply: dict[str, Any]
     elsewhere: list[str] = []  # tiers whose owner counts the injection in its learnings' usage
+    task_vector: bytes | None = None  # the task's vector, stored with the injection for outcome votes (votes.py)
 
 
 def load_params(tier: Tier) -> dict[str, tuple[AdaptiveParam, int | None]]:
@@ -122,7 +124,16 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
         params=sampled,
         reply=reply,
         elsewhere=foreign,
+        task_vector=_task_vector(derived, body.task),
     )
+
+
+def _task_vector(derived: Derived, task: str | None) -> bytes | None:
+    """The task's vector as the search for its candidates used it (None without a task, or words only)."""
+    if task is None or not derived.queries.kept(task):
+        return None
+    _, vector = derived.queries.get(task)
+    return None if vector is None else vector_blob(vector)
 
 
 def _pool(

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from coordinator.search.notes import NoteIndex
 from coordinator.search.queries import QueryVectors
 from coordinator.search.rowcache import Archive, RowCache, Supersessions
 from coordinator.search.vectors import VectorIndex, WorkCost
+from coordinator.search.votes import Votes
 from coordinator.store.records import VectorBlob, blob_vectors
 from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
 from coordinator.store.tiers import Tier, TierSet
@@ -65,6 +66,8 @@ class DerivedChanges:
     supersedes_gone: list[tuple[str, str]]  # ... and removed
     notes: list[dict[str, Any]]  # working-memory notes recorded (memory.note), as stored
     note_vectors: list[tuple[str, VectorBlob]]  # vectors of notes stored
+    tasks: list[tuple[str, VectorBlob]] = field(default_factory=list)  # (injection id, its task's vector) stored
+    ratings: list[tuple[str, str, str, int]] = field(default_factory=list)  # outcome_log: (id, outcome, injection, at)
 
 
 @dataclass(slots=True)
@@ -104,6 +107,7 @@ class Derived:
         self._ready = threading.Condition()
         self._lags: deque[float] = deque(maxlen=_LAG_WINDOW)
         self.queries = QueryVectors()  # query vectors computed before their reads, and the waits for them
+        self.votes = Votes()  # past tasks' ratings, for the searches near them
         self._since: dict[str, float] = {}  # learning id -> commit time, while its vector is pending
         self.embedded = 0
         self._rate: deque[tuple[float, int]] = deque(maxlen=64)
@@ -124,6 +128,7 @@ class Derived:
         )
         self.supersessions.load(tier.name, [(f, t) for f, t in pairs])
         self.archive.load(tier.name, tier.archived())
+        self.votes.load_tier(tier)
         index = VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
         texts: dict[str, str] = {}
@@ -201,6 +206,7 @@ class Derived:
         self.enqueue(tier, waiting, since=time.monotonic())
         self.enqueue(tier, self.notes.add(tier, changes.notes), since=time.monotonic(), note=True)
         self.notes.store(changes.note_vectors)
+        self.votes.apply(tier, changes.tasks, changes.ratings)
 
     def enqueue(self, tier: str, entries: list[tuple[str, str]], since: float | None, note: bool = False) -> None:
         """Queue learnings (or notes) for embedding (a no-op without an embedder configured).

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.errors import EmbeddingUnavailable
+from coordinator.search import votes
 from coordinator.search.derived import Derived
 from coordinator.search.embedder import Vectors, normalise
 from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance, words_part
@@ -24,6 +25,7 @@ from coordinator.store.records import learning_wire
 from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD, NOTES
 from coordinator.store.tiers import Tier, TierSet
 from protocol import constants as C
+from protocol.ids import now_ms
 from protocol.search import SearchRequest
 
 _HOP_DECAY = 0.5
@@ -37,6 +39,7 @@ class Candidate:
     tier: str
     semantic: float | None = None  # cosine similarity to the query
     words: WordMatch | None = None  # how it holds the query's words
+    votes: float = 0.0  # past tasks near the query that it helped (+) or failed (-), weighed (votes.py)
     via: str | None = None  # "related_to from <id>" for learnings reached by expansion
     score: float = 0.0
     row: list[Any] = field(default_factory=list)  # the stored row (JOINED_HEAD order), decoded only if returned
@@ -48,10 +51,12 @@ class Candidate:
         return value
 
     def relevance(self) -> float:
-        """Cosine plus the words' part; the words' coverage alone for a learning without a vector."""
+        """Cosine plus the words' part (the words' coverage alone for a learning without a vector), plus the
+        outcome votes' part."""
+        voted = votes.part(self.votes) if self.votes else 0.0
         if self.words is None:
-            return relevance(self.semantic, 0.0, 0.0)
-        return relevance(self.semantic, self.words.strength, self.words.coverage)
+            return relevance(self.semantic, 0.0, 0.0) + voted
+        return relevance(self.semantic, self.words.strength, self.words.coverage) + voted
 
     def reasoning(self) -> str:
         """One short line: each signal's part in its relevance."""
@@ -62,6 +67,8 @@ class Candidate:
             held = ", ".join(f"'{w}'" for w in self.words.matched[:3])
             part = self.relevance() if self.semantic is None else words_part(self.words.strength, self.words.coverage)
             parts.append(f"words +{part:.2f} ({held})" if held else f"words +{part:.2f}")
+        if self.votes:
+            parts.append(f"outcomes {votes.part(self.votes):+.2f}")
         line = ", ".join(parts)
         if self.via is not None:
             line = f"{line}; via {self.via}" if line else f"via {self.via}"
@@ -119,6 +126,12 @@ def find(tiers: TierSet, derived: Derived, body: SearchRequest, only: Collection
         hits.sort(key=lambda h: -h[1])
         for lid, score, tier in hits[:wanted]:
             found[lid] = Candidate(lid, tier, semantic=score)
+        # what helped (or was contradicted in) past tasks near this one, offered by neither index or by both
+        for lid, (tier, total) in derived.votes.for_query(list(by_name), query, now_ms()).items():
+            if lid not in found:
+                index = derived.vectors.get(tier)
+                found[lid] = Candidate(lid, tier, semantic=index.similarity(lid, query) if index is not None else None)
+            found[lid].votes = total
     # Keywords run in hybrid and keyword mode, and stand in for semantic search when no vector is to be had.
     if body.text is not None and (body.mode != "semantic" or query is None):
         for match in derived.keywords.search(body.text, list(by_name), wanted):

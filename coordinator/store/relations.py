@@ -204,6 +204,9 @@ OUTCOME_LOG = Relation(
     "learning_id: String, at: Int, seq: Int => outcome: String, injection_id: String, confidence: Float",
     indexes={"by_injection": ("injection_id",)},
 )
+# The task each injection was made for, as its query vector, in every tier whose learnings it chose (written with
+# the injection): what the outcome votes of later searches are reckoned by (`search/votes.py`).
+INJECTION_TASKS = Relation("injection_tasks", "injection_id: String => vector: Bytes, at: Int")
 HASHES = Relation(
     "learning_hashes", "learning_id: String => scope: String, hash: String", indexes={"by_hash": ("hash", "scope")}
 )
@@ -279,6 +282,7 @@ ALL = (
     APPLIED,
     INJECTIONS,
     OUTCOME_LOG,
+    INJECTION_TASKS,
     HASHES,
     ARCHIVED,
     MAINTENANCE,

@@ -25,6 +25,7 @@ from coordinator.store.relations import (
     DECISIONS,
     EMBEDDINGS,
     HASHES,
+    INJECTION_TASKS,
     INJECTIONS,
     LEARNING,
     MAINTENANCE,
@@ -211,6 +212,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         "vectors stored as bytes: 15 times cheaper to write than CozoDB's vector type, 3 times to read",
         (),
         backfill=_vectors_as_bytes,
+    ),
+    Migration(
+        14, "each injection's task, as a vector: what outcome votes are reckoned by", (Step.create(INJECTION_TASKS),)
     ),
 )
 

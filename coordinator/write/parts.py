@@ -59,6 +59,7 @@ class InjectPart:
 
     learning_ids: list[str]
     record: list[Any] | None = None  # an `injections` row
+    task: tuple[str, bytes] | None = None  # (injection id, its task's vector): an `injection_tasks` row
     # the whole reply, stored with the request id in every tier the injection touches: a retry after a crash
     # finds it there and repeats the same choice instead of making a new one (see injection.prepare)
     reply: dict[str, Any] | None = None

@@ -416,6 +416,8 @@ class Planner:
         parts.setdefault(C.TIER_USER, InjectPart([])).record = INJECTIONS.row(record)
         for part in parts.values():
             part.reply = body.reply
+            if part.learning_ids and body.task_vector is not None:
+                part.task = (body.injection_id, body.task_vector)
         return dict(parts)
 
     def record_injection(self, body: InjectionRecordRequest) -> Parts:

@@ -17,6 +17,7 @@ from coordinator.store.relations import (
     ARCHIVED,
     EMBEDDINGS,
     HASHES,
+    INJECTION_TASKS,
     INJECTIONS,
     LEARNING,
     MAINTENANCE,
@@ -67,6 +68,7 @@ def script(w: TierWrite) -> tuple[str, dict[str, Any]]:
     add(EMBEDDINGS.rm("vec_gone"), "vec_gone", [[lid] for lid, vector in w.vectors.items() if vector is None])
     add(INJECTIONS.put("inj"), "inj", w.injections)
     add(OUTCOME_LOG.put("outcomes"), "outcomes", w.outcome_log)
+    add(INJECTION_TASKS.put("tasks_seen"), "tasks_seen", w.task_vectors)
     add(INJECTIONS.update("closed", ("outcome_at",)), "closed", [[iid, at] for iid, at in w.closed.items()])
     if w.params is not None:
         rows = [to_row(name, w.params[name], w.now) for name in sorted(w.params_dirty)]
@@ -104,4 +106,6 @@ def derived_changes(w: TierWrite) -> DerivedChanges:
         supersedes_gone=[(k[0], k[2]) for k, row in w.relations.items() if row is None and k[1] == RELATION_SUPERSEDES],
         notes=w.board.records.take_noted() if w.board is not None else [],
         note_vectors=list(w.note_vectors.items()),
+        tasks=[(iid, vector) for iid, vector, _ in w.task_vectors],
+        ratings=[(lid, outcome, iid, at) for lid, at, _, outcome, iid, _ in w.outcome_log],
     )

@@ -168,6 +168,7 @@ class TierWrite:
         self.rejections: list[list[Any]] = []  # `rejection_log` rows
         self.closed: dict[str, int] = {}  # injection id -> when its outcome was recorded
         self.outcome_log: list[list[Any]] = []  # `outcome_log` rows
+        self.task_vectors: list[list[Any]] = []  # `injection_tasks` rows
         self.texts: dict[str, str] = {}  # learnings put in this batch
         self.vectors: dict[str, VectorBlob | None] = {}  # a vector to store, or None to drop a stale one
         self.note_vectors: dict[str, VectorBlob] = {}  # note id -> its vector
@@ -372,6 +373,8 @@ class TierWrite:
                 counted += 1
         if part.record is not None:
             self.injections.append(part.record)
+        if part.task is not None and counted:
+            self.task_vectors.append([*part.task, self.now])
         return part.reply if part.reply is not None else {"counted": counted}
 
     def _relation(self, part: RelationPart) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pycozo.client import Client
 
 from coordinator.store.records import blob_vectors, vector_blob
 from coordinator.store.relations import EMBEDDINGS, NOTE_EMBEDDINGS
-from coordinator.store.schema import applied_version, ensure_schema
+from coordinator.store.schema import CURRENT_VERSION, applied_version, ensure_schema
 from coordinator.store.tiers import TierSet
 from protocol import constants as C
 from tests.coordinator.harness import tier_at_version
@@ -43,7 +43,7 @@ def stored(db: Client, relation: str) -> dict[str, bytes]:
 
 
 def assert_migrated(db: Client, vectors: np.ndarray) -> None:
-    assert applied_version(db) == 13
+    assert applied_version(db) == CURRENT_VERSION
     assert column_type(db, EMBEDDINGS.name) == column_type(db, NOTE_EMBEDDINGS.name) == "Bytes"
     learnings = stored(db, EMBEDDINGS.name)
     assert sorted(learnings) == [f"l{i}" for i in range(VECTORS)]
@@ -55,7 +55,7 @@ def assert_migrated(db: Client, vectors: np.ndarray) -> None:
 def test_a_tier_of_version_12_gets_its_vectors_as_bytes(v12: Any) -> None:
     db, vectors = v12
     assert column_type(db, EMBEDDINGS.name) == OLD
-    assert ensure_schema(db, now=5) == [13]
+    assert ensure_schema(db, now=5) == [13, 14]
     assert_migrated(db, vectors)
     assert ensure_schema(db) == []
 
@@ -65,7 +65,7 @@ def test_a_copy_stopped_half_way_is_made_again(v12: Any) -> None:
     copy = f"{EMBEDDINGS.name}_as_bytes"
     db.run(f":create {copy} {{{EMBEDDINGS.columns}}}")
     db.run(f"?[learning_id, embedding] <- [['l0', $b]] :put {copy} {{learning_id => embedding}}", {"b": b"torn"})
-    assert ensure_schema(db, now=5) == [13]
+    assert ensure_schema(db, now=5) == [13, 14]
     assert_migrated(db, vectors)
 
 
@@ -76,7 +76,7 @@ def test_a_copy_made_but_not_yet_in_place_is_put_in_place(v12: Any) -> None:
     rows = [[f"l{i}", vector_blob(v)] for i, v in enumerate(vectors)]
     db.run(f"?[learning_id, embedding] <- $rows :put {copy} {{learning_id => embedding}}", {"rows": rows})
     db.run(f"::remove {EMBEDDINGS.name}")  # stopped between the old one's removal and the rename
-    assert ensure_schema(db, now=5) == [13]
+    assert ensure_schema(db, now=5) == [13, 14]
     assert_migrated(db, vectors)
 
 
