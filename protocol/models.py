@@ -468,6 +468,7 @@ class StatsReply(Reply):
     embedder: str
     embedding_queue_depth: int
     embedding_oldest_ms: float = 0.0
+    embedding_over_capacity: bool = False
     embeddings_per_s: float
     visibility_lag_ms: Summary
     query_embedding_ms: Summary = Summary(mean=0.0, p50=0.0, p99=0.0, samples=0)

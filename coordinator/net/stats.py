@@ -9,6 +9,7 @@ from coordinator.net.agents import AgentRegistry
 from coordinator.net.config import Settings
 from coordinator.net.link import FrontLink
 from coordinator.search.derived import Derived
+from coordinator.search.duty import OVER_CAPACITY_S
 from coordinator.search.embedpool import EmbedPool
 from coordinator.store.tiers import TierSet
 from coordinator.write.batcher import Batcher
@@ -74,7 +75,8 @@ def reply(c: Observed) -> dict[str, Any]:
         "uptime_s": c.uptime(),
         "embedder": derived.status(),
         "embedding_queue_depth": derived.queue_depth() + held,
-        "embedding_oldest_ms": derived.oldest_ms(held_since),
+        "embedding_oldest_ms": (oldest := derived.oldest_ms(held_since)),
+        "embedding_over_capacity": c.pool is not None and oldest > OVER_CAPACITY_S * 1000,
         "embeddings_per_s": derived.embeddings_per_s(),
         "visibility_lag_ms": derived.lag_summary(),
         "query_embedding_ms": derived.queries.summary(),

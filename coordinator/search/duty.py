@@ -10,10 +10,11 @@ threads wakes, it must first take the core back from the worker, and their cache
 workers stopped nine tenths of each 3 s (SIGSTOP), 0.96-1.01 x and p99 1.07-1.15 x.
 
 So the pool watches the machine: while clients write (the writer's busy signal) and the machine, apart from the
-workers, leaves less than `SPARE_CORES` idle, it tells the workers to run at `BUSY_DUTY`. Each worker's bulk thread
-then rests before each forward pass for nine times as long as the previous one took, up to `MAX_REST_S`. The
-backlog still moves (a tenth of the time, more where a pass takes over a second), and runs flat out again once
-the writes stop or cores come free.
+workers, leaves less than `SPARE_CORES` idle, it tells the workers to run at `BUSY_DUTY`, as long as the oldest text
+waiting has waited less than `LAG_BOUND_S`; past that the backlog runs flat out until it is back under. Each
+worker's bulk thread then rests before each forward pass for nine times as long as the previous one took, up to
+`MAX_REST_S`. The backlog still moves (a tenth of the time, more where a pass takes over a second), and runs flat
+out again once the writes stop, cores come free, or its oldest text has waited `LAG_BOUND_S`.
 """
 
 from __future__ import annotations
@@ -24,13 +25,22 @@ from collections.abc import Iterable, Mapping
 import psutil
 
 BUSY_DUTY = 0.1  # the share of the time the backlog gets while clients write on a machine with no core spare
+# The oldest text's wait past which the backlog runs flat out however busy the machine: without it, a steady
+# write rate below the model's capacity left learnings unfindable by meaning for as long as the load lasted
+# (a 20-minute soak at about 50 learnings/s, 2 vCPUs: the oldest had waited 838 s, the backlog 35,647).
+LAG_BOUND_S = 5.0
+# Past this wait with the backlog flat out, learnings arrive faster than the model embeds them: `stats` says so.
+OVER_CAPACITY_S = 4 * LAG_BOUND_S
 SPARE_CORES = 1.0  # cores idle beside the workers: with at least this many, the backlog runs flat out
 SAMPLE_S = 1.0  # how often the pool looks at the machine's CPU
 MAX_REST_S = 10.0  # the longest rest before a forward pass (64 texts: 0.4 s on 2 idle vCPUs, seconds beside a flood)
 
 
-def duty_for(busy: bool, spare: float) -> float:
-    """The bulk duty for the writer's busy signal and the cores the machine leaves idle beside the workers."""
+def duty_for(busy: bool, spare: float, oldest_s: float = 0.0) -> float:
+    """The bulk duty for the writer's busy signal, the cores the machine leaves idle beside the workers, and how
+    long the oldest text has waited for its embedding."""
+    if oldest_s > LAG_BOUND_S:
+        return 1.0
     return BUSY_DUTY if busy and spare < SPARE_CORES else 1.0
 
 

@@ -259,7 +259,9 @@ class EmbedPool:
             return
         self._sampled = now
         pids = [slot.child.proc.pid for slot in self.slots if slot.child.proc is not None and slot.child.alive()]
-        self._tell(duty_for(self.busy(), self._spare.sample(now, pids)))
+        _, held_since = self.holding()
+        oldest_s = self.derived.oldest_ms(held_since) / 1000
+        self._tell(duty_for(self.busy(), self._spare.sample(now, pids), oldest_s))
 
     def _tell(self, duty: float) -> None:
         """A new duty for the backlog, sent to each ready worker (one that says hello later is told then)."""

@@ -17,7 +17,7 @@ import zmq
 from coordinator.procs import Child
 from coordinator.search import embedpool
 from coordinator.search.derived import Derived
-from coordinator.search.duty import BUSY_DUTY, MAX_REST_S, Pace, SpareCores, duty_for
+from coordinator.search.duty import BUSY_DUTY, LAG_BOUND_S, MAX_REST_S, Pace, SpareCores, duty_for
 from coordinator.search.embedder import MiniLM
 from coordinator.search.embedpool import EmbedPool, _Slot
 from coordinator.search.embedworker import HELLO, PACE, Worker
@@ -130,3 +130,8 @@ def test_a_workers_bulk_thread_takes_its_duty_from_the_link(context: zmq.Context
     worker._take()
     assert worker.pace.duty == BUSY_DUTY
     worker.results.close(linger=0)
+
+
+def test_the_backlog_runs_flat_out_once_its_oldest_text_has_waited_past_the_bound() -> None:
+    assert duty_for(busy=True, spare=0.0, oldest_s=LAG_BOUND_S - 0.1) == BUSY_DUTY
+    assert duty_for(busy=True, spare=0.0, oldest_s=LAG_BOUND_S + 0.1) == 1.0  # seconds behind, not minutes
