@@ -1,11 +1,13 @@
-"""The performance page's charts, drawn from a benchmark's JSON line (the last line `benchmarks.cores` prints,
-kept under docs/data/) as plain SVG: no plotting library, the same numbers the tables give.
+"""The performance page's charts, drawn from a benchmark's JSON line (the last line `benchmarks.cores` or
+`benchmarks.relevance` prints, kept under docs/data/) as plain SVG: no plotting library, the same numbers the
+tables give.
 
     python -m benchmarks.plots docs/data/cores-h200-2026-11-26.json --out docs/plots --leave-out coordinators_3
 
 Writes `<name>-writes.svg` (writes/s by commit threads and with the embedder off / on the CPU / on the GPU,
 beside the storage limit and the SQLite-WAL peer) and `<name>-embedding.svg` (texts/s through the coordinator by
-pool, beside the bare model), then prints one JSON line naming them. `tests/test_benchmarks.py` draws them again
+pool, beside the bare model); for `relevance`, `<name>-hit1.svg`, `<name>-recall5.svg` and, with `--learn`,
+`<name>-learn.svg`. Then it prints one JSON line naming them. `tests/test_benchmarks.py` draws them again
 and compares: a chart cannot drift from its data.
 """
 
@@ -20,10 +22,12 @@ import click
 
 _BAR_H, _GAP, _LABEL_W, _BAR_W, _VALUE_W = 22, 6, 230, 380, 90
 _COLOURS = {"groove": "#2680c2", "peer": "#9aa5b1", "embedder": "#f0b429"}
+_RANKERS = {"groove": ("groove", "groove"), "minilm": ("MiniLM alone", "peer"), "bm25": ("BM25 alone", "peer")}
 
 
-def bars(title: str, rows: list[tuple[str, float, str]], unit: str) -> str:
-    """A horizontal bar chart: (label, value, colour key) per row, scaled to the largest value."""
+def bars(title: str, rows: list[tuple[str, float, str]], unit: str, digits: int = 0) -> str:
+    """A horizontal bar chart: (label, value, colour key) per row, scaled to the largest value, each value
+    written with `digits` decimals."""
     top = max((value for _, value, _ in rows), default=1.0) or 1.0
     height = 30 + len(rows) * (_BAR_H + _GAP)
     width = _LABEL_W + _BAR_W + _VALUE_W
@@ -37,7 +41,7 @@ def bars(title: str, rows: list[tuple[str, float, str]], unit: str) -> str:
         length = round(_BAR_W * value / top, 1)
         parts.append(f'<text x="{_LABEL_W - 8}" y="{y + 15}" text-anchor="end">{escape(label)}</text>')
         parts.append(f'<rect x="{_LABEL_W}" y="{y}" width="{length}" height="{_BAR_H}" fill="{_COLOURS[colour]}"/>')
-        parts.append(f'<text x="{_LABEL_W + length + 6}" y="{y + 15}">{value:,.0f} {escape(unit)}</text>')
+        parts.append(f'<text x="{_LABEL_W + length + 6}" y="{y + 15}">{value:,.{digits}f} {escape(unit)}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
@@ -69,6 +73,45 @@ def cores_charts(line: dict[str, Any], leave_out: frozenset[str] = frozenset()) 
     }
 
 
+def relevance_charts(line: dict[str, Any]) -> dict[str, str]:
+    """The charts of one `benchmarks.relevance` JSON line: hit@1 and recall@5 by data set and ranker (LoCoMo's
+    conversations pooled), and, with `--learn`, recall@5 of the questions kept out of the sessions, before and
+    after them."""
+    figures = {name: figures for name, figures in line["sets"].items() if name.startswith("coding")}
+    figures |= line["pooled"]
+    charts = {}
+    for metric in ("hit@1", "recall@5"):
+        rows = [
+            (f"{name}: {label}", figures[name][who][metric], colour)
+            for name in figures
+            for who, (label, colour) in _RANKERS.items()
+        ]
+        charts[metric.replace("@", "")] = bars(f"{metric} by data set (higher is better)", rows, "", 3)
+    if "learn" in line:
+        rows = []
+        for name, learned in sorted(_learned(line).items()):
+            rows += [(f"{name}: before", learned["before"], "peer"), (f"{name}: after", learned["after"], "groove")]
+        charts["learn"] = bars("recall@5 of the questions kept out, before and after the sessions", rows, "", 3)
+    return charts
+
+
+def _learned(line: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """recall@5 before and after the sessions, LoCoMo's conversations pooled (each held question once)."""
+    out: dict[str, dict[str, float]] = {}
+    pooled: dict[str, float] = {"before": 0.0, "after": 0.0, "n": 0.0}
+    for name, learned in line["learn"].items():
+        if name.startswith("coding"):
+            out[name] = {when: learned[when]["recall@5"] for when in ("before", "after")}
+            continue
+        held = line["sets"][name]["questions"] // 2
+        for when in ("before", "after"):
+            pooled[when] += learned[when]["recall@5"] * held
+        pooled["n"] += held
+    if pooled["n"]:
+        out["locomo"] = {when: pooled[when] / pooled["n"] for when in ("before", "after")}
+    return out
+
+
 @click.command()
 @click.argument("data", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("docs/plots"), show_default=True)
@@ -79,13 +122,15 @@ def main(data: Path, out: Path, leave_out: tuple[str, ...]) -> None:
         line = json.loads(data.read_text().strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError) as exc:
         raise click.BadParameter(f"{data} holds no JSON line: {exc}", param_hint="DATA") from None
-    if line.get("bench") != "cores":
+    kind = line.get("bench", line.get("benchmark"))
+    if kind not in ("cores", "relevance"):
         raise click.BadParameter(
-            f"{data} is a {line.get('bench')!r} line; charts are drawn for `cores`", param_hint="DATA"
+            f"{data} is a {kind!r} line; charts are drawn for `cores` and `relevance`", param_hint="DATA"
         )
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for suffix, svg in cores_charts(line, frozenset(leave_out)).items():
+    charts = cores_charts(line, frozenset(leave_out)) if kind == "cores" else relevance_charts(line)
+    for suffix, svg in charts.items():
         path = out / f"{data.stem}-{suffix}.svg"
         path.write_text(svg)
         written.append(str(path))

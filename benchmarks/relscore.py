@@ -26,8 +26,9 @@ from coordinator.search.keywords import KeywordIndex
 from coordinator.search.lexical import STOPWORDS
 
 K1, B = 1.2, 0.75
-WEIGHTS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.8]
-POWERS = [0.5, 1.0, 1.5, 2.0]
+WEIGHTS = [0.4, 0.6, 0.8, 1.0, 1.2]  # WORD_WEIGHT: a learning holding a word of the query that names something
+PLAIN = [0.0, 0.1, 0.2, 0.4]  # PLAIN_WEIGHT: one holding only plain words
+POWERS = [1.0, 1.5, 2.0]
 _WORD = re.compile(r"\w+")
 
 
@@ -86,7 +87,9 @@ def bm25(rel: RelSet) -> np.ndarray[Any, Any]:
 
 # --- the fit -------------------------------------------------------------------------------------------
 
-Features = list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], list[str]]]
+Features = list[
+    tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], list[str]]
+]
 
 
 def candidates(rel: RelSet, docs: np.ndarray[Any, Any], queries: np.ndarray[Any, Any]) -> Features:
@@ -110,43 +113,50 @@ def candidates(rel: RelSet, docs: np.ndarray[Any, Any], queries: np.ndarray[Any,
                 np.array([cos[at[k]] for k in chosen]),
                 np.array([matches[k].strength if k in matches else 0.0 for k in chosen]),
                 np.array([matches[k].coverage if k in matches else 0.0 for k in chosen]),
+                np.array([k in matches and matches[k].specific for k in chosen]),
                 chosen,
             )
         )
     return out
 
 
-def rule(weight: float, power: float) -> Callable[[Any, Any, Any], Any]:
+Constants = tuple[float, float, float]  # WORD_WEIGHT, PLAIN_WEIGHT, COVERAGE_POWER
+
+
+def rule(constants: Constants) -> Callable[[Any, Any, Any, Any], Any]:
     """The fusion of fusion.py with these constants."""
-    return lambda cos, strength, coverage: cos + weight * strength * coverage**power
+    weight, plain, power = constants
+    return lambda cos, strength, coverage, named: cos + np.where(named, weight, plain) * strength * coverage**power
 
 
-def fused(features: Features, score: Callable[[Any, Any, Any], Any]) -> list[list[str]]:
+def fused(features: Features, score: Callable[[Any, Any, Any, Any], Any]) -> list[list[str]]:
     """Each question's keys ranked by a fusion rule."""
     ranked = []
-    for cos, strength, coverage, keys in features:
-        order = np.argsort(-score(cos, strength, coverage), kind="stable")[:10]
+    for cos, strength, coverage, named, keys in features:
+        order = np.argsort(-score(cos, strength, coverage, named), kind="stable")[:10]
         ranked.append([keys[j] for j in order])
     return ranked
 
 
 def fit(sets: dict[str, tuple[Features, list[Question]]], families: dict[str, str]) -> dict[str, Any]:
-    """Leave one set out: for each set, the grid's pair that maximises hit@1 + recall@5 over the other sets
-    (each family of sets, LoCoMo or coding, weighing alike), and that pair's figures on the set left out."""
-    grid = [(w, p) for w in WEIGHTS for p in POWERS]
-    table = {(name, w, p): metrics(fused(feats, rule(w, p)), qs) for name, (feats, qs) in sets.items() for w, p in grid}
+    """Leave one set out: for each set, the grid's constants that maximise hit@1 + recall@5 over the other sets
+    (each family of sets, LoCoMo or coding, weighing alike), and their figures on the set left out."""
+    grid = [(w, plain, p) for w in WEIGHTS for plain in PLAIN for p in POWERS]
+    table = {(name, c): metrics(fused(feats, rule(c)), qs) for name, (feats, qs) in sets.items() for c in grid}
 
-    def objective(w: float, p: float, left_out: str) -> float:
+    def objective(constants: Constants, left_out: str) -> float:
         by_family: dict[str, list[float]] = {}
         for name in sets:
             if name != left_out:
-                m = table[(name, w, p)]
+                m = table[(name, constants)]
                 by_family.setdefault(families[name], []).append(m["hit@1"] + m["recall@5"])
         return sum(sum(v) / len(v) for v in by_family.values())
 
+    def named(c: Constants) -> dict[str, float]:
+        return {"weight": c[0], "plain": c[1], "power": c[2]}
+
     folds = {}
     for name in sets:
-        w, p = max(grid, key=lambda pair: objective(pair[0], pair[1], name))
-        folds[name] = {"weight": w, "power": p, **table[(name, w, p)]}
-    everything = max(grid, key=lambda pair: objective(pair[0], pair[1], ""))
-    return {"folds": folds, "all_sets": {"weight": everything[0], "power": everything[1]}}
+        chosen = max(grid, key=lambda c: objective(c, name))
+        folds[name] = {**named(chosen), **table[(name, chosen)]}
+    return {"folds": folds, "all_sets": named(max(grid, key=lambda c: objective(c, "")))}

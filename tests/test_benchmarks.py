@@ -455,3 +455,36 @@ def test_the_relevance_benchmark_refuses_a_file_that_is_not_a_conversation_in_on
     assert run.stderr.strip().splitlines() == [
         f"Error: {bad} holds no dialog turns or no questions of categories 1-4 with evidence"
     ]
+
+
+@pytest.mark.slow
+def test_the_query_first_benchmark_times_searches_under_writes_with_and_without_the_embedder() -> None:
+    _, result = benchmark("queryfirst", "--agents", "2", "--in-flight", "2", "--duration", "2")
+    for embedder in ("default", "none"):
+        assert result[embedder]["search"]["done"] > 0
+        assert result[embedder]["learn"]["done"] > 0
+    assert result["default"]["coordinator"]["query_embedding_ms"]["samples"] > 0  # the coordinator's own figure
+    assert result["none"]["coordinator"]["query_embedding_ms"]["samples"] == 0
+    assert result["search_vs_none"]["p50_ms"] > 0
+
+
+@pytest.mark.slow
+def test_the_soak_benchmark_samples_the_backlog_and_the_memory_and_waits_for_the_drain() -> None:
+    _, result = benchmark("soak", "--agents", "1", "--rate", "20", "--duration", "4", "--every", "1")
+    assert result["requests"] > 0
+    assert result["errors"] == 0
+    assert len(result["samples"]) >= 3
+    assert result["samples"][-1]["queue"] == 0  # drained before the last sample
+    assert result["samples"][-1]["learnings"] > 0
+    assert result["drained_after_load_s"] >= 0
+
+
+def test_the_relevance_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:
+    data = Path("docs/data/relevance-2cpu-2026-11-28.json")
+    _, result = benchmark("plots", str(data), "--out", str(tmp_path))
+    assert len(result["written"]) == 3
+    for drawn in map(Path, result["written"]):
+        assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
+    line = json.loads(data.read_text())
+    hit1 = (tmp_path / "relevance-2cpu-2026-11-28-hit1.svg").read_text()
+    assert f"{line['pooled']['locomo']['groove']['hit@1']:.3f}" in hit1

@@ -49,11 +49,11 @@ class Settings(BaseModel):
     max_wait_ms: float = Field(0.0, ge=0.0, le=1000.0)
     queue_size: int = Field(5_000, ge=1, le=1_000_000)
     readers: int = Field(4, ge=1, le=64)
-    # 1: a transaction behind the writer measured no faster end to end (docs/performance.md), so it is opt-in
+    # 1: a transaction behind the writer measured no faster end to end (performance-history.md): opt-in
     commit_threads: int = Field(1, ge=1, le=MOST_THREADS)
-    # writer threads, each committing the tiers it was given; opt-in until a measurement keeps it (performance.md)
+    # writer threads, each committing the tiers it was given; opt-in until a measurement keeps it (docs/performance-*)
     writers: int = Field(1, ge=1, le=MOST_WRITERS)
-    # the front decodes and validates writes; measured no faster on 2 cores (docs/performance.md), so it is opt-in
+    # the front decodes and validates writes; measured no faster on 2 cores (performance-history.md): opt-in
     front_checks: bool = False
     reply_cache: int = Field(100_000, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)

@@ -1,24 +1,25 @@
 """How a search fuses meaning and words into one relevance, for learnings (ranking.py) and notes (notes.py).
 
-    relevance = cosine + WORD_WEIGHT * strength * coverage ** COVERAGE_POWER
+    relevance = cosine + weight * strength * coverage ** COVERAGE_POWER
 
 - `strength`: the learning's BM25 for the query (over its own tier's statistics) divided by ln of the tier's
   size, so that it reads alike in a tier of 500 learnings and of 100,000.
-- `coverage`: the share of the query's IDF mass the learning holds. It is what makes the weight of the words
-  follow how much they discriminate: a learning holding the query's rare words (a name, a date, an
-  identifier, most of what the query asks) gets nearly the full BM25 weight; one that shares a single common
-  word with a paraphrase gets almost none, and meaning decides.
+- `coverage`: the share of the query's IDF mass the learning holds: a learning holding the query's rare words
+  gets nearly the full BM25 weight, one sharing a single common word almost none.
+- `weight`: WORD_WEIGHT when the learning holds a word of the query that names something (a name, a word in
+  capitals, a number, an identifier: `lexical.specific`), else PLAIN_WEIGHT. Such words carry the answer when a
+  learning holds them (who said it, which function, which port); a paraphrase's plain words mostly mislead.
 
-The two constants were chosen by `benchmarks.relevance --fit`: a grid (WORD_WEIGHT 0.2-0.8, the power
-0.5-2) scored on the five LoCoMo dev conversations and groove's coding-dev questions, each family weighing
-alike; over all of them the grid's best is 0.4 and 1.5, which three of the five conversations' folds chose too
-(leave one set out). Measured through a coordinator on the 2-core box, hit@1 / R@5 (the performance page has
-the full table): LoCoMo dev, MiniLM alone 0.224 / 0.413, BM25 alone 0.345 / 0.524, this fusion 0.403 / 0.584
-(0.388 / 0.563 with each conversation scored by the constants the other sets chose); the coding questions kept
-aside, MiniLM alone 0.528 / 0.778, this fusion 0.556 / 0.778. The words still cost the coding-dev paraphrases
-0.613 -> 0.525 of hit@1: no rule tried kept them and won LoCoMo (cosine + a fixed share of raw BM25, z-scored
-signals, a gate on the best coverage, a pairwise logistic model over seven features: each gave LoCoMo back
-what it kept of the paraphrases).
+The constants were chosen by `benchmarks.relevance --fit`: a grid (WORD_WEIGHT 0.4-1.2, PLAIN_WEIGHT 0-0.4, the
+power 1-2) scored on the five LoCoMo dev conversations and groove's coding-dev questions, each family weighing
+alike. Over all of them the grid's best is 1.0, 0 and 1.5; leaving one set out, every fold chose a plain weight
+of 0 and a word weight of 0.8-1.2 but the coding set's, whose fold (LoCoMo alone) chose 1.2, 0.1 and 1. Measured
+in one process on the 2-core box (hit@1 / R@5; benchmarks.relevance measures the same through a coordinator):
+LoCoMo dev, MiniLM alone 0.224 / 0.413, BM25 alone 0.345 / 0.524, this fusion 0.430 / 0.608 (0.426 / 0.596 with
+each conversation scored by the constants the other sets chose); coding-dev 0.613 / 0.875 as MiniLM alone; the
+coding questions kept aside 0.528 / 0.778, as MiniLM alone. Tried before and dropped, on the same data: one word
+weight for every learning (0.4, power 1.5: LoCoMo 0.403 / 0.584 but coding-dev hit@1 0.525), cosine + 0.06 x
+raw BM25, z-scored signals, a gate on the best coverage, a pairwise logistic model over seven features.
 
 A candidate with no vector yet (not embedded so far, or no model) counts its coverage times KEYWORD_ONLY, so a
 keyword match still ranks beside good semantic ones. Matches below a cosine of 0.15 say nothing (unrelated
@@ -28,7 +29,8 @@ noise would crowd expansion.
 
 from __future__ import annotations
 
-WORD_WEIGHT = 0.4
+WORD_WEIGHT = 1.0
+PLAIN_WEIGHT = 0.0
 COVERAGE_POWER = 1.5
 KEYWORD_ONLY = 0.6
 SEMANTIC_FLOOR = 0.15
@@ -40,14 +42,14 @@ def pool(limit: int) -> int:
     return max(MIN_POOL, 5 * limit)
 
 
-def words_part(strength: float, coverage: float) -> float:
-    """What a learning's words add to its cosine."""
-    part: float = WORD_WEIGHT * strength * coverage**COVERAGE_POWER
+def words_part(strength: float, coverage: float, named: bool) -> float:
+    """What a learning's words add to its cosine: `named`, it holds a word of the query that names something."""
+    part: float = (WORD_WEIGHT if named else PLAIN_WEIGHT) * strength * coverage**COVERAGE_POWER
     return part
 
 
-def relevance(semantic: float | None, strength: float, coverage: float) -> float:
+def relevance(semantic: float | None, strength: float, coverage: float, named: bool) -> float:
     """Cosine plus the words' part; the coverage alone (weighted) without a cosine."""
     if semantic is None:
         return KEYWORD_ONLY * coverage
-    return semantic + words_part(strength, coverage)
+    return semantic + words_part(strength, coverage, named)

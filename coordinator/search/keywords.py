@@ -20,7 +20,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms
+from coordinator.search.fusion import words_part
+from coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, specific
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,11 @@ class WordMatch:
     strength: float  # its BM25 (FTS5's: k1 1.2, b 0.75, its tier's statistics) over ln of its tier's size
     coverage: float  # the share of the query's IDF mass (in its tier) it holds, 0 to 1
     matched: list[str]  # the query's words it holds, in the query's order
+    specific: bool = False  # whether it holds a word of the query that names something (lexical.specific)
+
+    def part(self) -> float:
+        """What these words add to a cosine (fusion.py)."""
+        return words_part(self.strength, self.coverage, self.specific)
 
 
 # a text found by its words, before they are read: (strength, id, tier, the text as indexed, the query's stems' IDF)
@@ -58,6 +64,7 @@ _Hit = tuple[float, str, str, str, dict[str, float]]
 class _Query:
     terms: list[str]  # the query's words
     stems: list[str]  # ... as the index stores them
+    named: frozenset[str]  # the stems of those that name something
 
 
 class KeywordIndex:
@@ -235,7 +242,11 @@ class KeywordIndex:
 
     def _query(self, text: str) -> _Query | None:
         terms = query_terms(text)
-        return _Query(terms, self._stemmer.stems(terms)) if terms else None
+        if not terms:
+            return None
+        stems = self._stemmer.stems(terms)
+        named = specific(text)
+        return _Query(terms, stems, frozenset(s for t, s in zip(terms, stems, strict=True) if t in named))
 
     def _rows(self, query: _Query, tier: str, k: int, only: list[str] | None) -> list[_Hit]:
         """The tier's texts holding the query's rarest words, strongest first (of `only`, if given)."""
@@ -296,7 +307,7 @@ class KeywordIndex:
         matched = [t for t, s in zip(query.terms, query.stems, strict=True) if s in held]
         mass = sum(idf.values())
         coverage = sum(idf[s] for s in held if s in idf) / mass if mass > 0 else 0.0
-        return WordMatch(lid, tier, strength, coverage, matched)
+        return WordMatch(lid, tier, strength, coverage, matched, bool(held & query.named))
 
     def __len__(self) -> int:
         return sum(self._docs.values())

@@ -20,6 +20,8 @@ MAX_TERMS = 32  # query words kept, in order
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _HAS_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+_SENTENCE_RE = re.compile(r"[.!?:;\n]+\s*")
+_DIGIT_RE = re.compile(r"\d")
 _STEM_CACHE = 100_000  # words whose stems are remembered; past it the cache starts over
 
 # fmt: off
@@ -56,6 +58,20 @@ def words(text: str) -> list[str]:
         found.append(word.lower())
         found += [p.lower() for p in _parts(word)]
     return found
+
+
+def specific(text: str) -> set[str]:
+    """The query's words that name something: a capitalised word inside a sentence (a name), one in capitals, one
+    holding a digit, an identifier (snake_case, camelCase), each lower-cased, with its parts. Words like these
+    carry the answer when a learning holds them; a paraphrase's plain words mostly do not."""
+    found: set[str] = set()
+    for sentence in _SENTENCE_RE.split(text):
+        for i, word in enumerate(_WORD_RE.findall(sentence)):
+            named = i > 0 and word[0].isupper()
+            if named or (word.isupper() and len(word) > 1) or _DIGIT_RE.search(word) or _parts(word):
+                found.add(word.lower())
+                found.update(p.lower() for p in _parts(word))
+    return found - STOPWORDS
 
 
 def query_terms(text: str) -> list[str]:

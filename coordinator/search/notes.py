@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.search.embedder import Vectors
-from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance, words_part
+from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
 from coordinator.search.keywords import KeywordIndex, WordMatch
 from coordinator.search.vectors import VectorIndex
 from coordinator.store.records import VectorBlob, blob_vectors
@@ -50,15 +50,15 @@ class NoteMatch:
     def score(self) -> float:
         """Its relevance, fused as a learning's is (fusion.py)."""
         if self.words is None:
-            return relevance(self.semantic, 0.0, 0.0)
-        return relevance(self.semantic, self.words.strength, self.words.coverage)
+            return relevance(self.semantic, 0.0, 0.0, False)
+        return relevance(self.semantic, self.words.strength, self.words.coverage, self.words.specific)
 
     def reasoning(self) -> str:
         """Each signal's part in its relevance."""
         parts = [] if self.semantic is None else [f"semantic {self.semantic:.2f}"]
         if self.words is not None:
             held = ", ".join(f"'{w}'" for w in self.words.matched[:3])
-            part = self.score() if self.semantic is None else words_part(self.words.strength, self.words.coverage)
+            part = self.score() if self.semantic is None else self.words.part()
             parts.append(f"words +{part:.2f} ({held})" if held else f"words +{part:.2f}")
         return ", ".join(parts)
 

@@ -19,7 +19,7 @@ from coordinator.errors import EmbeddingUnavailable
 from coordinator.search import votes
 from coordinator.search.derived import Derived
 from coordinator.search.embedder import Vectors, normalise
-from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance, words_part
+from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
 from coordinator.search.keywords import WordMatch
 from coordinator.store.records import learning_wire
 from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD, NOTES
@@ -55,8 +55,8 @@ class Candidate:
         outcome votes' part."""
         voted = votes.part(self.votes) if self.votes else 0.0
         if self.words is None:
-            return relevance(self.semantic, 0.0, 0.0) + voted
-        return relevance(self.semantic, self.words.strength, self.words.coverage) + voted
+            return relevance(self.semantic, 0.0, 0.0, False) + voted
+        return relevance(self.semantic, self.words.strength, self.words.coverage, self.words.specific) + voted
 
     def reasoning(self) -> str:
         """One short line: each signal's part in its relevance."""
@@ -65,7 +65,7 @@ class Candidate:
             parts.append(f"semantic {self.semantic:.2f}")
         if self.words is not None:
             held = ", ".join(f"'{w}'" for w in self.words.matched[:3])
-            part = self.relevance() if self.semantic is None else words_part(self.words.strength, self.words.coverage)
+            part = self.relevance() if self.semantic is None else self.words.part()
             parts.append(f"words +{part:.2f} ({held})" if held else f"words +{part:.2f}")
         if self.votes:
             parts.append(f"outcomes {votes.part(self.votes):+.2f}")

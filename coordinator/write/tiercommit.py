@@ -3,7 +3,7 @@ one transaction (`TierWrite`, `render.script`), then landed: replies, what deriv
 failure handled (requests applied before recalled, a disk at fault, the rest retried one by one).
 
 With a thread behind the writer (`--commit-threads 2`, opt-in: it measured no faster end to end, on 2 cores or
-16; docs/performance.md) each tier's transaction but the last runs there while the writer reads and applies the
+16; performance-history.md) each tier's transaction but the last runs there while the writer reads and applies the
 next tier's parts: CozoDB lets go of the GIL while it commits, so the two overlap. The order a request that spans
 tiers sees stays the same: when the tier behind refuses it on landing, the next tier's transaction, prepared with
 it, is prepared again without it before it runs.

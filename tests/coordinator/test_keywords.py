@@ -10,7 +10,7 @@ import pytest
 
 from coordinator.search.derived import Derived, DerivedChanges
 from coordinator.search.keywords import KeywordIndex
-from coordinator.search.lexical import index_text, query_terms, words
+from coordinator.search.lexical import index_text, query_terms, specific, words
 
 
 def index(*entries: tuple[str, str, str]) -> KeywordIndex:
@@ -24,6 +24,14 @@ def test_query_terms_drop_stop_words_and_repeats_but_keep_a_query_of_only_stop_w
     assert query_terms("How do I fix the flaky flaky test?") == ["fix", "flaky", "test"]
     assert query_terms("what is it") == ["what", "is", "it"]
     assert query_terms("") == []
+
+
+def test_the_words_that_name_something_are_names_capitals_numbers_and_identifiers() -> None:
+    assert specific("When did Caroline go to the LGBTQ group? She met Mel there.") == {"caroline", "lgbtq", "mel"}
+    assert specific("fix test_socket_roundtrip on port 8080 in parseConfig") == {
+        "test_socket_roundtrip", "test", "socket", "roundtrip", "8080", "parseconfig", "parse", "config",
+    }  # fmt: skip
+    assert specific("network test fails randomly when the machine is busy") == set()
 
 
 def test_identifiers_keep_their_name_and_add_their_parts() -> None:
@@ -49,6 +57,8 @@ def test_a_name_matches_by_its_parts_and_whole_and_words_match_by_their_stems() 
     assert [m.lid for m in kw.search("config parsing", ["user"], 10)] == ["b"]
     [found] = kw.search("support group", ["user"], 10)
     assert (found.lid, found.matched, found.coverage) == ("c", ["support", "group"], pytest.approx(1.0))
+    assert not found.specific  # plain words
+    assert kw.search("where did Caroline go", ["user"], 10)[0].specific  # a name
 
 
 def test_strength_is_bm25_over_the_tier_and_coverage_the_share_of_the_query_s_idf_mass() -> None:

@@ -35,7 +35,7 @@ def test_a_memorys_notes_rank_by_meaning_then_words_and_expire() -> None:
     index.add("project:/x", [
         note("n1", M1, "retry the flaky socket test"),
         note("n2", M1, "the socket pool leaks", expires_at=100),
-        note("n3", M1, "cache the model", created_at=50),
+        note("n3", M1, "cache the MiniLM model", created_at=50),
         note("n4", M2, "socket trouble elsewhere"),
     ])  # fmt: skip
     index.store([("n1", vector_blob(axis(0))), ("n3", vector_blob(axis(1))), ("n4", vector_blob(axis(0)))])
@@ -46,7 +46,8 @@ def test_a_memorys_notes_rank_by_meaning_then_words_and_expire() -> None:
     assert found[1].reasoning() == "words +0.60 ('socket')"
     assert [h.note_id for h in index.find(SearchRequest(text="socket", memory_id=M1), query, now=100)] == ["n1"]
     assert len(index) == 3  # the expired note left the index when the search met it
-    windowed = index.find(SearchRequest(text="model socket", memory_id=M1, since=40), query, now=0)
+    # found by a word that names something (far from the query by meaning): plain words alone would not lift it
+    windowed = index.find(SearchRequest(text="MiniLM socket", memory_id=M1, since=40), query, now=0)
     assert [h.note_id for h in windowed] == ["n3"]
     keyword = index.find(SearchRequest(text="cache", memory_id=M1, mode="keyword"), None, now=0)
     assert [h.note_id for h in keyword] == ["n3"]
