@@ -103,9 +103,7 @@ def candidates(rel: RelSet, docs: np.ndarray[Any, Any], queries: np.ndarray[Any,
     for qi, q in enumerate(rel.questions):
         cos = docs @ queries[qi]
         best = [keys[j] for j in np.argsort(-cos)[:wanted] if cos[j] >= SEMANTIC_FLOOR]
-        matches = {m.lid: m for m in index.search(q.text, ["t"], wanted)}
-        rest = [k for k in best if k not in matches]
-        matches |= index.score(q.text, "t", rest)
+        matches = {m.lid: m for m in index.search(q.text, ["t"], wanted, also=best)}
         chosen = list(dict.fromkeys(best + list(matches)))
         at = {k: i for i, k in enumerate(keys)}
         out.append(

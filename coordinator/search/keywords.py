@@ -17,6 +17,7 @@ import math
 import re
 import sqlite3
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 # carry most of the BM25 weight anyway. Eight kept the LoCoMo dev figures of all of them.
 _OR_TERMS = 8
 _COMMON_SHARE = 0.1
+_WALK = 3000  # entries of the words' lists a search walks at most (the rarest word always)
 _DRIFT = 0.01  # a label's word counts are read again once this share of its texts changed
 _COUNTS_KEPT = 50_000  # word counts kept per label at most
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
@@ -224,21 +226,22 @@ class KeywordIndex:
 
     # --- searching ---------------------------------------------------------------------------------
 
-    def search(self, text: str, tiers: list[str], k: int) -> list[WordMatch]:
-        """Up to `k` learnings of these tiers holding the query's rarest words, strongest BM25 first."""
+    def search(self, text: str, tiers: list[str], k: int, also: Collection[str] = ()) -> list[WordMatch]:
+        """Up to `k` learnings of these tiers holding the query's rarest words, strongest BM25 first; then those of
+        `also` (ids of learnings found otherwise) that hold any of those words, found by the same pass."""
         query = self._query(text)
-        if query is None or k <= 0:
+        if query is None:
             return []
-        found = [hit for tier in tiers for hit in self._rows(query, tier, k, None)]
+        wanted = set(also)
+        found = [hit for tier in tiers for hit in self._rows(query, tier, k, wanted)]
         found.sort(key=lambda hit: -hit[0])
-        return [self._match(query, hit) for hit in found[:k]]  # words read only of those kept
+        best = found[:k]
+        best += [hit for hit in found[k:] if hit[1] in wanted]
+        return [self._match(query, hit) for hit in best]  # words read only of those kept
 
     def score(self, text: str, tier: str, ids: list[str]) -> dict[str, WordMatch]:
         """How these learnings of one tier hold the query's words (those holding none are left out)."""
-        query = self._query(text)
-        if query is None or not ids:
-            return {}
-        return {hit[1]: self._match(query, hit) for hit in self._rows(query, tier, len(ids), ids)}
+        return {m.lid: m for m in self.search(text, [tier], 0, ids)}
 
     def _query(self, text: str) -> _Query | None:
         terms = query_terms(text)
@@ -248,8 +251,9 @@ class KeywordIndex:
         named = specific(text)
         return _Query(terms, stems, frozenset(s for t, s in zip(terms, stems, strict=True) if t in named))
 
-    def _rows(self, query: _Query, tier: str, k: int, only: list[str] | None) -> list[_Hit]:
-        """The tier's texts holding the query's rarest words, strongest first (of `only`, if given)."""
+    def _rows(self, query: _Query, tier: str, k: int, also: set[str]) -> list[_Hit]:
+        """The tier's `k` texts holding the query's rarest words, strongest first, and those of `also` holding any.
+        One pass over the words' lists: BM25 is reckoned for every text matched anyway, to rank them."""
         with self._lock:
             code = self._labels.get(tier)
             if code is None or code not in self._tables or not self._docs[code]:
@@ -260,21 +264,27 @@ class KeywordIndex:
             rare = {t: counts[s] for t, s in zip(query.terms, query.stems, strict=True) if s in counts}
             chosen = sorted(rare, key=rare.__getitem__)[:_OR_TERMS]
             # a word most texts hold costs a walk over most of the index for next to no BM25 (and learnings holding
-            # only such words next to no coverage: they are left to their cosine)
-            chosen = chosen[:1] + [t for t in chosen[1:] if rare[t] <= docs * _COMMON_SHARE]
+            # only such words next to no coverage: they are left to their cosine); past `_WALK` entries in the lists
+            # walked, the commoner words are left out too (in a tier of 500 learnings that never happens)
+            walked, kept = 0, []
+            for term in chosen:
+                if kept and (rare[term] > docs * _COMMON_SHARE or walked + rare[term] > _WALK):
+                    break
+                walked += rare[term]
+                kept.append(term)
+            chosen = kept
             if not chosen:
                 return []
             match = " OR ".join('"' + t.replace('"', '""') + '"' for t in chosen)
             table = f"kw_{code}"
-            sql = (
-                f"SELECT doc.lid, bm25({table}), {table}.body FROM {table} JOIN doc ON doc.rowid = {table}.rowid "
-                f"WHERE {table} MATCH ?"
-            )
-            params: list[object] = [match]
-            if only is not None:
-                sql += f" AND doc.lid IN ({','.join('?' * len(only))})"
-                params += only
-            rows = db.execute(sql + f" ORDER BY bm25({table}) LIMIT ?", (*params, k)).fetchall()
+            extra = [rowid for rowid, _ in self._rows_of(sorted(also))] if also else []
+            rows = db.execute(
+                f"WITH b AS (SELECT rowid AS id, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?), "
+                "m AS (SELECT id, r, row_number() OVER (ORDER BY r) AS n FROM b) "
+                f"SELECT doc.lid, m.r, {table}.body FROM m JOIN doc ON doc.rowid = m.id JOIN {table} "
+                f"ON {table}.rowid = m.id WHERE m.n <= ? OR m.id IN ({','.join('?' * len(extra))}) ORDER BY m.n",
+                (match, k, *extra),
+            ).fetchall()
         idf = {s: _idf(docs, n) for s, n in counts.items()}
         scale = math.log(max(docs, 2))
         return [(-float(rank) / scale, lid, tier, body, idf) for lid, rank, body in rows]

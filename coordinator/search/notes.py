@@ -128,15 +128,12 @@ class NoteIndex:
                 if score >= SEMANTIC_FLOOR:
                     hits[nid] = NoteMatch(nid, semantic=score)
         if body.text is not None and (body.mode != "semantic" or query is None):
-            for match in self.keywords.search(body.text, [body.memory_id], wanted):
+            for match in self.keywords.search(body.text, [body.memory_id], wanted, also=list(hits)):
                 hit = hits.get(match.lid)
                 if hit is None:
                     cosine = index.similarity(match.lid, query) if index is not None and query is not None else None
                     hit = hits[match.lid] = NoteMatch(match.lid, semantic=cosine)
                 hit.words = match
-            unscored = [nid for nid, hit in hits.items() if hit.words is None]
-            for nid, match in self.keywords.score(body.text, body.memory_id, unscored).items():
-                hits[nid].words = match
         with self._lock:
             metas = {nid: self._meta.get(nid) for nid in hits}
         expired = [nid for nid, meta in metas.items() if meta is None or meta.expired(now)]

@@ -134,7 +134,8 @@ def find(tiers: TierSet, derived: Derived, body: SearchRequest, only: Collection
             found[lid].votes = total
     # Keywords run in hybrid and keyword mode, and stand in for semantic search when no vector is to be had.
     if body.text is not None and (body.mode != "semantic" or query is None):
-        for match in derived.keywords.search(body.text, list(by_name), wanted):
+        # one pass finds the keyword pool and how the candidates found otherwise hold the words
+        for match in derived.keywords.search(body.text, list(by_name), wanted, also=list(found)):
             candidate = found.get(match.lid)
             if candidate is None:
                 candidate = found[match.lid] = Candidate(match.lid, match.tier)
@@ -143,11 +144,6 @@ def find(tiers: TierSet, derived: Derived, body: SearchRequest, only: Collection
                     # outside the semantic pool but embedded: its own cosine, not the keyword-only rule
                     candidate.semantic = index.similarity(match.lid, query) if query is not None else None
             candidate.words = match
-        # the semantic pool's learnings outside the keyword pool: how they hold the words all the same
-        for name in by_name:
-            unscored = [c.learning_id for c in found.values() if c.words is None and c.tier == name]
-            for lid, match in derived.keywords.score(body.text, name, unscored).items():
-                found[lid].words = match
     results = _best(derived, by_name, body, list(found.values()))
     if body.depth:
         results += _expand(tiers, derived, by_name, body, results, {c.learning_id for c in found.values()})
