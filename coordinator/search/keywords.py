@@ -266,7 +266,7 @@ class KeywordIndex:
             # a word most texts hold costs a walk over most of the index for next to no BM25 (and learnings holding
             # only such words next to no coverage: they are left to their cosine); past `_WALK` entries in the lists
             # walked, the commoner words are left out too (in a tier of 500 learnings that never happens)
-            walked, kept = 0, []
+            walked, kept = 0, list[str]()
             for term in chosen:
                 if kept and (rare[term] > docs * _COMMON_SHARE or walked + rare[term] > _WALK):
                     break
