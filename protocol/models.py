@@ -1,8 +1,6 @@
 """Pydantic models of every operation's request body and reply body (protocol version 1).
 
-Bodies are strict: a field of the wrong type or a field the operation does not know is `bad_request`, so
-a typo in a client is an error at once rather than a silently ignored option.
-"""
+Bodies are strict: a field of the wrong type or one the operation does not know is `bad_request` at once."""
 
 from __future__ import annotations
 
@@ -494,8 +492,7 @@ class StatsReply(Reply):
     auth: str
     handshakes_refused: int
     requests_unauthorized: int
-    # counts since start, for a scraper: requests by op and outcome ("ok" or the error code), events (leases
-    # expired or released, outcomes by kind, nudges acknowledged), and cumulative histograms
+    # counts since start, for a scraper: requests by op and outcome ("ok" or an error code), events, histograms
     op_outcomes: dict[str, dict[str, int]]
     events: dict[str, int]
     histograms: dict[str, HistogramOut]

@@ -324,7 +324,8 @@ class KeywordIndex:
 
 
 def _idf(docs: int, holding: int) -> float:
-    """A word's inverse document frequency in a tier of `docs` texts, `holding` of which hold it: BM25's, as FTS5
-    reckons it, never below 1e-6 (so in a tier too small for any word to be rare, coverage is the share of the
-    query's words held)."""
-    return max(1e-6, math.log((docs - holding + 0.5) / (holding + 0.5)))
+    """A word's inverse document frequency in a tier of `docs` texts, `holding` of which hold it, as Lucene's BM25
+    reckons it: never below 0, so that in a small tier a word most texts hold still weighs something (FTS5's
+    own, which BM25's strength uses, is 0 for a word half the texts hold: in a tier of three learnings, two
+    about http, 'http' would have covered nothing)."""
+    return math.log(1 + (docs - holding + 0.5) / (holding + 0.5))

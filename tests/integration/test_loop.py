@@ -39,7 +39,7 @@ def test_inject_picks_matching_learnings_records_them_and_renders_a_block(client
     put(client, "prefer tabs in makefiles", confidence=0.9)
     reply = client.inject("s1", task="why is the socket test flaky", seed=1)
     assert chosen(reply) == [flaky]
-    assert "keyword" in reply.learnings[0].reasoning
+    assert "words +" in reply.learnings[0].reasoning
     assert set(reply.params) == {C.PARAM_INJECTION_BUDGET, C.PARAM_CONFIDENCE_THRESHOLD, C.PARAM_SIMILARITY_THRESHOLD}
     lines = reply.markdown.splitlines()
     assert lines[0] == C.INJECT_BEGIN

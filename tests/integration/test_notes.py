@@ -77,7 +77,7 @@ def test_notes_are_found_by_words_without_a_model_and_bad_notes_change_nothing(c
     kept = client.note(memory, NOTES["fixtures"], "artifact_ref", "pay")
     (hit,) = client.search_notes(memory, "orders fixtures")
     assert (hit.note.id, hit.note.kind, hit.note.task_id) == (kept, "artifact_ref", "pay")
-    assert hit.reasoning.startswith("keyword")
+    assert hit.reasoning.startswith("words +")
     assert client.search_notes(other, "orders fixtures") == []
     with pytest.raises(NotFound):
         client.note(uuid7(), "x", "context")
