@@ -227,17 +227,16 @@ class KeywordIndex:
     # --- searching ---------------------------------------------------------------------------------
 
     def search(self, text: str, tiers: list[str], k: int, also: Collection[str] = ()) -> list[WordMatch]:
-        """Up to `k` learnings of these tiers holding the query's rarest words, strongest BM25 first; then those of
-        `also` (ids of learnings found otherwise) that hold any of those words, found by the same pass."""
+        """Up to `k` learnings of each of these tiers holding the query's rarest words, strongest BM25 first; then
+        those of `also` (ids of learnings found otherwise) that hold any of those words, found by the same pass.
+        Each tier's own `k`: a search of tiers that two coordinators hold between them then weighs what one holding
+        both weighs (a cut over both tiers would leave out of one's pool what the other's found)."""
         query = self._query(text)
         if query is None:
             return []
-        wanted = set(also)
-        found = [hit for tier in tiers for hit in self._rows(query, tier, k, wanted)]
+        found = [hit for tier in tiers for hit in self._rows(query, tier, k, set(also))]
         found.sort(key=lambda hit: -hit[0])
-        best = found[:k]
-        best += [hit for hit in found[k:] if hit[1] in wanted]
-        return [self._match(query, hit) for hit in best]  # words read only of those kept
+        return [self._match(query, hit) for hit in found]
 
     def score(self, text: str, tier: str, ids: list[str]) -> dict[str, WordMatch]:
         """How these learnings of one tier hold the query's words (those holding none are left out)."""
@@ -279,10 +278,12 @@ class KeywordIndex:
             table = f"kw_{code}"
             extra = [rowid for rowid, _ in self._rows_of(sorted(also))] if also else []
             rows = db.execute(
-                f"WITH b AS (SELECT rowid AS id, bm25({table}) AS r FROM {table} WHERE {table} MATCH ?), "
-                "m AS (SELECT id, r, row_number() OVER (ORDER BY r) AS n FROM b) "
-                f"SELECT doc.lid, m.r, {table}.body FROM m JOIN doc ON doc.rowid = m.id JOIN {table} "
-                f"ON {table}.rowid = m.id WHERE m.n <= ? OR m.id IN ({','.join('?' * len(extra))}) ORDER BY m.n",
+                # equal scores (copies of one text) in id order: rowids differ from one coordinator to another
+                f"WITH b AS (SELECT {table}.rowid AS id, bm25({table}) AS r, doc.lid AS lid FROM {table} "
+                f"JOIN doc ON doc.rowid = {table}.rowid WHERE {table} MATCH ?), "
+                "m AS (SELECT id, r, lid, row_number() OVER (ORDER BY r, lid) AS n FROM b) "
+                f"SELECT m.lid, m.r, {table}.body FROM m JOIN {table} ON {table}.rowid = m.id "
+                f"WHERE m.n <= ? OR m.id IN ({','.join('?' * len(extra))}) ORDER BY m.n",
                 (match, k, *extra),
             ).fetchall()
         idf = {s: _idf(docs, n) for s, n in counts.items()}
@@ -316,7 +317,8 @@ class KeywordIndex:
         held = self._stemmer.among(set(_WORD_RE.findall(body.lower())), set(query.stems))
         matched = [t for t, s in zip(query.terms, query.stems, strict=True) if s in held]
         mass = sum(idf.values())
-        coverage = sum(idf[s] for s in held if s in idf) / mass if mass > 0 else 0.0
+        # summed in the query's order: a set's order differs from one process to another, and so would the last bits
+        coverage = sum(v for s, v in idf.items() if s in held) / mass if mass > 0 else 0.0
         return WordMatch(lid, tier, strength, coverage, matched, bool(held & query.named))
 
     def __len__(self) -> int:
