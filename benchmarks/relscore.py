@@ -26,8 +26,9 @@ from coordinator.search.keywords import KeywordIndex
 from coordinator.search.lexical import STOPWORDS
 
 K1, B = 1.2, 0.75
-WEIGHTS = [0.4, 0.6, 0.8, 1.0, 1.2, 1.6, 2.0, 3.0, 4.0]  # WORD_WEIGHT: a learning holding a word of the query that names something
-PLAIN = [0.0, 0.1, 0.2, 0.4]  # PLAIN_WEIGHT: one holding only plain words
+# WORD_WEIGHT (a learning holding a word of the query that names something), PLAIN_WEIGHT (only plain words), power
+WEIGHTS = [0.4, 0.6, 0.8, 1.0, 1.2, 1.6, 2.0, 3.0, 4.0]
+PLAIN = [0.0, 0.1, 0.2, 0.4]
 POWERS = [1.0, 1.5, 2.0]
 _WORD = re.compile(r"\w+")
 
