@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 # 12k-learning index and cost 14 ms (under the lock writers need) against 2.4 ms for the four rarest, which
 # carry most of the BM25 weight anyway. Eight kept the LoCoMo dev figures of all of them.
 _OR_TERMS = 8
-_COMMON_SHARE = 0.1
 _WALK = 3000  # entries of the words' lists a search walks at most (the rarest word always)
 _DRIFT = 0.01  # a label's word counts are read again once this share of its texts changed
 _COUNTS_KEPT = 50_000  # word counts kept per label at most
@@ -262,12 +261,12 @@ class KeywordIndex:
             counts = self._holding(code, query.stems)
             rare = {t: counts[s] for t, s in zip(query.terms, query.stems, strict=True) if s in counts}
             chosen = sorted(rare, key=rare.__getitem__)[:_OR_TERMS]
-            # a word most texts hold costs a walk over most of the index for next to no BM25 (and learnings holding
-            # only such words next to no coverage: they are left to their cosine); past `_WALK` entries in the lists
-            # walked, the commoner words are left out too (in a tier of 500 learnings that never happens)
+            # the rarest words first: past `_WALK` entries of their lists walked, the commoner ones are left out (a
+            # word most texts hold costs a walk over most of the index for next to no BM25; in a tier of 500
+            # learnings that never happens)
             walked, kept = 0, list[str]()
             for term in chosen:
-                if kept and (rare[term] > docs * _COMMON_SHARE or walked + rare[term] > _WALK):
+                if kept and walked + rare[term] > _WALK:
                     break
                 walked += rare[term]
                 kept.append(term)

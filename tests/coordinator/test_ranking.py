@@ -38,7 +38,7 @@ def words(strength: float, coverage: float, *matched: str, named: bool = True) -
 
 def test_relevance_is_cosine_plus_the_words_strength_weighed_by_their_coverage_when_they_name_something() -> None:
     c = Candidate("l1", "user", semantic=0.7, words=words(2.0, 0.5, "Caroline"), row=row())
-    assert c.relevance() == pytest.approx(0.7 + 2.0 * 2.0 * 0.5**1.5)
+    assert c.relevance() == pytest.approx(0.7 + 1.2 * 2.0 * 0.5**1.5)
     # a word that covers nothing of the query's IDF mass adds nothing, however strong its BM25
     assert Candidate("l1", "user", semantic=0.7, words=words(3.0, 0.0), row=row()).relevance() == pytest.approx(0.7)
     # plain words (no name, number or identifier among them): meaning decides
@@ -62,7 +62,7 @@ def test_the_reasoning_says_which_signals_found_it() -> None:
     c = Candidate(
         "l1", "user", semantic=0.82, words=words(1.0, 1.0, "flaky", "socket"), via="related_to from x", row=row(0.7)
     )
-    assert c.reasoning() == "semantic 0.82, words +2.00 ('flaky', 'socket'); via related_to from x; confidence 0.70"
+    assert c.reasoning() == "semantic 0.82, words +1.20 ('flaky', 'socket'); via related_to from x; confidence 0.70"
     assert Candidate("l1", "user", via="related_to from x", row=row()).reasoning().startswith("via related_to")
 
 
