@@ -130,9 +130,9 @@ def prepare(tiers: TierSet, derived: Derived, body: InjectPrepareRequest, reques
 
 def _task_vector(derived: Derived, task: str | None) -> bytes | None:
     """The task's vector as the search for its candidates used it (None without a task, or words only)."""
-    if task is None or not derived.queries.kept(task):
+    if task is None:
         return None
-    _, vector = derived.queries.get(task)
+    _, vector = derived.queries.get(task)  # the search for the candidates kept it (or consumed its failure)
     return None if vector is None else vector_blob(vector)
 
 
