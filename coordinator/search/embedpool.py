@@ -151,7 +151,10 @@ class EmbedPool:
 
     def encode(self, texts: list[str]) -> Vectors:
         """Embed a query (from any thread); EmbeddingUnavailable when no worker does it in time."""
-        return self.submit(texts[0]).result()
+        try:  # the pool fails it by its deadline; the guard holds should the pool's thread itself be gone
+            return self.submit(texts[0]).result(_QUERY_TIMEOUT_S + 1)
+        except TimeoutError:
+            raise EmbeddingUnavailable(f"no embedding worker answered within {_QUERY_TIMEOUT_S:.0f} s") from None
 
     def submit(self, text: str) -> Future[Vectors]:
         """A query's vector, on its way: done within `_QUERY_TIMEOUT_S`, or failed with EmbeddingUnavailable."""
