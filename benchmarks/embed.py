@@ -78,8 +78,8 @@ def int8(model: MiniLM) -> Encode:
     import torch
 
     quantized = copy.copy(model)
-    quantized._transformer = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
-        copy.deepcopy(model._transformer), {torch.nn.Linear}, dtype=torch.qint8
+    quantized._model = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
+        copy.deepcopy(model._model), {torch.nn.Linear}, dtype=torch.qint8
     )
     return quantized.encode
 
@@ -89,22 +89,15 @@ def onnx_runtime(model: MiniLM, work: Path) -> Encode:
     import onnxruntime as ort
     import torch
 
-    class Hidden(torch.nn.Module):
-        def __init__(self, transformer: Any) -> None:
-            super().__init__()
-            self.transformer = transformer
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            out = self.transformer(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-            return out.last_hidden_state
+    from coordinator.search.bert import tokenized
 
     path = work / "minilm.onnx"
-    sample = model._tokenizer(["a sample text"], return_tensors="pt")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    axes = {name: {0: "batch", 1: "tokens"} for name in names} | {"hidden": {0: "batch", 1: "tokens"}}
+    ids, mask = (torch.tensor(rows, dtype=torch.long) for rows in tokenized(model._tokenizer, ["a sample text"]))
+    names = ["ids", "mask"]
+    axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "hidden"]}
     torch.onnx.export(
-        Hidden(model._transformer).eval(),
-        tuple(sample[name] for name in names),
+        model._model,
+        (ids, mask),
         str(path),
         input_names=names,
         output_names=["hidden"],
@@ -119,16 +112,12 @@ def onnx_runtime(model: MiniLM, work: Path) -> Encode:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), model.batch_size):
             chunk = order[start : start + model.batch_size]
-            encoded = model._tokenizer(
-                [texts[i] for i in chunk],
-                padding=True,
-                truncation=True,
-                max_length=model._max_length,
-                return_tensors="np",
+            ids, mask = (
+                np.asarray(rows, dtype=np.int64) for rows in tokenized(model._tokenizer, [texts[i] for i in chunk])
             )
-            (hidden,) = session.run(None, {name: encoded[name].astype(np.int64) for name in names})
-            mask = encoded["attention_mask"][..., None].astype(np.float32)
-            pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
+            (hidden,) = session.run(None, {"ids": ids, "mask": mask})
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(1) / np.clip(weights.sum(1), 1e-9, None)
             out[chunk] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
         return out
 

