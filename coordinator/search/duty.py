@@ -1,13 +1,12 @@
 """How much of the time the embedding workers may spend on the backlog: all of it, or a tenth while clients write
 on a machine with no core to spare.
 
-The bulk thread runs in the idle scheduling class, so the kernel hands it only cycles nothing else wants. On a
-machine with a core or more idle that is all it takes: the backlog runs flat out beside the writes (16 cores: the
-writes 1.04 x with the embedder on). On 2 vCPUs it is not: every time one of the coordinator's or the agents'
-threads wakes, it must first take the core back from the worker, and their caches come back cold. Measured
-(`benchmarks.load --agents 16 --in-flight 4 --duration 15 --peers ""`, 2 vCPUs, one sitting): with MiniLM on,
-0.71-0.76 x the writes and p99 1.4-1.6 x; an idle-class busy loop beside the same load, 0.90 x and p99 2 x; the
-workers stopped nine tenths of each 3 s (SIGSTOP), 0.96-1.01 x and p99 1.07-1.15 x.
+On a machine with a core or more idle, the backlog runs flat out beside the writes (16 cores: the writes 1.04 x
+with the embedder on). On 2 vCPUs it cannot: every time one of the coordinator's or the agents' threads wakes, it
+must first take the core back from the worker, and their caches come back cold. Measured (`benchmarks.load
+--agents 16 --in-flight 4 --duration 15 --peers ""`, 2 vCPUs, one sitting): with MiniLM on, 0.71-0.76 x the writes
+and p99 1.4-1.6 x; an idle-class busy loop beside the same load, 0.90 x and p99 2 x; the workers stopped nine
+tenths of each 3 s (SIGSTOP), 0.96-1.01 x and p99 1.07-1.15 x. A lower scheduling class does not do it; rests do.
 
 So the pool watches the machine: while clients write (the writer's busy signal) and the machine, apart from the
 workers, leaves less than `SPARE_CORES` idle, it tells the workers to run at `BUSY_DUTY`, as long as the oldest text

@@ -3,7 +3,7 @@ coordinator. The coordinator never imports torch: the backlog and the queries bo
 
 - On the CPU: `workers` processes of `threads` torch threads each (one process on 16 cores embedded no faster
   than on 2: several smaller ones use the cores). With a GPU: one process per device. Each works through the
-  backlog in the idle scheduling class (`embedworker.py`); its model load and its queries keep their priority.
+  backlog on one thread and its queries on another (`embedworker.py`).
 - The first worker starts with the coordinator and says where its model runs; the pool then starts the others
   (one per further GPU, or the rest of the CPU pool).
 - Each ready worker holds up to `_SHARES` shares of the backlog (`_PASSES` forward passes each), taken from the

@@ -14,11 +14,11 @@ one msgpack frame:
 
 A query never waits behind the backlog: queries run on a thread of their own, on the CPU model (one query is
 faster there than on a GPU: 6.9 ms against 10.3 ms on an H100), while the bulk thread works through its share.
-The bulk thread (and the torch threads it starts) runs at the idle scheduling class on Linux (else at nice 19):
-the backlog takes only cycles nothing else wants, so the coordinator's writes and the agents come first whenever
-the cores are busy, and it runs flat out on cores that are idle. On 2 cores, at nice 10 it still took a core from
-a write flood (MiniLM on: 0.74-0.79 x the writes), and in the idle class 0.71-0.84 x: where no core is spare the
-pool slows it further, by a duty (`duty.py`). Queries, on the request path, keep the normal priority.
+Both keep the normal priority: the bulk thread yields to writes by the duty the pool sets (`duty.py`), not by its
+scheduling class. It once ran in Linux's idle class, which cost the writes as much as nice 10 did on 2 cores (a
+write flood: 0.71-0.84 x the writes against 0.74-0.79 x) and could never be lifted again (an unprivileged thread
+may not leave the idle class): past the lag bound the duty went to 1.0, yet the backlog got next to no CPU beside
+the coordinator and four agents (16 texts/s in a soak at 47 learnings/s; the oldest waited 127 s).
 """
 
 from __future__ import annotations
@@ -43,22 +43,8 @@ HELLO, VECTORS, FAILED, QUERY, BULK, PACE, STOP = "H", "V", "X", "Q", "B", "P", 
 _RESULTS = "inproc://groove-embed-results"
 _PARENT_CHECK_MS = 1000
 _QUERY_PASS = 32  # queries embedded in one forward pass at most
-NICE = 19  # where the idle scheduling class is not to be had
 
 log = logging.getLogger(__name__)
-
-
-def background() -> None:
-    """Put the calling thread, and the threads it starts from now on, in the idle scheduling class (Linux; elsewhere
-    the lowest nice it can have)."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0: the calling thread, on Linux
-    except (AttributeError, OSError) as exc:
-        log.debug("no idle scheduling class (%s): nice %d instead", exc, NICE)
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-        except (AttributeError, OSError):
-            log.debug("could not lower the bulk thread's priority either")
 
 
 def _work(
@@ -67,8 +53,6 @@ def _work(
     """A thread: embed each job, hand the result to the main thread (which alone uses the link). The bulk thread
     has a `pace`; the query thread none, and takes every query waiting into one forward pass: one pass of a few
     short texts costs about what one costs, and under load queries arrive faster than passes of one end."""
-    if pace is not None:
-        background()  # before its first forward pass starts torch's threads for it: they inherit the class
     out: zmq.Socket[bytes] = context.socket(zmq.PUSH)
     out.connect(_RESULTS)
     try:

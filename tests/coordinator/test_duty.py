@@ -25,7 +25,7 @@ from coordinator.search.embedworker import HELLO, PACE, Worker
 
 def test_the_backlog_runs_flat_out_unless_clients_write_on_a_machine_with_no_core_spare() -> None:
     assert duty_for(busy=True, spare=0.4) == BUSY_DUTY
-    assert duty_for(busy=True, spare=1.0) == 1.0  # a whole core idle: the idle class has it to itself
+    assert duty_for(busy=True, spare=1.0) == 1.0  # a whole core idle: the backlog may have it
     assert duty_for(busy=False, spare=0.0) == 1.0  # nobody writing: the backlog may take everything
 
 
