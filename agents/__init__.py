@@ -1,7 +1,10 @@
 """What agents use to talk to a groove coordinator: the client, its exceptions, and the worker process.
 
-Imports only `protocol`; never the coordinator, never an embedding model.
+Imports only `protocol`; never the coordinator, never an embedding model. `AsyncGrooveClient` is imported on
+first use: a synchronous agent never loads asyncio.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from agents.client import GrooveClient
 from agents.errors import (
@@ -25,7 +28,20 @@ from agents.errors import (
     WrongCoordinator,
 )
 
+if TYPE_CHECKING:
+    from agents.asyncclient import AsyncGrooveClient
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AsyncGrooveClient":
+        from agents.asyncclient import AsyncGrooveClient  # noqa: PLC0415 - asyncio only for those who use it
+
+        return AsyncGrooveClient
+    raise AttributeError(f"module 'agents' has no attribute {name!r}")
+
+
 __all__ = [
+    "AsyncGrooveClient",
     "BadEndpoint",
     "BadRequest",
     "Busy",

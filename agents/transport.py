@@ -31,10 +31,19 @@ from protocol.keys import CurveClient
 
 # the monitor's events that matter: the link dropped; it is back (ZMTP handshake done, CURVE included); a
 # connection attempt failed (refused: nothing listens there) and will be retried
-_LINK_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_CONNECT_RETRIED
+LINK_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_CONNECT_RETRIED
 
-_MIN_BACKOFF_S = 0.005
-_MAX_BACKOFF_S = C.MAX_BUSY_RETRY_MS / 1000
+MIN_BACKOFF_S = 0.005
+MAX_BACKOFF_S = C.MAX_BUSY_RETRY_MS / 1000
+
+
+def no_reply_message(endpoint: str, waited: float, curve: CurveClient | None) -> str:
+    """What a call that got no reply by its deadline says."""
+    return f"no reply from {endpoint} within {waited:.1f} s " + (
+        "(is the coordinator running, with this server key, and is this client's key authorized?)"
+        if curve is not None
+        else "(is the coordinator running? one started with --curve answers only CURVE clients)"
+    )
 
 
 @dataclass(slots=True)
@@ -90,7 +99,7 @@ class Transport:
         self.sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         if curve is not None:
             curve.apply(self.sock)
-        self._monitor = self.sock.get_monitor_socket(_LINK_EVENTS)
+        self._monitor = self.sock.get_monitor_socket(LINK_EVENTS)
         self._dropped = False  # the connection dropped and has not come back yet
         self.absent_after = absent_after
         self._reached = False  # a connection was ever made (its handshake done)
@@ -278,7 +287,7 @@ class Transport:
             if error.retryable and now < flight.deadline:
                 flight.last_error = error
                 delay = (error.retry_after_ms or C.DEFAULT_BUSY_RETRY_MS) / 1000.0
-                flight.resend_at = now + min(_MAX_BACKOFF_S, max(_MIN_BACKOFF_S, delay)) * random.uniform(0.5, 1.5)
+                flight.resend_at = now + min(MAX_BACKOFF_S, max(MIN_BACKOFF_S, delay)) * random.uniform(0.5, 1.5)
                 continue
             del flights[flight.request_id]
             results[flight.index] = Result(None, error, now - flight.first_sent, flight.request_id)
@@ -294,14 +303,8 @@ class Transport:
                 continue
             if now >= flight.deadline:
                 del flights[flight.request_id]
-                timeout: GrooveError = GrooveTimeout(
-                    f"no reply from {self.endpoint} within {flight.deadline - flight.first_sent:.1f} s "
-                    + (
-                        "(is the coordinator running, with this server key, and is this client's key authorized?)"
-                        if self.curve is not None
-                        else "(is the coordinator running? one started with --curve answers only CURVE clients)"
-                    )
-                )
+                waited = flight.deadline - flight.first_sent
+                timeout: GrooveError = GrooveTimeout(no_reply_message(self.endpoint, waited, self.curve))
                 results[flight.index] = Result(None, timeout, now - flight.first_sent, flight.request_id)
                 continue
             flight.attempt_timeout = min(flight.attempt_timeout * 2, 10.0)

@@ -488,3 +488,11 @@ def test_the_relevance_charts_are_drawn_from_their_data_and_cannot_drift(tmp_pat
     line = json.loads(data.read_text())
     hit1 = (tmp_path / "relevance-2cpu-2026-11-28-hit1.svg").read_text()
     assert f"{line['pooled']['locomo']['groove']['hit@1']:.3f}" in hit1
+
+
+def test_the_async_client_benchmark_times_one_async_client_against_threads_of_sync_ones() -> None:
+    _, result = benchmark("asyncclient", "--concurrency", "4", "--calls", "40")
+    assert result["calls"] == 40
+    for way in ("threads", "async"):
+        assert 0 < result[way]["p50_ms"] <= result[way]["p99_ms"]
+    assert result["async_vs_threads"]["p50_ms"] == common.ratio(result["async"]["p50_ms"], result["threads"]["p50_ms"])

@@ -1,4 +1,5 @@
-"""The agents' client: typed errors, deadlines, backing off on `busy`, pipelining, and staying light."""
+"""The agents' clients, the sync and the async one by one suite (`make_client`): typed errors, deadlines,
+backing off on `busy`, resends, pipelining, and staying light."""
 
 from __future__ import annotations
 
@@ -42,9 +43,9 @@ def test_error_codes_become_typed_exceptions() -> None:
     assert unknown.code == "from_the_future"
 
 
-def test_no_coordinator_means_a_timeout_at_the_deadline() -> None:
+def test_no_coordinator_means_a_timeout_at_the_deadline(make_client: Callable[..., GrooveClient]) -> None:
     with silent_endpoint() as endpoint:
-        client = GrooveClient(endpoint, timeout=0.6, attempt_timeout=0.1)
+        client = make_client(endpoint, timeout=0.6, attempt_timeout=0.1)
         started = time.monotonic()
         with pytest.raises(GrooveTimeout, match="is the coordinator running"):
             client.ping()
@@ -53,7 +54,7 @@ def test_no_coordinator_means_a_timeout_at_the_deadline() -> None:
 
 
 def test_busy_is_answered_when_the_queue_is_full_and_the_client_rides_it_out(
-    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
+    coordinator_factory: Callable[..., RunningCoordinator], make_client: Callable[..., GrooveClient]
 ) -> None:
     running = coordinator_factory("--queue-size", "1", "--max-batch", "1")
     sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
@@ -75,7 +76,7 @@ def test_busy_is_answered_when_the_queue_is_full_and_the_client_rides_it_out(
     sock.close()
     assert "busy" in codes
     assert "ok" in codes
-    client = client_factory(running.endpoint)
+    client = make_client(running.endpoint, timeout=20)
     # numbered past the 5,000 above: the same content again would reinforce its learning, not add one
     results = client.call_many(
         [("learning.put", {"learnings": [learning(n=10_000 + i)]}) for i in range(200)], window=32
@@ -85,7 +86,10 @@ def test_busy_is_answered_when_the_queue_is_full_and_the_client_rides_it_out(
     assert client.stats().tiers[0].learnings == codes.count("ok") * 50 + 200
 
 
-def test_pipelined_results_come_back_in_order(client: GrooveClient) -> None:
+def test_pipelined_results_come_back_in_order(
+    coordinator: RunningCoordinator, make_client: Callable[..., GrooveClient]
+) -> None:
+    client = make_client(coordinator.endpoint, timeout=20)
     lid = client.learn("global", "solution", "d", "i")
     calls = [
         ("learning.get", {"id": lid}),
@@ -132,9 +136,11 @@ def test_prepare_builds_the_named_reply_validators_before_the_first_call() -> No
 
 
 @pytest.mark.parametrize("endpoint", ["tcp://nohost", "localhost:5555", "tcp://h:0", "tcp://h:99999", "udp://h:1"])
-def test_a_malformed_endpoint_is_refused_before_a_socket_sees_it(endpoint: str) -> None:
+def test_a_malformed_endpoint_is_refused_before_a_socket_sees_it(
+    endpoint: str, make_client: Callable[..., GrooveClient]
+) -> None:
     with pytest.raises(BadEndpoint, match="endpoint"):
-        GrooveClient(endpoint)
+        make_client(endpoint)
 
 
 def _peer(endpoint: str = "tcp://127.0.0.1:0") -> tuple[zmq.Socket[bytes], str]:
@@ -152,7 +158,7 @@ def _peer(endpoint: str = "tcp://127.0.0.1:0") -> tuple[zmq.Socket[bytes], str]:
             time.sleep(0.01)
 
 
-def test_an_error_without_an_id_answers_the_one_request_in_flight() -> None:
+def test_an_error_without_an_id_answers_the_one_request_in_flight(make_client: Callable[..., GrooveClient]) -> None:
     """A peer that could not read the request's id answers with `id` null (PROTOCOL.md, section 3): with one
     request in flight the client takes it as that request's answer instead of waiting for its deadline."""
     router, endpoint = _peer()
@@ -164,14 +170,16 @@ def test_an_error_without_an_id_answers_the_one_request_in_flight() -> None:
     answering = threading.Thread(target=answer)
     answering.start()
     started = time.monotonic()
-    with GrooveClient(endpoint, timeout=30) as client, pytest.raises(BadRequest, match="unreadable"):
+    with make_client(endpoint, timeout=30) as client, pytest.raises(BadRequest, match="unreadable"):
         client.ping()
     assert time.monotonic() - started < 5  # not the 30 s deadline
     answering.join()
     router.close()
 
 
-def test_a_call_given_up_says_the_coordinators_last_error_not_no_reply() -> None:
+def test_a_call_given_up_says_the_coordinators_last_error_not_no_reply(
+    make_client: Callable[..., GrooveClient],
+) -> None:
     """A coordinator that keeps answering a retryable error is resent to until the deadline; then the client
     raises that error (what the coordinator said), not a timeout that suggests nobody answered."""
     router, endpoint = _peer()
@@ -190,7 +198,7 @@ def test_a_call_given_up_says_the_coordinators_last_error_not_no_reply() -> None
     answering = threading.Thread(target=answer)
     answering.start()
     try:
-        with GrooveClient(endpoint, timeout=1.0) as client, pytest.raises(InternalError, match="failed inside"):
+        with make_client(endpoint, timeout=1.0) as client, pytest.raises(InternalError, match="failed inside"):
             client.ping()
     finally:
         stop.set()
@@ -206,7 +214,9 @@ def _restarted(router: zmq.Socket[bytes], endpoint: str) -> zmq.Socket[bytes]:
     return _peer(endpoint)[0]
 
 
-def test_a_request_lost_with_its_connection_is_resent_as_soon_as_the_peer_is_back() -> None:
+def test_a_request_lost_with_its_connection_is_resent_as_soon_as_the_peer_is_back(
+    make_client: Callable[..., GrooveClient],
+) -> None:
     """A coordinator killed with a request in flight loses it; the restarted one is sent it again the moment
     the client reconnects (under the same id, so a write still applies once), not after the attempt timeout."""
     router, endpoint = _peer()
@@ -225,8 +235,8 @@ def test_a_request_lost_with_its_connection_is_resent_as_soon_as_the_peer_is_bac
     answering = threading.Thread(target=crash_then_answer)
     answering.start()
     started = time.monotonic()
-    with GrooveClient(endpoint, timeout=60, attempt_timeout=30) as client:
-        assert client.transport.call(C.OP_PING, {}) == {"pong": True}
+    with make_client(endpoint, timeout=60, attempt_timeout=30) as client:
+        assert client.call(C.OP_PING, {}) == {"pong": True}
     took = time.monotonic() - started
     answering.join()
     router.close()
@@ -235,7 +245,9 @@ def test_a_request_lost_with_its_connection_is_resent_as_soon_as_the_peer_is_bac
     assert took < 10  # not the 30 s attempt timeout
 
 
-def test_a_call_that_must_not_be_resent_is_not_resent_on_reconnect_either() -> None:
+def test_a_call_that_must_not_be_resent_is_not_resent_on_reconnect_either(
+    make_client: Callable[..., GrooveClient],
+) -> None:
     """A call whose one attempt lasts its whole deadline (a backup, an export) is never sent twice: not after
     a reconnect either. It times out at its deadline."""
     router, endpoint = _peer()
@@ -252,18 +264,20 @@ def test_a_call_that_must_not_be_resent_is_not_resent_on_reconnect_either() -> N
 
     listening = threading.Thread(target=crash_then_listen)
     listening.start()
-    with GrooveClient(endpoint, timeout=2) as client, pytest.raises(GrooveTimeout):
-        client.transport.call(C.OP_PING, {}, timeout=2, attempt_timeout=2)
+    with make_client(endpoint, timeout=2) as client, pytest.raises(GrooveTimeout):
+        client.call(C.OP_PING, {}, timeout=2, attempt_timeout=2)
     ended.set()
     listening.join()
     router.close()
     assert after_restart == []
 
 
-def test_nothing_listening_is_said_within_the_wait_given_and_a_silent_coordinator_is_not_called_absent() -> None:
+def test_nothing_listening_is_said_within_the_wait_given_and_a_silent_coordinator_is_not_called_absent(
+    make_client: Callable[..., GrooveClient],
+) -> None:
     with silent_endpoint() as endpoint:
         started = time.monotonic()  # the wait counts from the client's making
-        client = GrooveClient(endpoint, timeout=30, absent_after=1.0)
+        client = make_client(endpoint, timeout=30, absent_after=1.0)
         with pytest.raises(CoordinatorAbsent) as refused:
             client.ping()
         assert 1.0 <= time.monotonic() - started < 5  # not the 30 s deadline
@@ -271,7 +285,7 @@ def test_nothing_listening_is_said_within_the_wait_given_and_a_silent_coordinato
         client.close()
     router, endpoint = _peer()  # accepts the connection, never answers: busy, not absent
     try:
-        with GrooveClient(endpoint, timeout=2.5, absent_after=0.5) as client:
+        with make_client(endpoint, timeout=2.5, absent_after=0.5) as client:
             with pytest.raises(GrooveTimeout) as late:
                 client.ping()
             assert not isinstance(late.value, CoordinatorAbsent)
