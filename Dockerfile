@@ -3,10 +3,14 @@ FROM python:3.11-slim
 
 WORKDIR /app
 COPY pyproject.toml constraints.txt README.md ./
+# the package is groove/, whose sub-packages are links to these directories (Contributing says why)
+COPY groove ./groove
 COPY protocol ./protocol
 COPY agents ./agents
 COPY coordinator ./coordinator
 COPY cli ./cli
+COPY integrations ./integrations
+COPY ui ./ui
 # wheels only (no compiler in the slim image); torch from the CPU wheel index: PyPI's default torch wheel
 # pulls a multi-GB CUDA build
 RUN pip install --no-cache-dir --only-binary=:all: -c constraints.txt \

@@ -56,7 +56,7 @@ test: $(STAMP)
 
 ## check: the inner loop, well under 2 minutes: lint, import contracts, types, and the tests that start no
 ## browser, agent or coordinator process of their own
-PACKAGES := protocol agents coordinator cli integrations ui benchmarks tests
+PACKAGES := groove/__init__.py protocol agents coordinator cli integrations ui benchmarks tests
 FAST_TESTS := tests/protocol tests/coordinator tests/test_house.py tests/ui/test_parts.py tests/cli/test_output.py \
 	tests/cli/test_entry.py tests/agents/test_coding.py tests/integrations/test_install.py \
 	tests/integrations/test_scripted_model.py
@@ -75,16 +75,27 @@ contracts: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## wheels: a fresh venv installs groove and every dependency from wheels alone (no compiler, no headers)
+## wheels: a fresh venv installs groove and every dependency from wheels alone (no compiler, no headers), and
+## groove puts one top-level package there, `groove`, which imports beside the OpenAI Agents SDK's `agents`
 WHEELS_VENV := .wheels-venv
+# the OpenAI Agents SDK: its wheel's one package is a top-level `agents`, and groove must install beside it
+OPENAI_AGENTS := 0.24.0
 wheels:
 	rm -rf $(WHEELS_VENV) build
 	$(PYTHON) -m venv $(WHEELS_VENV)
 	$(WHEELS_VENV)/bin/python -m pip install --quiet --no-compile --only-binary=:all: -c constraints.txt . \
 		> $(WHEELS_VENV)/pip.log 2>&1 \
 		|| { grep -v '^WARNING: Location' $(WHEELS_VENV)/pip.log; exit 1; }
-	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import coordinator.net.server, agents, cli.main, usearch; \
-		from ui.app import templates; templates.get_template('board.html')"  # the dashboard's files shipped
+	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import groove.coordinator.net.server, groove.cli.main, usearch; \
+		from groove import GrooveClient, AsyncGrooveClient; \
+		from groove.ui.app import templates; templates.get_template('board.html')"  # the dashboard's files shipped
+	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import importlib.metadata as m; \
+		tops = sorted({str(f).split('/')[0] for f in m.files('groove') if not str(f).startswith('..')}); \
+		assert tops == ['groove', 'groove-' + m.version('groove') + '.dist-info'], tops"  # one top-level name
+	$(WHEELS_VENV)/bin/python -m pip install --quiet --no-compile --only-binary=:all: -c constraints.txt \
+		openai-agents==$(OPENAI_AGENTS) > $(WHEELS_VENV)/pip.log 2>&1 || { cat $(WHEELS_VENV)/pip.log; exit 1; }
+	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "from agents import Agent, Runner; \
+		from groove import GrooveClient, AsyncGrooveClient"  # the OpenAI Agents SDK's top-level agents, beside groove
 	rm -rf $(WHEELS_VENV) build
 
 # three workers (pytest-xdist), even on two cores: most tests wait on processes and sockets (measured: 6.6 min

@@ -6,8 +6,8 @@ first use: a synchronous agent never loads asyncio.
 
 from typing import TYPE_CHECKING, Any
 
-from agents.client import GrooveClient
-from agents.errors import (
+from groove.agents.client import GrooveClient
+from groove.agents.errors import (
     BadEndpoint,
     BadRequest,
     Busy,
@@ -29,15 +29,15 @@ from agents.errors import (
 )
 
 if TYPE_CHECKING:
-    from agents.asyncclient import AsyncGrooveClient
+    from groove.agents.asyncclient import AsyncGrooveClient
 
 
 def __getattr__(name: str) -> Any:
     if name == "AsyncGrooveClient":
-        from agents.asyncclient import AsyncGrooveClient  # noqa: PLC0415 - asyncio only for those who use it
+        from groove.agents.asyncclient import AsyncGrooveClient  # noqa: PLC0415 - asyncio only for those who use it
 
         return AsyncGrooveClient
-    raise AttributeError(f"module 'agents' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -25,14 +25,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from agents import gitwork
-from agents.boardwork import HELD, PlanWork
-from agents.client import GrooveClient
-from agents.coding import Given, Identity, find_binary, launch, prompt_for, read_ending
-from agents.errors import Conflict, GrooveError
-from protocol import constants as C
-from protocol.board import Task
-from protocol.keys import CurveClient
+from groove.agents import gitwork
+from groove.agents.boardwork import HELD, PlanWork
+from groove.agents.client import GrooveClient
+from groove.agents.coding import Given, Identity, find_binary, launch, prompt_for, read_ending
+from groove.agents.errors import Conflict, GrooveError
+from groove.protocol import constants as C
+from groove.protocol.board import Task
+from groove.protocol.keys import CurveClient
 
 CLAIM, COMPLETE, FAIL, LOST, RELEASE = "claim", "complete", "fail", "lost", "release"
 CANCELLED, TIMEOUT, STOPPED = "cancelled", "timeout", "stopped"

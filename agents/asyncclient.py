@@ -26,20 +26,20 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from agents.board import BoardCalls
-from agents.calls import AsyncRunner
-from agents.client import LearningCalls
-from agents.errors import BadEndpoint, CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
-from agents.transport import LINK_EVENTS, MAX_BACKOFF_S, MIN_BACKOFF_S, Result, no_reply_message
-from protocol import constants as C
-from protocol.endpoints import EndpointError, check_endpoint
-from protocol.envelope import ReplyEnvelope, decode_reply, encode_request
-from protocol.errors import ProtocolError
-from protocol.frames import send_frames
-from protocol.ids import uuid7
-from protocol.keys import CurveClient
-from protocol.models import LearningOut
-from protocol.swarm import Nudge
+from groove.agents.board import BoardCalls
+from groove.agents.calls import AsyncRunner
+from groove.agents.client import LearningCalls
+from groove.agents.errors import BadEndpoint, CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
+from groove.agents.transport import LINK_EVENTS, MAX_BACKOFF_S, MIN_BACKOFF_S, Result, no_reply_message
+from groove.protocol import constants as C
+from groove.protocol.endpoints import EndpointError, check_endpoint
+from groove.protocol.envelope import ReplyEnvelope, decode_reply, encode_request
+from groove.protocol.errors import ProtocolError
+from groove.protocol.frames import send_frames
+from groove.protocol.ids import uuid7
+from groove.protocol.keys import CurveClient
+from groove.protocol.models import LearningOut
+from groove.protocol.swarm import Nudge
 
 
 @dataclass(slots=True)

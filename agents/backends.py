@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agents.fleet import Fleet, FleetBase, FleetError
-from protocol.keys import CurveClient
+from groove.agents.fleet import Fleet, FleetBase, FleetError
+from groove.protocol.keys import CurveClient
 
 LOCAL, RAY = "local", "ray"
 BACKENDS = (LOCAL, RAY)
@@ -33,7 +33,7 @@ def open_fleet(
         return Fleet(endpoint, workdir, timeout=timeout, curve=curve)
     if backend == RAY:
         try:
-            from agents.rayfleet import RayFleet  # noqa: PLC0415  (imported only when chosen)
+            from groove.agents.rayfleet import RayFleet  # noqa: PLC0415  (imported only when chosen)
         except ImportError as exc:
             raise FleetError(f"the {RAY} backend needs Ray ({exc}): pip install 'groove[ray]'") from None
 

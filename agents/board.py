@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.calls import Call, Steps, operation
-from protocol import constants as C
-from protocol.board import (
+from groove.agents.calls import Call, Steps, operation
+from groove.protocol import constants as C
+from groove.protocol.board import (
     IdReply,
     LeaseReply,
     MemoryGetReply,
@@ -22,8 +22,8 @@ from protocol.board import (
     WorkingMemory,
     dependency_order,
 )
-from protocol.search import NoteHit, SearchReply
-from protocol.swarm import (
+from groove.protocol.search import NoteHit, SearchReply
+from groove.protocol.swarm import (
     Artifact,
     ArtifactListReply,
     ArtifactRecordReply,

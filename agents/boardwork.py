@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agents.corpus import load
-from agents.errors import Conflict, GrooveError
-from agents.workloads import Workload
-from protocol import constants as C
-from protocol.board import Task
+from groove.agents.corpus import load
+from groove.agents.errors import Conflict, GrooveError
+from groove.agents.workloads import Workload
+from groove.protocol import constants as C
+from groove.protocol.board import Task
 
 COMPLETE, FAIL, CLAIM, NUDGE, NOTE = "complete", "fail", "claim", "nudge", "note"
 _NUDGES_EVERY = 5  # tasks between two looks at the agent's nudges

@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, Generic, ParamSpec, TypeAlias, TypeVar, cast, overload
 
-from agents.errors import GrooveError
+from groove.agents.errors import GrooveError
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -13,19 +13,19 @@ from typing import Any
 
 import zmq
 
-from agents.board import BoardCalls, clean
-from agents.calls import Call, Steps, SyncRunner, operation
-from agents.transport import Result, Transport
-from protocol import constants as C
-from protocol.curation import (
+from groove.agents.board import BoardCalls, clean
+from groove.agents.calls import Call, Steps, SyncRunner, operation
+from groove.agents.transport import Result, Transport
+from groove.protocol import constants as C
+from groove.protocol.curation import (
     PromoteReply,
     ProposeReply,
     ReviewDecideReply,
     ReviewListReply,
     ReviewOut,
 )
-from protocol.keys import CurveClient
-from protocol.loop import (
+from groove.protocol.keys import CurveClient
+from groove.protocol.loop import (
     InjectCandidatesReply,
     InjectionGetReply,
     InjectionListReply,
@@ -37,7 +37,7 @@ from protocol.loop import (
     ParamOut,
     ParamsListReply,
 )
-from protocol.models import (
+from groove.protocol.models import (
     AgentOut,
     AgentsListReply,
     LearningGetReply,
@@ -50,10 +50,10 @@ from protocol.models import (
     RelationOut,
     StatsReply,
 )
-from protocol.ops import OPS
-from protocol.portability import BackupReply, ExportReply, ImportReply
-from protocol.search import RebuildReply, SearchHit, SearchReply
-from protocol.swarm import Nudge
+from groove.protocol.ops import OPS
+from groove.protocol.portability import BackupReply, ExportReply, ImportReply
+from groove.protocol.search import RebuildReply, SearchHit, SearchReply
+from groove.protocol.swarm import Nudge
 
 
 class LearningCalls:

@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agents.client import GrooveClient, attribution_maps
-from agents.errors import GrooveError, GrooveTimeout, NotFound, RemoteError, RequestTooLarge
-from protocol import constants as C
-from protocol.cluster import ClusterMap
-from protocol.ids import uuid7
-from protocol.keys import CurveClient
-from protocol.loop import GivenLearning, InjectionGetReply, InjectPrepareReply, MaintainReply
-from protocol.models import (
+from groove.agents.client import GrooveClient, attribution_maps
+from groove.agents.errors import GrooveError, GrooveTimeout, NotFound, RemoteError, RequestTooLarge
+from groove.protocol import constants as C
+from groove.protocol.cluster import ClusterMap
+from groove.protocol.ids import uuid7
+from groove.protocol.keys import CurveClient
+from groove.protocol.loop import GivenLearning, InjectionGetReply, InjectPrepareReply, MaintainReply
+from groove.protocol.models import (
     LearningListReply,
     LearningOut,
     LearningPutReply,
@@ -41,8 +41,8 @@ from protocol.models import (
     RelationOut,
     StatsReply,
 )
-from protocol.scopes import tier_for_scope
-from protocol.search import SearchContext, SearchHit
+from groove.protocol.scopes import tier_for_scope
+from groove.protocol.search import SearchContext, SearchHit
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Final
 
-from agents.errors import GrooveError
-from protocol import constants as C
+from groove.agents.errors import GrooveError
+from groove.protocol import constants as C
 
 CLAUDE, CODEX = "claude", "codex"
 CODING_AGENTS: Final = (CLAUDE, CODEX)
@@ -38,7 +38,7 @@ _MCP_STARTUP_TIMEOUT_S: Final = 20
 
 def groove_argv(*args: str) -> list[str]:
     """The command line that runs `groove ARGS` with this interpreter."""
-    return [sys.executable, "-m", "cli", *args]
+    return [sys.executable, "-m", "groove.cli", *args]
 
 
 class AgentNotFound(GrooveError):

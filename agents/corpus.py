@@ -15,7 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from protocol import constants as C
+from groove.protocol import constants as C
 
 PROJECT_ROOT = "/srv/groove-demo"  # the synthetic projects live under this root: project:/srv/groove-demo/<name>
 
@@ -85,6 +85,6 @@ class Corpus:
 @cache
 def load() -> Corpus:
     """The bundled corpus (read once per process)."""
-    raw = json.loads(resources.files("agents").joinpath("data/corpus.json").read_text())
+    raw = json.loads(resources.files("groove.agents").joinpath("data/corpus.json").read_text())
     entries = tuple(Entry(**e) for e in raw["learnings"])
     return Corpus(tuple(raw["projects"]), entries)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.errors import ErrorCode
+from groove.protocol.errors import ErrorCode
 
 
 class GrooveError(Exception):

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from agents.coding import groove_argv
-from agents.errors import GrooveError
-from agents.worker import EXIT_MISMATCHES, WorkerSpec
-from protocol.keys import CurveClient
+from groove.agents.coding import groove_argv
+from groove.agents.errors import GrooveError
+from groove.agents.worker import EXIT_MISMATCHES, WorkerSpec
+from groove.protocol.keys import CurveClient
 
 _RESTART_MIN_LEFT_S = 1.0  # a worker that crashes with less time than this left is not restarted
 # WorkerSpec fields that are not a spawn's options: the fleet sets them, or (heartbeat_s) tests alone do

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from agents.errors import GrooveError
+from groove.agents.errors import GrooveError
 
 _GIT_TIMEOUT_S: Final = 60
 _LOCK_FILE: Final = "groove-worktrees.lock"  # in the repository's (common) git directory

@@ -21,18 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.agentwork import board_context
-from agents.backends import LOCAL, open_fleet
-from agents.board import plan_order
-from agents.client import GrooveClient
-from agents.coding import AGENT_TIMEOUT_S
-from agents.errors import GrooveError
-from agents.fleet import FleetBase
-from agents.workloads import DEFAULT_MIX
-from protocol import constants as C
-from protocol.ids import uuid7
-from protocol.keys import CurveClient
-from protocol.models import OutcomeRecordReply
+from groove.agents.agentwork import board_context
+from groove.agents.backends import LOCAL, open_fleet
+from groove.agents.board import plan_order
+from groove.agents.client import GrooveClient
+from groove.agents.coding import AGENT_TIMEOUT_S
+from groove.agents.errors import GrooveError
+from groove.agents.fleet import FleetBase
+from groove.agents.workloads import DEFAULT_MIX
+from groove.protocol import constants as C
+from groove.protocol.ids import uuid7
+from groove.protocol.keys import CurveClient
+from groove.protocol.models import OutcomeRecordReply
 
 CONTEXT_FILE = "CLAUDE.md"
 

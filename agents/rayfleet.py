@@ -33,9 +33,9 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ray.util.placement_group import placement_group, placement_group_table, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from agents.fleet import FleetBase, FleetError, Member, parse_ray_address
-from agents.worker import WorkerSpec, run_worker
-from protocol.keys import CurveClient
+from groove.agents.fleet import FleetBase, FleetError, Member, parse_ray_address
+from groove.agents.worker import WorkerSpec, run_worker
+from groove.protocol.keys import CurveClient
 
 RAY_MAX_RESTARTS = 3  # times Ray restarts a worker's actor after its process died
 PLACE_TIMEOUT_S = 60.0  # for the cluster to find room for every worker

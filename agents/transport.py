@@ -20,14 +20,14 @@ from typing import Any
 
 import zmq
 
-from agents.errors import BadEndpoint, CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
-from protocol import constants as C
-from protocol.endpoints import EndpointError, check_endpoint
-from protocol.envelope import decode_reply, encode_request
-from protocol.errors import ProtocolError
-from protocol.frames import send_frames
-from protocol.ids import uuid7
-from protocol.keys import CurveClient
+from groove.agents.errors import BadEndpoint, CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
+from groove.protocol import constants as C
+from groove.protocol.endpoints import EndpointError, check_endpoint
+from groove.protocol.envelope import decode_reply, encode_request
+from groove.protocol.errors import ProtocolError
+from groove.protocol.frames import send_frames
+from groove.protocol.ids import uuid7
+from groove.protocol.keys import CurveClient
 
 # the monitor's events that matter: the link dropped; it is back (ZMTP handshake done, CURVE included); a
 # connection attempt failed (refused: nothing listens there) and will be retried

@@ -20,14 +20,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.agentwork import AgentWork
-from agents.boardwork import BoardWork, PlanWork
-from agents.client import GrooveClient
-from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
-from agents.errors import Conflict, GrooveError, NotFound
-from agents.workloads import DEFAULT_MIX, Report, Script, Synthetic, VectorSearch, Workload, parse_mix
-from protocol import constants as C
-from protocol.keys import CurveClient
+from groove.agents.agentwork import AgentWork
+from groove.agents.boardwork import BoardWork, PlanWork
+from groove.agents.client import GrooveClient
+from groove.agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
+from groove.agents.errors import Conflict, GrooveError, NotFound
+from groove.agents.workloads import DEFAULT_MIX, Report, Script, Synthetic, VectorSearch, Workload, parse_mix
+from groove.protocol import constants as C
+from groove.protocol.keys import CurveClient
 
 SYNTHETIC, VECTOR_SEARCH, BOARD = "synthetic", "search", "board"
 LEASE_MS = 60_000  # a board worker's lease on the task it holds, unless told otherwise

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.client import GrooveClient
-from agents.corpus import load
-from agents.errors import GrooveError, RemoteError
-from agents.transport import Result
-from protocol import constants as C
+from groove.agents.client import GrooveClient
+from groove.agents.corpus import load
+from groove.agents.errors import GrooveError, RemoteError
+from groove.agents.transport import Result
+from groove.protocol import constants as C
 
 LEARN, OUTCOME, SEARCH, INJECT = "learn", "outcome", "search", "inject"
 KINDS = (LEARN, OUTCOME, SEARCH, INJECT)

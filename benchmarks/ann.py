@@ -30,10 +30,10 @@ import numpy as np
 import numpy.typing as npt
 import psutil
 
-from agents.corpus import load
 from benchmarks.common import machine
-from cli.output import table
-from coordinator.metrics import percentile
+from groove.agents.corpus import load
+from groove.cli.output import table
+from groove.coordinator.metrics import percentile
 
 Matrix = npt.NDArray[np.float32]
 _M, _EF_CONSTRUCTION, _EF_MIN = 16, 100, 64
@@ -71,7 +71,7 @@ def embedded(cache: Path, size: int, count: int) -> tuple[Matrix, Matrix]:
     base_file, query_file = cache / f"minilm-base-{size}.npy", cache / f"minilm-queries-mixed-{count}.npy"
     if base_file.exists() and query_file.exists():
         return np.load(base_file), np.load(query_file)
-    from coordinator.search.embedder import MiniLM
+    from groove.coordinator.search.embedder import MiniLM
 
     model = MiniLM()
     cache.mkdir(parents=True, exist_ok=True)

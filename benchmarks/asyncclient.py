@@ -21,10 +21,10 @@ from typing import Any
 
 import click
 
-from agents import AsyncGrooveClient, GrooveClient
-from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine, ratio
-from cli.processes import start_coordinator
+from groove.agents import AsyncGrooveClient, GrooveClient
+from groove.agents.fleet import stop_process
+from groove.cli.processes import start_coordinator
 
 
 def _threads(endpoint: str, ids: list[str], concurrency: int, rounds: int) -> list[float]:

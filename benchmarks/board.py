@@ -24,12 +24,12 @@ from typing import Any
 
 import click
 
-from agents import GrooveClient
-from agents.fleet import stop_process
 from benchmarks.common import ProcessTree, latency_summary, machine, ratio
-from cli.output import table
-from cli.processes import start_coordinator
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
+from groove.protocol import constants as C
 
 _LEASE_MS = 60_000
 _IDLE_S = 0.005  # an agent that found nothing ready polls again after this

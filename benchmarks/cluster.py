@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents import GrooveClient
-from agents.corpus import PROJECT_ROOT, load
-from agents.fleet import Fleet, stop_process
 from benchmarks.evidence import PER_AGENT_S, SETTLE_S, readback, spawn_agent, summarize
-from cli.processes import start_coordinator
+from groove.agents import GrooveClient
+from groove.agents.corpus import PROJECT_ROOT, load
+from groove.agents.fleet import Fleet, stop_process
+from groove.cli.processes import start_coordinator
 
 
 def plan(n: int) -> tuple[list[str], dict[str, list[str]]]:

@@ -27,15 +27,15 @@ from typing import Any
 
 import click
 
-from agents import GrooveClient
-from agents.cluster import GrooveCluster
-from agents.corpus import Corpus, load
-from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine
-from cli.output import table
-from cli.processes import start_coordinator
-from coordinator.net.config import EMBEDDERS
-from protocol.search import SearchHit
+from groove.agents import GrooveClient
+from groove.agents.cluster import GrooveCluster
+from groove.agents.corpus import Corpus, load
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
+from groove.coordinator.net.config import EMBEDDERS
+from groove.protocol.search import SearchHit
 
 PROJECT = "/srv/bench"
 

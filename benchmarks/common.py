@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import psutil
 
-from coordinator.metrics import percentile
+from groove.coordinator.metrics import percentile
 
 T = TypeVar("T")
 

@@ -27,18 +27,18 @@ from typing import Any
 
 import click
 
-from agents import GrooveClient
-from agents.fleet import stop_process
 from benchmarks import load, storage
 from benchmarks.cluster import run_cluster
 from benchmarks.common import machine, poll, ratio
 from benchmarks.limits import load_args
-from cli.output import table
-from cli.processes import start_coordinator
-from coordinator.net.config import Settings
-from coordinator.search.embedpool import default_workers
-from coordinator.write.batcher import MOST_WRITERS
-from coordinator.write.tiercommit import MOST_THREADS
+from groove.agents import GrooveClient
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
+from groove.coordinator.net.config import Settings
+from groove.coordinator.search.embedpool import default_workers
+from groove.coordinator.write.batcher import MOST_WRITERS
+from groove.coordinator.write.tiercommit import MOST_THREADS
 
 _READY_S = 300.0  # for every embedding worker to load the model
 _EMBED_TEXTS_TIMEOUT_S = 600.0
@@ -124,7 +124,7 @@ def _learning(n: int) -> dict[str, Any]:
 
 def bare_rate(texts: int) -> float:
     """The model alone in this process, every core: what one process embedding in-line gets."""
-    from coordinator.search.embedder import MiniLM, embedding_text  # torch: only for this figure
+    from groove.coordinator.search.embedder import MiniLM, embedding_text  # torch: only for this figure
 
     model = MiniLM("cpu")
     batch = [embedding_text(f"case {n}: {_TEXT}", _TIP) for n in range(texts)]

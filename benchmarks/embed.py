@@ -29,11 +29,11 @@ from typing import Any
 import click
 import numpy as np
 
-from agents.corpus import load
 from benchmarks.common import machine
-from cli.output import table
-from coordinator.search.embedder import MiniLM, Vectors, embedding_text
-from protocol import constants as C
+from groove.agents.corpus import load
+from groove.cli.output import table
+from groove.coordinator.search.embedder import MiniLM, Vectors, embedding_text
+from groove.protocol import constants as C
 
 _SINGLES = 20  # one-text encodes timed for the query latency (their median)
 
@@ -89,7 +89,7 @@ def onnx_runtime(model: MiniLM, work: Path) -> Encode:
     import onnxruntime as ort
     import torch
 
-    from coordinator.search.bert import tokenized
+    from groove.coordinator.search.bert import tokenized
 
     path = work / "minilm.onnx"
     ids, mask = (torch.tensor(rows, dtype=torch.long) for rows in tokenized(model._tokenizer, ["a sample text"]))

@@ -24,10 +24,10 @@ import click
 
 from benchmarks.common import machine
 from benchmarks.writer import Writer
-from cli.output import table
-from coordinator import runtime
-from coordinator.write.batcher import MOST_WRITERS, Outcome
-from coordinator.write.tiercommit import MOST_THREADS
+from groove.cli.output import table
+from groove.coordinator import runtime
+from groove.coordinator.write.batcher import MOST_WRITERS, Outcome
+from groove.coordinator.write.tiercommit import MOST_THREADS
 
 IN_FLIGHT = 512
 _BATCH = 256  # the writer's warm-up batches, and how the writes are made

@@ -16,10 +16,10 @@ from typing import Any
 
 import click
 
-from agents.coding import groove_argv
-from agents.workloads import KINDS
 from benchmarks.common import machine
-from cli.output import table
+from groove.agents.coding import groove_argv
+from groove.agents.workloads import KINDS
+from groove.cli.output import table
 
 
 def swarm(backend: str, agents: int, duration: float) -> dict[str, Any]:

@@ -23,14 +23,14 @@ from pathlib import Path
 
 import click
 
-from agents import GrooveClient
-from agents.coding import groove_argv
-from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine
 from benchmarks.inject import PROJECT, preload
 from benchmarks.search import wait_for
-from cli.output import table
-from cli.processes import start_coordinator
+from groove.agents import GrooveClient
+from groove.agents.coding import groove_argv
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
 
 _WARM = 5
 _MEASURED = ("session_start_hook", "session_end_hook", "python_start", "inject_prepare_in_process")

@@ -20,14 +20,14 @@ from typing import Any
 
 import click
 
-from agents import GrooveClient
-from agents.fleet import stop_process
 from benchmarks.common import machine
 from benchmarks.search import settle, unit, wait_for
-from cli.output import table
-from cli.processes import start_coordinator
-from coordinator.metrics import percentile
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
+from groove.coordinator.metrics import percentile
+from groove.protocol import constants as C
 
 PROJECT = "/srv/bench"
 TOPICS = ["retries", "caching", "logging", "migrations", "fixtures", "timeouts", "packaging", "profiling"]

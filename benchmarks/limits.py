@@ -23,8 +23,8 @@ import click
 
 from benchmarks import load, storage, writer
 from benchmarks.common import machine, ratio
-from cli.output import table
-from coordinator.net.config import Settings
+from groove.cli.output import table
+from groove.coordinator.net.config import Settings
 
 
 def load_args(agents: int, in_flight: int, duration: float) -> dict[str, Any]:

@@ -31,16 +31,16 @@ from typing import Any
 import click
 import psutil
 
-from agents import GrooveClient, GrooveTimeout
-from agents.fleet import Fleet, stop_process
-from agents.workloads import parse_mix
 from benchmarks.cluster import agent_projects, run_cluster
 from benchmarks.common import ProcessTree, latency_summary, machine, ratio
 from benchmarks.evidence import PER_AGENT_S, SETTLE_S, readback, spawn_agent, summarize
 from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
-from cli.output import table
-from cli.processes import start_coordinator
-from coordinator.net.config import EMBEDDERS
+from groove.agents import GrooveClient, GrooveTimeout
+from groove.agents.fleet import Fleet, stop_process
+from groove.agents.workloads import parse_mix
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
+from groove.coordinator.net.config import EMBEDDERS
 
 _PING_EVERY_S = 0.1  # often enough that a tail of ~0.5 % shows in a minute's run
 _PING_TIMEOUT_S = 10.0

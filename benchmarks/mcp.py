@@ -22,19 +22,19 @@ import anyio
 import click
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from agents import GrooveClient
-from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine
 from benchmarks.inject import TOPICS, preload
 from benchmarks.search import wait_for
-from cli.output import table
-from cli.processes import start_coordinator
+from groove.agents import GrooveClient
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
 
 _WARM = 20
 
 
 async def _through_mcp(endpoint: str, queries: list[str]) -> list[float]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "cli", "mcp", "--endpoint", endpoint])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "groove.cli", "mcp", "--endpoint", endpoint])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         times = []

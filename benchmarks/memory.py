@@ -23,13 +23,13 @@ from typing import Any
 
 import click
 
-from agents import GrooveClient
-from agents.corpus import load as load_corpus
-from agents.fleet import stop_process
 from benchmarks.common import ProcessTree, machine
 from benchmarks.load import rest_rss
-from cli.output import table
-from cli.processes import start_coordinator
+from groove.agents import GrooveClient
+from groove.agents.corpus import load as load_corpus
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
 
 _PER_REQUEST = 100
 _SERVE = ["--embedder", "none"]

@@ -22,13 +22,13 @@ from typing import Any
 
 import click
 
-from agents import GrooveClient
-from agents.coding import groove_argv
-from agents.fleet import stop_process
 from benchmarks.common import machine, ratio
 from benchmarks.search import wait_for
-from cli.processes import start_coordinator
-from coordinator.metrics import percentile
+from groove.agents import GrooveClient
+from groove.agents.coding import groove_argv
+from groove.agents.fleet import stop_process
+from groove.cli.processes import start_coordinator
+from groove.coordinator.metrics import percentile
 
 
 def _load(endpoint: str, agents: int, in_flight: int, duration: float, mix: str, work: Path) -> dict[str, Any]:

@@ -32,14 +32,14 @@ from typing import Any
 import click
 import psutil
 
-from agents import GrooveClient
-from agents.coding import find_binary, groove_argv
-from agents.fleet import stop_process
-from agents.orchestrator import Orchestrator
 from benchmarks.common import latency_summary, machine
-from cli.output import pairs
-from cli.processes import start_coordinator
-from integrations.scripted_model import Scene, Script, ScriptedModel
+from groove.agents import GrooveClient
+from groove.agents.coding import find_binary, groove_argv
+from groove.agents.fleet import stop_process
+from groove.agents.orchestrator import Orchestrator
+from groove.cli.output import pairs
+from groove.cli.processes import start_coordinator
+from groove.integrations.scripted_model import Scene, Script, ScriptedModel
 
 AGENTS_BIN = Path(__file__).resolve().parents[1] / "coding-agents" / "node_modules" / ".bin"
 NUDGE = "NUDGE {n}: check the totals before you finish"

@@ -26,15 +26,15 @@ from typing import Any
 import click
 import numpy as np
 
-from agents import GrooveClient
-from agents.fleet import stop_process
 from benchmarks import relscore
 from benchmarks.common import machine
 from benchmarks.relsets import Question, RelSet, coding, locomo
 from benchmarks.search import settle, wait_for
-from cli.output import table
-from cli.processes import start_coordinator
-from coordinator.search.embedder import MiniLM, embedding_text
+from groove.agents import GrooveClient
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
+from groove.coordinator.search.embedder import MiniLM, embedding_text
 
 _PUT = 250  # learnings per learning.put
 

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.relsets import Question, RelSet
-from coordinator.search.embedder import embedding_text
-from coordinator.search.fusion import SEMANTIC_FLOOR, pool
-from coordinator.search.keywords import KeywordIndex
-from coordinator.search.lexical import STOPWORDS
+from groove.coordinator.search.embedder import embedding_text
+from groove.coordinator.search.fusion import SEMANTIC_FLOOR, pool
+from groove.coordinator.search.keywords import KeywordIndex
+from groove.coordinator.search.lexical import STOPWORDS
 
 K1, B = 1.2, 0.75
 # WORD_WEIGHT (a learning holding a word of the query that names something), PLAIN_WEIGHT (only plain words), power

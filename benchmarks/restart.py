@@ -17,11 +17,11 @@ from pathlib import Path
 
 import click
 
-from agents import GrooveClient
-from agents.fleet import stop_process
 from benchmarks.common import latency_summary, machine
-from cli.output import table
-from cli.processes import start_coordinator
+from groove.agents import GrooveClient
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
 
 _POLL_S = 0.002
 

@@ -21,14 +21,14 @@ from typing import Any
 
 import click
 
-from agents import GrooveClient
-from agents.coding import groove_argv
-from agents.fleet import stop_process
 from benchmarks.common import machine, ratio
-from cli.output import table
-from cli.processes import start_coordinator
-from coordinator.metrics import percentile
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.agents.coding import groove_argv
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
+from groove.coordinator.metrics import percentile
+from groove.protocol import constants as C
 
 PAIRS = json.loads((Path(__file__).parent / "data" / "paraphrases.json").read_text())
 
@@ -169,7 +169,7 @@ def wait_for(condition: Any, timeout: float = 600) -> None:
 
 
 def embedding_throughput(client: GrooveClient, count: int) -> dict[str, float]:
-    from coordinator.search.embedder import MiniLM, embedding_text
+    from groove.coordinator.search.embedder import MiniLM, embedding_text
 
     texts = [f"While working on case {i}, we learned that {PAIRS[i % len(PAIRS)]['learning']}" for i in range(count)]
     insight = "Apply this in every project."

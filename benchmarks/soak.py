@@ -26,12 +26,12 @@ from typing import Any
 
 import click
 
-from agents import GrooveClient
-from agents.coding import groove_argv
-from agents.fleet import stop_process
 from benchmarks.common import machine
 from benchmarks.search import wait_for
-from cli.processes import start_coordinator
+from groove.agents import GrooveClient
+from groove.agents.coding import groove_argv
+from groove.agents.fleet import stop_process
+from groove.cli.processes import start_coordinator
 
 _MIX = "learn=40,outcome=30,search=20,inject=10"
 

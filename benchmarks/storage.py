@@ -26,20 +26,20 @@ from typing import Any
 
 import click
 
-from agents.corpus import load
 from benchmarks.common import machine
-from cli.output import table
-from coordinator.store.faults import Faults
-from coordinator.store.relations import APPLIED, HASHES, LEARNING, USAGE, Relation
-from coordinator.store.tiers import Tier, TierSet
-from coordinator.write.ops import PUT
-from coordinator.write.planning import Planner
-from coordinator.write.render import script
-from coordinator.write.tierwrite import TierWrite
-from protocol import constants as C
-from protocol.digests import body_digest
-from protocol.ids import now_ms, uuid7
-from protocol.models import LearningPutRequest
+from groove.agents.corpus import load
+from groove.cli.output import table
+from groove.coordinator.store.faults import Faults
+from groove.coordinator.store.relations import APPLIED, HASHES, LEARNING, USAGE, Relation
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.write.ops import PUT
+from groove.coordinator.write.planning import Planner
+from groove.coordinator.write.render import script
+from groove.coordinator.write.tierwrite import TierWrite
+from groove.protocol import constants as C
+from groove.protocol.digests import body_digest
+from groove.protocol.ids import now_ms, uuid7
+from groove.protocol.models import LearningPutRequest
 
 BATCHES = (1, 16, 256)
 # the script's parameter names for the four relations a new learning's write stores (render.script)

@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents import GrooveClient, GrooveError, GrooveTimeout
-from agents.cluster import GrooveCluster
-from agents.coding import groove_argv
-from agents.fleet import stop_process
 from benchmarks.common import ms_between, poll
-from cli.processes import start_coordinator
-from protocol import constants as C
+from groove.agents import GrooveClient, GrooveError, GrooveTimeout
+from groove.agents.cluster import GrooveCluster
+from groove.agents.coding import groove_argv
+from groove.agents.fleet import stop_process
+from groove.cli.processes import start_coordinator
+from groove.protocol import constants as C
 
 _SERVE = ["--embedder", "none"]
 _TASKS = 5000

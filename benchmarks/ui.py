@@ -27,15 +27,15 @@ from urllib.parse import urlsplit
 
 import click
 
-from agents import GrooveClient
-from agents.fleet import stop_process
 from benchmarks.board import graph
 from benchmarks.common import latency_summary, machine
 from benchmarks.inject import preload
-from cli.output import table
-from cli.processes import start_coordinator
-from cli.ui import spawn_dashboard
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.agents.fleet import stop_process
+from groove.cli.output import table
+from groove.cli.processes import start_coordinator
+from groove.cli.ui import spawn_dashboard
+from groove.protocol import constants as C
 
 _DASHBOARDS = 5
 _WRITERS = 4

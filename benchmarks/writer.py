@@ -24,19 +24,19 @@ from typing import Any
 
 import click
 
-from agents.corpus import load
 from benchmarks.common import machine
-from cli.output import table
-from coordinator import runtime
-from coordinator.metrics import Metrics
-from coordinator.search.derived import Derived
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.ops import PUT, WriteItem
-from coordinator.write.tiercommit import MOST_THREADS
-from protocol import constants as C
-from protocol.ids import now_ms, uuid7
-from protocol.models import LearningPutRequest
+from groove.agents.corpus import load
+from groove.cli.output import table
+from groove.coordinator import runtime
+from groove.coordinator.metrics import Metrics
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write.batcher import Batcher, Outcome
+from groove.coordinator.write.ops import PUT, WriteItem
+from groove.coordinator.write.tiercommit import MOST_THREADS
+from groove.protocol import constants as C
+from groove.protocol.ids import now_ms, uuid7
+from groove.protocol.models import LearningPutRequest
 
 
 class Writer:

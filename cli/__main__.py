@@ -1,5 +1,5 @@
-"""`python -m cli ...` is `groove ...` (how spawned workers and coordinators are started)."""
+"""`python -m groove.cli ...` is `groove ...` (how spawned workers and coordinators are started)."""
 
-from cli.entry import main
+from groove.cli.entry import main
 
 main()

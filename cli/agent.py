@@ -13,14 +13,22 @@ from typing import Any, TypeVar
 
 import click
 
-from agents import GrooveError
-from agents.agentwork import ready
-from agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
-from agents.corpus import load
-from agents.worker import EXIT_MISMATCHES, LEASE_MS, SYNTHETIC, VECTOR_SEARCH, WorkerSpec, report_json, run_worker
-from agents.workloads import DEFAULT_MIX, parse_mix, parse_script
-from cli.options import checked_by, connection_options, curve_of
-from cli.output import fail
+from groove.agents import GrooveError
+from groove.agents.agentwork import ready
+from groove.agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
+from groove.agents.corpus import load
+from groove.agents.worker import (
+    EXIT_MISMATCHES,
+    LEASE_MS,
+    SYNTHETIC,
+    VECTOR_SEARCH,
+    WorkerSpec,
+    report_json,
+    run_worker,
+)
+from groove.agents.workloads import DEFAULT_MIX, parse_mix, parse_script
+from groove.cli.options import checked_by, connection_options, curve_of
+from groove.cli.output import fail
 
 F = TypeVar("F", bound=Callable[..., Any])
 

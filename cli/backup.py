@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from agents import GrooveClient
-from cli.commands import connect, with_client
-from cli.options import connection_options, json_option, tier_option
-from cli.output import emit_json, fail, table
-from coordinator.net.config import default_data_dir
+from groove.agents import GrooveClient
+from groove.cli.commands import connect, with_client
+from groove.cli.options import connection_options, json_option, tier_option
+from groove.cli.output import emit_json, fail, table
+from groove.coordinator.net.config import default_data_dir
 
 
 @click.command()
@@ -52,8 +52,8 @@ def restore(ctx: click.Context, target: str, data_dir: Path, as_json: bool) -> N
     """`restore DIR`: make a data directory from the backup in DIR, offline (no coordinator may be using it).
     `restore ID`: bring the archived learning ID back into search and injection (asks the coordinator; the
     connection options apply to this form only)."""
-    from coordinator.errors import StorageError
-    from coordinator.store.backup import restore_backup
+    from groove.coordinator.errors import StorageError
+    from groove.coordinator.store.backup import restore_backup
 
     directory = Path(target)
     if not directory.is_dir():

@@ -11,13 +11,13 @@ from typing import Any
 import click
 import yaml
 
-from agents import GrooveClient
-from cli.commands import when, with_client
-from cli.options import json_option, project_root
-from cli.output import emit_json, fail, table
-from protocol import constants as C
-from protocol.board import Task, WorkingMemory
-from protocol.swarm import ListedNudge
+from groove.agents import GrooveClient
+from groove.cli.commands import when, with_client
+from groove.cli.options import json_option, project_root
+from groove.cli.output import emit_json, fail, table
+from groove.protocol import constants as C
+from groove.protocol.board import Task, WorkingMemory
+from groove.protocol.swarm import ListedNudge
 
 _REFRESH_S = 1.0
 _RECENT_NUDGES = 5

@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 
 import click
 
-from agents import GrooveClient, GrooveError, GrooveTimeout
-from agents.cluster import GrooveCluster
-from cli.options import cluster_of, connection_options, curve_of, json_option, scope_option, tier_option
-from cli.output import emit_json, fail, pairs, table
-from protocol import constants as C
-from protocol.models import LearningOut
+from groove.agents import GrooveClient, GrooveError, GrooveTimeout
+from groove.agents.cluster import GrooveCluster
+from groove.cli.options import cluster_of, connection_options, curve_of, json_option, scope_option, tier_option
+from groove.cli.output import emit_json, fail, pairs, table
+from groove.protocol import constants as C
+from groove.protocol.models import LearningOut
 
 F = TypeVar("F", bound=Callable[..., Any])
 

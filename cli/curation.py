@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from agents import GrooveClient
-from cli.commands import with_client
-from cli.options import json_option
-from cli.output import emit_json, table
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.cli.commands import with_client
+from groove.cli.options import json_option
+from groove.cli.output import emit_json, table
+from groove.protocol import constants as C
 
 
 @click.command()

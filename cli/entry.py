@@ -15,7 +15,7 @@ from typing import NoReturn
 
 import click
 
-from cli.output import fail
+from groove.cli.output import fail
 
 
 def run(command: click.Command, args: list[str], prog_name: str, *, collect: bool = True) -> NoReturn:
@@ -50,17 +50,17 @@ def main() -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     args = sys.argv[1:]
     if args[:1] == ["hook"]:
-        from cli.hook import hook_command
+        from groove.cli.hook import hook_command
 
         run(hook_command, args[1:], "groove hook")
     if args[:1] == ["serve"]:  # a coordinator (re)starting: the client verbs' imports would only delay it
-        from cli.serve import serve_command
+        from groove.cli.serve import serve_command
 
         run(serve_command, args[1:], "groove serve", collect=False)
     if args[:1] == ["mcp"]:  # an agent waits for its tools: the other verbs' imports would delay them
-        from cli.mcp import mcp_command
+        from groove.cli.mcp import mcp_command
 
         run(mcp_command, args[1:], "groove mcp")
-    from cli.main import cli
+    from groove.cli.main import cli
 
     run(cli, args, "groove")

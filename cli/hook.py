@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from cli.options import cluster_of, connection_options, connection_settings, curve_of
-from cli.output import fail
-from integrations.hook import (
+from groove.cli.options import cluster_of, connection_options, connection_settings, curve_of
+from groove.cli.output import fail
+from groove.integrations.hook import (
     EVENTS,
     Hook,
     HookError,
@@ -28,7 +28,7 @@ from integrations.hook import (
     Wire,
     default_state_dir,
 )
-from protocol.endpoints import EndpointError
+from groove.protocol.endpoints import EndpointError
 
 HOOK_TIMEOUT_S = 3.0  # what installed commands wait for the coordinator, unless told otherwise
 
@@ -56,7 +56,7 @@ def hook_command(ctx: click.Context, event: str, state_dir: Path | None) -> None
     link: Link
     cluster = cluster_of(settings)
     if cluster is not None:
-        from integrations.hookcluster import ClusterLink  # the client and pydantic: only with a cluster map
+        from groove.integrations.hookcluster import ClusterLink  # the client and pydantic: only with a cluster map
 
         link = ClusterLink(cluster, curve_of(settings), settings["timeout"])
     else:

@@ -12,12 +12,12 @@ from typing import Any
 
 import click
 
-from cli.hook import HOOK_TIMEOUT_S, state_dir_option
-from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, connection_settings
-from cli.output import fail
-from integrations.codextrust import TrustError, install_trust, remove_trust
-from integrations.hook import default_state_dir, project_root
-from integrations.install import AGENTS, InstallError, Manifest, Setup, plan_install, plan_uninstall
+from groove.cli.hook import HOOK_TIMEOUT_S, state_dir_option
+from groove.cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, connection_settings
+from groove.cli.output import fail
+from groove.integrations.codextrust import TrustError, install_trust, remove_trust
+from groove.integrations.hook import default_state_dir, project_root
+from groove.integrations.install import AGENTS, InstallError, Manifest, Setup, plan_install, plan_uninstall
 
 
 @click.group(name="hooks")
@@ -59,7 +59,7 @@ def _place(func: Any) -> Any:
                    "(PostToolUse).")  # fmt: skip
 @click.option("--command", "program",
               help="How the agent runs groove, e.g. /opt/venv/bin/groove or 'uvx groove' [default: groove if it is on "
-                   "PATH, else this Python with -m cli].")  # fmt: skip
+                   "PATH, else this Python with -m groove.cli].")  # fmt: skip
 @connection_options
 @click.pass_context
 def install_command(ctx: click.Context, project: Path | None, user: bool, agent: str, dry_run: bool,
@@ -78,7 +78,7 @@ def install_command(ctx: click.Context, project: Path | None, user: bool, agent:
         options += ["--cluster", str(Path(settings["cluster"]).resolve())]
     chosen = program is None
     if program is None:  # what the agent will find; a groove only in an unactivated venv is not on its PATH
-        program = "groove" if shutil.which("groove") else shlex.join([sys.executable, "-m", "cli"])
+        program = "groove" if shutil.which("groove") else shlex.join([sys.executable, "-m", "groove.cli"])
     try:
         command = shlex.split(program)
     except ValueError as exc:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from cli.options import json_option
-from cli.output import emit_json, fail, table
-from protocol import constants as C
-from protocol.keys import PUBLIC_SUFFIX, KeyFileError, generate_key_pair, read_key_file
+from groove.cli.options import json_option
+from groove.cli.output import emit_json, fail, table
+from groove.protocol import constants as C
+from groove.protocol.keys import PUBLIC_SUFFIX, KeyFileError, generate_key_pair, read_key_file
 
 
 @click.group("keys")

@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from cli.options import cluster_of, connection_options, connection_settings, curve_of, host_port
-from cli.output import fail
+from groove.cli.options import cluster_of, connection_options, connection_settings, curve_of, host_port
+from groove.cli.output import fail
 
 
 def _exit_now(*_: object) -> None:
@@ -45,7 +45,7 @@ def mcp_command(ctx: click.Context, http: tuple[str, int] | None) -> None:
     """Serve groove to an MCP client (Claude Code, Codex, Cursor...): over stdio, as the client launches it,
     or over streamable HTTP with --http. Tools: search_learnings, record_learning, record_outcome,
     start_session, end_session and the board's; resource groove://learning/{id}."""
-    from integrations.mcp_server import Bridge, build  # the SDK loads only for this verb
+    from groove.integrations.mcp_server import Bridge, build  # the SDK loads only for this verb
 
     # stdout is the protocol's channel on stdio: everything else goes to stderr
     logging.basicConfig(level=logging.WARNING, format="groove mcp: %(levelname)s %(message)s")

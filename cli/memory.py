@@ -7,12 +7,12 @@ import time
 
 import click
 
-from agents import GrooveClient
-from agents.cluster import GrooveCluster
-from cli.commands import with_client, with_routed_client
-from cli.options import json_option, project_root, tier_option
-from cli.output import emit_json, table
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.agents.cluster import GrooveCluster
+from groove.cli.commands import with_client, with_routed_client
+from groove.cli.options import json_option, project_root, tier_option
+from groove.cli.output import emit_json, table
+from groove.protocol import constants as C
 
 
 @click.command()

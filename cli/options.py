@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from cli.output import fail
-from protocol import constants as C
-from protocol.keys import CurveClient, KeyFileError
-from protocol.scopes import ScopeError, is_absolute_root, normalise_root, validate_scope, validate_tier
+from groove.cli.output import fail
+from groove.protocol import constants as C
+from groove.protocol.keys import CurveClient, KeyFileError
+from groove.protocol.scopes import ScopeError, is_absolute_root, normalise_root, validate_scope, validate_tier
 
 if TYPE_CHECKING:
-    from protocol.cluster import ClusterMap
+    from groove.protocol.cluster import ClusterMap
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -176,7 +176,7 @@ def cluster_of(obj: dict[str, Any]) -> ClusterMap | None:
     if path is None:
         return None
     # here, not at the top: the map is a pydantic model, and `groove hook` must start without pydantic
-    from protocol.cluster import ClusterMap, ClusterMapError
+    from groove.protocol.cluster import ClusterMap, ClusterMapError
 
     try:
         return ClusterMap.load(Path(path))

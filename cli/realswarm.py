@@ -18,18 +18,18 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from agents import GrooveClient, GrooveError
-from agents.agentwork import ready
-from agents.backends import open_fleet
-from agents.board import plan_order
-from agents.boardwork import HELD
-from agents.errors import GrooveTimeout
-from agents.fleet import FleetBase
-from agents.gitwork import GitError
-from cli.board import load_plan
-from cli.options import curve_of
-from cli.output import emit_json, fail, pairs, table
-from protocol.board import TaskIn
+from groove.agents import GrooveClient, GrooveError
+from groove.agents.agentwork import ready
+from groove.agents.backends import open_fleet
+from groove.agents.board import plan_order
+from groove.agents.boardwork import HELD
+from groove.agents.errors import GrooveTimeout
+from groove.agents.fleet import FleetBase
+from groove.agents.gitwork import GitError
+from groove.cli.board import load_plan
+from groove.cli.options import curve_of
+from groove.cli.output import emit_json, fail, pairs, table
+from groove.protocol.board import TaskIn
 
 _TICK_S = 1.0
 

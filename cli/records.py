@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import click
 
-from agents import GrooveClient
-from cli.board import memory_group, nudge_table
-from cli.commands import when, with_client
-from cli.options import json_option
-from cli.output import emit_json, table
-from protocol import constants as C
-from protocol.ids import now_ms
+from groove.agents import GrooveClient
+from groove.cli.board import memory_group, nudge_table
+from groove.cli.commands import when, with_client
+from groove.cli.options import json_option
+from groove.cli.output import emit_json, table
+from groove.protocol import constants as C
+from groove.protocol.ids import now_ms
 
 
 @memory_group.command(name="note")

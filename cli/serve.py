@@ -13,8 +13,16 @@ from typing import Any, TypeVar
 import click
 import zmq
 
-from cli.output import fail
-from coordinator.net.config import DURABILITIES, EMBED_DEVICES, EMBEDDERS, ENV_PREFIX, LOG_LEVELS, Settings, build
+from groove.cli.output import fail
+from groove.coordinator.net.config import (
+    DURABILITIES,
+    EMBED_DEVICES,
+    EMBEDDERS,
+    ENV_PREFIX,
+    LOG_LEVELS,
+    Settings,
+    build,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -109,8 +117,8 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 )
 def serve_command(config_file: Path | None, endpoint_file: Path | None, **options: Any) -> None:
     """Run the coordinator until SIGINT/SIGTERM, then commit and acknowledge every queued write."""
-    from coordinator.errors import CoordinatorError
-    from coordinator.net.link import FrontLink
+    from groove.coordinator.errors import CoordinatorError
+    from groove.coordinator.net.link import FrontLink
 
     try:
         settings = build(options, config_file)
@@ -124,7 +132,7 @@ def serve_command(config_file: Path | None, endpoint_file: Path | None, **option
     link = FrontLink(zmq.Context())
     link.launch(settings)
     try:
-        from coordinator.net.server import Coordinator
+        from groove.coordinator.net.server import Coordinator
 
         coordinator = Coordinator(settings, link)
     except BaseException:

@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
-from agents.coding import groove_argv
-from cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, curve_of, host_port
-from cli.output import fail
+from groove.agents.coding import groove_argv
+from groove.cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, curve_of, host_port
+from groove.cli.output import fail
 
 DEFAULT_BIND = "127.0.0.1:5580"
 PAGE_WAIT_S = 3.0  # a person waits this long for a page at most: then it says the coordinator is not answering
@@ -79,8 +79,8 @@ def ui_command(ctx: click.Context, /, bind: str, token: str | None, actor: str, 
     # imported here: the web stack is only loaded by the verb that serves it
     import uvicorn
 
-    from ui.app import build
-    from ui.source import Source
+    from groove.ui.app import build
+    from groove.ui.source import Source
 
     cluster, curve = cluster_of(ctx.obj), curve_of(ctx.obj)
     endpoint = ctx.obj.get("endpoint") or DEFAULT_ENDPOINT

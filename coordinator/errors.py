@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protocol.digests import comparable
-from protocol.errors import ErrorCode
+from groove.protocol.digests import comparable
+from groove.protocol.errors import ErrorCode
 
 
 class CoordinatorError(Exception):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from agents.orchestrator import Orchestrator
+from groove.agents.orchestrator import Orchestrator
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from integrations.install import write_atomically
+from groove.integrations.install import write_atomically
 
 _LIST_TIMEOUT_S: Final = 30.0
 

@@ -47,11 +47,11 @@ from typing import Any, Final, Protocol
 
 import zmq
 
-from protocol import constants as C
-from protocol.endpoints import check_endpoint
-from protocol.envelope import decode_reply, encode_request
-from protocol.errors import DecodeError, ErrorCode
-from protocol.keys import CurveClient
+from groove.protocol import constants as C
+from groove.protocol.endpoints import check_endpoint
+from groove.protocol.envelope import decode_reply, encode_request
+from groove.protocol.errors import DecodeError, ErrorCode
+from groove.protocol.keys import CurveClient
 
 SESSION_START: Final = "SessionStart"
 PROMPT_SUBMIT: Final = "UserPromptSubmit"

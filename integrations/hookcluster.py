@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from agents.cluster import GrooveCluster
-from agents.errors import GrooveError, GrooveTimeout, RemoteError
-from integrations.hook import HookError, Refused, Unreachable
-from protocol.cluster import ClusterMap
-from protocol.keys import CurveClient
+from groove.agents.cluster import GrooveCluster
+from groove.agents.errors import GrooveError, GrooveTimeout, RemoteError
+from groove.integrations.hook import HookError, Refused, Unreachable
+from groove.protocol.cluster import ClusterMap
+from groove.protocol.keys import CurveClient
 
 T = TypeVar("T")
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from integrations.hook import EVENTS, POST_TOOL_USE, PROMPT_SUBMIT, SESSION_END, SESSION_START, STOP
+from groove.integrations.hook import EVENTS, POST_TOOL_USE, PROMPT_SUBMIT, SESSION_END, SESSION_START, STOP
 
 AGENTS: Final = ("claude", "codex")
 SERVER: Final = "groove"
@@ -113,7 +113,7 @@ class Setup:
                 "instructions": (home / ".codex" if root is None else root) / "AGENTS.md"}  # fmt: skip
 
 
-# `groove hook EVENT`, or `python -m cli hook EVENT` where groove was not on PATH at install time
+# `groove hook EVENT`, or `python -m groove.cli hook EVENT` where groove was not on PATH at install time
 _OUR_HOOK = re.compile(r"(?:groove[\"']?|-m\s+cli)\s+hook\s+(" + "|".join(EVENTS) + r")\b")
 
 

@@ -20,13 +20,13 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
-from agents import GrooveClient
-from agents.cluster import GrooveCluster
-from agents.errors import GrooveError, GrooveTimeout, RemoteError
-from protocol import constants as C
-from protocol.cluster import ClusterMap
-from protocol.keys import CurveClient
-from protocol.models import OutcomeRecordReply
+from groove.agents import GrooveClient
+from groove.agents.cluster import GrooveCluster
+from groove.agents.errors import GrooveError, GrooveTimeout, RemoteError
+from groove.protocol import constants as C
+from groove.protocol.cluster import ClusterMap
+from groove.protocol.keys import CurveClient
+from groove.protocol.models import OutcomeRecordReply
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

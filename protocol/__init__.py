@@ -3,7 +3,7 @@
 Knows nothing of storage or transport; both the coordinator and the agents' client build on it.
 """
 
-from protocol.constants import PROTOCOL_VERSION
-from protocol.errors import ErrorCode, ProtocolError
+from groove.protocol.constants import PROTOCOL_VERSION
+from groove.protocol.errors import ErrorCode, ProtocolError
 
 __all__ = ["PROTOCOL_VERSION", "ErrorCode", "ProtocolError"]

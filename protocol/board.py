@@ -13,8 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from protocol import constants as C
-from protocol.models import Body, LearningIn, NonBlank, ProjectRoot, Reply, ShortText, UuidV7
+from groove.protocol import constants as C
+from groove.protocol.models import Body, LearningIn, NonBlank, ProjectRoot, Reply, ShortText, UuidV7
 
 _TASK_ID_RE = re.compile(r"[A-Za-z0-9._:-]+")
 

@@ -30,9 +30,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from protocol import constants as C
-from protocol.endpoints import check_endpoint
-from protocol.scopes import normalise_root
+from groove.protocol import constants as C
+from groove.protocol.endpoints import check_endpoint
+from groove.protocol.scopes import normalise_root
 
 _NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 Name = Annotated[str, Field(pattern=_NAME_RE)]

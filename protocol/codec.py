@@ -10,10 +10,10 @@ from typing import Any
 import msgpack
 from pydantic import BaseModel, ValidationError
 
-from protocol import constants as C
-from protocol.envelope import pack, unpack
-from protocol.errors import RETRYABLE, DecodeError, ErrorCode, ProtocolError, ValidationFailed
-from protocol.ops import OPS
+from groove.protocol import constants as C
+from groove.protocol.envelope import pack, unpack
+from groove.protocol.errors import RETRYABLE, DecodeError, ErrorCode, ProtocolError, ValidationFailed
+from groove.protocol.ops import OPS
 
 _ENVELOPE_KEYS = frozenset({"v", "id", "op", "body"})
 

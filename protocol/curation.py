@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from protocol import constants as C
-from protocol.models import Body, LearningId, Reply, ShortText
+from groove.protocol import constants as C
+from groove.protocol.models import Body, LearningId, Reply, ShortText
 
 OrgId = Annotated[str, Field(min_length=1, max_length=C.MAX_ORG_CHARS, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgpack
 
-from protocol import constants as C
-from protocol.errors import DecodeError
+from groove.protocol import constants as C
+from groove.protocol.errors import DecodeError
 
 
 def pack(value: Any) -> bytes:

@@ -7,9 +7,9 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from protocol import constants as C
-from protocol.models import Body, LearningId, LearningOut, Millis, Reply, ShortText, Tier
-from protocol.search import SearchContext
+from groove.protocol import constants as C
+from groove.protocol.models import Body, LearningId, LearningOut, Millis, Reply, ShortText, Tier
+from groove.protocol.search import SearchContext
 
 
 class ParamsListRequest(Body):

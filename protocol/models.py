@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from protocol import constants as C
-from protocol.ids import is_uuid7
-from protocol.scopes import normalise_root, validate_scope, validate_tier
+from groove.protocol import constants as C
+from groove.protocol.ids import is_uuid7
+from groove.protocol.scopes import normalise_root, validate_scope, validate_tier
 
 
 class Body(BaseModel):

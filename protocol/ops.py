@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol import constants as C
-from protocol.board import (
+from groove.protocol import constants as C
+from groove.protocol.board import (
     IdReply,
     LeaseReply,
     MemoryCreateRequest,
@@ -40,7 +40,7 @@ from protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
-from protocol.curation import (
+from groove.protocol.curation import (
     PromoteReply,
     PromoteRequest,
     ProposeReply,
@@ -50,7 +50,7 @@ from protocol.curation import (
     ReviewListReply,
     ReviewListRequest,
 )
-from protocol.loop import (
+from groove.protocol.loop import (
     ArchiveRequest,
     InjectCandidatesReply,
     InjectCandidatesRequest,
@@ -71,7 +71,7 @@ from protocol.loop import (
     RestoreReply,
     RestoreRequest,
 )
-from protocol.models import (
+from groove.protocol.models import (
     AgentsListReply,
     AgentsListRequest,
     Body,
@@ -97,7 +97,7 @@ from protocol.models import (
     StatsReply,
     StatsRequest,
 )
-from protocol.portability import (
+from groove.protocol.portability import (
     BackupReply,
     BackupRequest,
     ExportReply,
@@ -105,8 +105,8 @@ from protocol.portability import (
     ImportReply,
     ImportRequest,
 )
-from protocol.search import RebuildReply, RebuildRequest, SearchReply, SearchRequest
-from protocol.swarm import (
+from groove.protocol.search import RebuildReply, RebuildRequest, SearchReply, SearchRequest
+from groove.protocol.swarm import (
     ArtifactListReply,
     ArtifactListRequest,
     ArtifactRecordReply,

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from protocol.models import (
+from groove.protocol.models import (
     Body,
     Category,
     LearningId,

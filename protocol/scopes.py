@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from protocol import constants as C
+from groove.protocol import constants as C
 
 _USER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]*$")
 _ORG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from protocol import constants as C
-from protocol.models import (
+from groove.protocol import constants as C
+from groove.protocol.models import (
     Body,
     Category,
     LearningOut,
@@ -19,8 +19,8 @@ from protocol.models import (
     UuidV7,
     Vector,
 )
-from protocol.scopes import validate_tier
-from protocol.swarm import Note
+from groove.protocol.scopes import validate_tier
+from groove.protocol.swarm import Note
 
 
 class SearchContext(Body):

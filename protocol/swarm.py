@@ -11,9 +11,9 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
-from protocol import constants as C
-from protocol.board import BoardText, MemoryId, TaskId
-from protocol.models import Body, Millis, Reply, ShortText, UuidV7
+from groove.protocol import constants as C
+from groove.protocol.board import BoardText, MemoryId, TaskId
+from groove.protocol.models import Body, Millis, Reply, ShortText, UuidV7
 
 DecisionConfidence = Literal["high", "medium", "low"]
 ArtifactType = Literal["code", "test", "config", "document", "migration", "schema"]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import GrooveClient
-from cli.processes import start_coordinator
-from protocol.keys import CurveClient
+from groove.agents import GrooveClient
+from groove.cli.processes import start_coordinator
+from groove.protocol.keys import CurveClient
 from tests.helpers import RunningCoordinator
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli.main import VERBS
+from groove.cli.main import VERBS
 from tests.helpers import README, ROOT, example
 
 _TESTED = ("first-learning", "sh"), ("realswarm", "sh"), ("realswarm-plan", "yaml")

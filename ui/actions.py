@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agents import GrooveClient
-from ui.source import Refused
+from groove.agents import GrooveClient
+from groove.ui.source import Refused
 
 Fields = dict[str, str]
 Action = Callable[[GrooveClient, Fields, str], str]

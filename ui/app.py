@@ -31,18 +31,18 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from protocol.ids import is_uuid7
-from ui import charts, pages
-from ui.actions import ACTIONS
-from ui.live import Hub, Recorder, Sample
-from ui.metrics import CoordinatorCollector
-from ui.source import CoordinatorDown, Missing, Refused, Source
+from groove.protocol.ids import is_uuid7
+from groove.ui import charts, pages
+from groove.ui.actions import ACTIONS
+from groove.ui.live import Hub, Recorder, Sample
+from groove.ui.metrics import CoordinatorCollector
+from groove.ui.source import CoordinatorDown, Missing, Refused, Source
 
 log = logging.getLogger(__name__)
 
 COOKIE = "groove_session"
 MAX_TOPICS = 32  # boards watched live at once: each costs the coordinator a poll a second
-_HERE = files("ui")
+_HERE = files("groove.ui")
 templates = Jinja2Templates(directory=str(_HERE / "templates"))
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import anyio.to_thread
 
-from protocol.board import WorkingMemory
-from ui.source import CoordinatorDown, Source, UiError
+from groove.protocol.board import WorkingMemory
+from groove.ui.source import CoordinatorDown, Source, UiError
 
 log = logging.getLogger(__name__)
 

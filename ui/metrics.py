@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from protocol import constants as C
-from protocol.models import HistogramOut, StatsReply
-from ui.live import tasks_by_status
-from ui.source import Source, UiError
+from groove.protocol import constants as C
+from groove.protocol.models import HistogramOut, StatsReply
+from groove.ui.live import tasks_by_status
+from groove.ui.source import Source, UiError
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agents import GrooveClient, NotFound
-from protocol import constants as C
-from protocol.board import Task
-from protocol.models import LearningOut
-from ui import charts
-from ui.source import Refused, Source
+from groove.agents import GrooveClient, NotFound
+from groove.protocol import constants as C
+from groove.protocol.board import Task
+from groove.protocol.models import LearningOut
+from groove.ui import charts
+from groove.ui.source import Refused, Source
 
 MAX_DRAWN = 300
 _DRAWN_RELATIONS = 24  # of a learning, in its graph and table (each other end is read for its name)

@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from agents import GrooveClient, GrooveError, GrooveTimeout, NotFound, RemoteError
-from agents.errors import Busy
-from protocol.keys import CurveClient
+from groove.agents import GrooveClient, GrooveError, GrooveTimeout, NotFound, RemoteError
+from groove.agents.errors import Busy
+from groove.protocol.keys import CurveClient
 
 T = TypeVar("T")
 

@@ -6,10 +6,10 @@ disk; from then on a tier's board is loaded when it is first needed (a tier made
 
 from __future__ import annotations
 
-from coordinator.board.state import Board
-from coordinator.errors import Rejected
-from coordinator.store.tiers import Tier, TierSet
-from protocol.errors import ErrorCode
+from groove.coordinator.board.state import Board
+from groove.coordinator.errors import Rejected
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.protocol.errors import ErrorCode
 
 
 class Boards:

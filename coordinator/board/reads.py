@@ -8,14 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.board.directory import Boards
-from coordinator.errors import Rejected
-from coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, MEMORIES, NOTES, NUDGES, TASKS, Relation
-from coordinator.store.tiers import Tier, TierSet
-from protocol import constants as C
-from protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
-from protocol.errors import ErrorCode
-from protocol.swarm import (
+from groove.coordinator.board.directory import Boards
+from groove.coordinator.errors import Rejected
+from groove.coordinator.store.relations import (
+    ARTIFACTS,
+    CHECKPOINTS,
+    DECISIONS,
+    MEMORIES,
+    NOTES,
+    NUDGES,
+    TASKS,
+    Relation,
+)
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.protocol import constants as C
+from groove.protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
+from groove.protocol.errors import ErrorCode
+from groove.protocol.swarm import (
     ArtifactListRequest,
     CheckpointListRequest,
     DecisionListRequest,

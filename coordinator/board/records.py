@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.errors import Rejected
-from coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, NOTES, Relation
-from coordinator.store.tiers import Tier
-from protocol.errors import ErrorCode
-from protocol.swarm import (
+from groove.coordinator.errors import Rejected
+from groove.coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, NOTES, Relation
+from groove.coordinator.store.tiers import Tier
+from groove.protocol.errors import ErrorCode
+from groove.protocol.swarm import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator.board.nudges import NudgeBox
-from coordinator.board.records import Records
-from coordinator.errors import Rejected
-from coordinator.store.relations import MEMORIES, TASKS, Relation
-from coordinator.store.tiers import Tier
-from protocol.board import (
+from groove.coordinator.board.nudges import NudgeBox
+from groove.coordinator.board.records import Records
+from groove.coordinator.errors import Rejected
+from groove.coordinator.store.relations import MEMORIES, TASKS, Relation
+from groove.coordinator.store.tiers import Tier
+from groove.protocol.board import (
     MemoryCreateRequest,
     MemoryUpdateRequest,
     TaskAddRequest,
@@ -34,8 +34,8 @@ from protocol.board import (
     TaskStartRequest,
     dependency_order,
 )
-from protocol.errors import ErrorCode
-from protocol.swarm import (
+from groove.protocol.errors import ErrorCode
+from groove.protocol.swarm import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,

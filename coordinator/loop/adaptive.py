@@ -16,8 +16,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.store.relations import PARAMS
-from protocol import constants as C
+from groove.coordinator.store.relations import PARAMS
+from groove.protocol import constants as C
 
 
 @dataclass

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.errors import not_found
-from coordinator.store.relations import INJECTIONS, OUTCOME_LOG
-from coordinator.store.tiers import TierSet
-from protocol.loop import InjectionListRequest, LearningHistoryRequest
+from groove.coordinator.errors import not_found
+from groove.coordinator.store.relations import INJECTIONS, OUTCOME_LOG
+from groove.coordinator.store.tiers import TierSet
+from groove.protocol.loop import InjectionListRequest, LearningHistoryRequest
 
 _INJECTION_COLS = ", ".join(INJECTIONS.cols)
 _LOG_COLS = ", ".join(OUTCOME_LOG.cols)

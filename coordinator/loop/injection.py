@@ -31,19 +31,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator.errors import Rejected
-from coordinator.loop import adaptive
-from coordinator.loop.adaptive import SPECS, AdaptiveParam
-from coordinator.loop.offers import POOL, Pick, held, local_picks, offered_picks
-from coordinator.search.derived import Derived
-from coordinator.store.reads import Archived, learnings_in
-from coordinator.store.records import vector_blob
-from coordinator.store.relations import INJECTIONS, PARAMS
-from coordinator.store.tiers import Tier, TierSet
-from protocol import constants as C
-from protocol.errors import ErrorCode
-from protocol.ids import uuid7
-from protocol.loop import InjectionGetRequest, InjectPrepareRequest
+from groove.coordinator.errors import Rejected
+from groove.coordinator.loop import adaptive
+from groove.coordinator.loop.adaptive import SPECS, AdaptiveParam
+from groove.coordinator.loop.offers import POOL, Pick, held, local_picks, offered_picks
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.store.reads import Archived, learnings_in
+from groove.coordinator.store.records import vector_blob
+from groove.coordinator.store.relations import INJECTIONS, PARAMS
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.protocol import constants as C
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import uuid7
+from groove.protocol.loop import InjectionGetRequest, InjectPrepareRequest
 
 
 class InjectRecord(BaseModel):

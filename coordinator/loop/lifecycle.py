@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.store.records import UsageRow
-from coordinator.store.tiers import Tier
-from protocol import constants as C
+from groove.coordinator.store.records import UsageRow
+from groove.coordinator.store.tiers import Tier
+from groove.protocol import constants as C
 
 _WEEK_MS = 7 * C.DAY_MS
 _RUN = "lifecycle"  # the `maintenance` row recording when this tier's last run was

@@ -15,13 +15,13 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.search.derived import Derived
-from coordinator.search.ranking import Candidate, find, stored_rows
-from coordinator.store.records import UsageRow, joined, learning_wire
-from coordinator.store.tiers import Tier, TierSet
-from protocol import constants as C
-from protocol.loop import InjectCandidatesRequest, OfferedLearning
-from protocol.search import SearchContext, SearchRequest
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.search.ranking import Candidate, find, stored_rows
+from groove.coordinator.store.records import UsageRow, joined, learning_wire
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.protocol import constants as C
+from groove.protocol.loop import InjectCandidatesRequest, OfferedLearning
+from groove.protocol.search import SearchContext, SearchRequest
 
 POOL = C.MAX_OFFERED  # candidates considered per session: enough for the largest budget after the filters
 

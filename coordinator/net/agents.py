@@ -6,7 +6,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from protocol import constants as C
+from groove.protocol import constants as C
 
 MAX_AGENTS = 10_000  # agent records kept; past this the longest-silent are forgotten
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import zmq
 
-from coordinator.errors import ConfigError
-from protocol import constants as C
-from protocol.keys import PUBLIC_SUFFIX, SECRET_SUFFIX, KeyFileError, generate_key_pair, read_key_file
+from groove.coordinator.errors import ConfigError
+from groove.protocol import constants as C
+from groove.protocol.keys import PUBLIC_SUFFIX, SECRET_SUFFIX, KeyFileError, generate_key_pair, read_key_file
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class Gate:
         # imported only with CURVE on: it loads asyncio, 25 ms of every coordinator's and front's start otherwise
         from zmq.auth.thread import ThreadAuthenticator  # noqa: PLC0415
 
-        self._auth = ThreadAuthenticator(context, log=logging.getLogger("coordinator.zap"))
+        self._auth = ThreadAuthenticator(context, log=logging.getLogger("groove.coordinator.zap"))
         self._auth.start()
         self._auth.configure_curve_callback("*", credentials_provider=self)
 

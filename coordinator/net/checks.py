@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.codec import decode_request, validate_body
-from protocol.digests import body_digest
-from protocol.errors import ProtocolError
-from protocol.ops import OPS
-from protocol.rebuild import rebuildable
+from groove.protocol.codec import decode_request, validate_body
+from groove.protocol.digests import body_digest
+from groove.protocol.errors import ProtocolError
+from groove.protocol.ops import OPS
+from groove.protocol.rebuild import rebuildable
 
 # The operations checked here: the writes (the requests a swarm sends most), each with a body the coordinator
 # can rebuild. A read goes to the coordinator as it came.

@@ -13,13 +13,13 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from coordinator.errors import ConfigError
-from coordinator.net.auth import is_loopback
-from coordinator.write.batcher import MOST_WRITERS
-from coordinator.write.tiercommit import MOST_THREADS
-from protocol.cluster import ClusterMap
-from protocol.codec import describe
-from protocol.endpoints import check_endpoint
+from groove.coordinator.errors import ConfigError
+from groove.coordinator.net.auth import is_loopback
+from groove.coordinator.write.batcher import MOST_WRITERS
+from groove.coordinator.write.tiercommit import MOST_THREADS
+from groove.protocol.cluster import ClusterMap
+from groove.protocol.codec import describe
+from groove.protocol.endpoints import check_endpoint
 
 ENV_PREFIX = "GROOVE_"
 Embedder = Literal["minilm", "none"]

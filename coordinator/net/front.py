@@ -48,10 +48,10 @@ import click
 import msgpack
 import zmq
 
-from coordinator.net.auth import Gate, load_authorized, server_keys
-from coordinator.procs import die_with_parent
-from protocol import constants as C
-from protocol.frames import send_frames
+from groove.coordinator.net.auth import Gate, load_authorized, server_keys
+from groove.coordinator.procs import die_with_parent
+from groove.protocol import constants as C
+from groove.protocol.frames import send_frames
 
 GO, HELLO, FAILED, BATCH, CREDIT, REPLIES, STOP = "G", "H", "E", "B", "C", "R", "S"
 _DRAIN = 64  # client messages per batch
@@ -189,7 +189,7 @@ def main(
     )
     check: _Check | None = None
     if checks:  # before the go, beside the coordinator's own imports: the protocol's models take a while
-        from coordinator.net import checks as checking  # noqa: PLC0415
+        from groove.coordinator.net import checks as checking  # noqa: PLC0415
 
         check = checking.check
     context: zmq.Context[Any] = zmq.Context()

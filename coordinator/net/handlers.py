@@ -20,8 +20,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from coordinator.board.directory import Boards
-from coordinator.board.reads import (
+from groove.coordinator.board.directory import Boards
+from groove.coordinator.board.reads import (
     find_memory,
     get_memory,
     get_task,
@@ -33,23 +33,23 @@ from coordinator.board.reads import (
     list_nudges,
     list_tasks,
 )
-from coordinator.errors import Rejected
-from coordinator.loop.history import learning_history, list_injections
-from coordinator.loop.injection import get_injection, params_list, prepare
-from coordinator.loop.offers import offer
-from coordinator.net.agents import AgentRegistry
-from coordinator.net.idle import IdleNudges
-from coordinator.search.derived import Derived, rebuild_index, reembed
-from coordinator.search.ranking import search, search_notes
-from coordinator.store.backup import backup_tiers
-from coordinator.store.portability import check_import, export_tiers
-from coordinator.store.reads import get_learning, list_learnings, list_relations, list_reviews
-from coordinator.store.tiers import TierSet
-from coordinator.write import ops as writes
-from coordinator.write.ops import WriteOp
-from coordinator.write.planning import ImportRecord
-from protocol import constants as C
-from protocol.board import (
+from groove.coordinator.errors import Rejected
+from groove.coordinator.loop.history import learning_history, list_injections
+from groove.coordinator.loop.injection import get_injection, params_list, prepare
+from groove.coordinator.loop.offers import offer
+from groove.coordinator.net.agents import AgentRegistry
+from groove.coordinator.net.idle import IdleNudges
+from groove.coordinator.search.derived import Derived, rebuild_index, reembed
+from groove.coordinator.search.ranking import search, search_notes
+from groove.coordinator.store.backup import backup_tiers
+from groove.coordinator.store.portability import check_import, export_tiers
+from groove.coordinator.store.reads import get_learning, list_learnings, list_relations, list_reviews
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write import ops as writes
+from groove.coordinator.write.ops import WriteOp
+from groove.coordinator.write.planning import ImportRecord
+from groove.protocol import constants as C
+from groove.protocol.board import (
     MemoryGetRequest,
     MemoryListRequest,
     TaskCompleteRequest,
@@ -57,11 +57,11 @@ from protocol.board import (
     TaskGetRequest,
     TaskListRequest,
 )
-from protocol.codec import encode_push
-from protocol.curation import ReviewListRequest
-from protocol.errors import ErrorCode
-from protocol.ids import now_ms
-from protocol.loop import (
+from groove.protocol.codec import encode_push
+from groove.protocol.curation import ReviewListRequest
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import now_ms
+from groove.protocol.loop import (
     InjectCandidatesRequest,
     InjectionGetRequest,
     InjectionListRequest,
@@ -69,7 +69,7 @@ from protocol.loop import (
     LearningHistoryRequest,
     ParamsListRequest,
 )
-from protocol.models import (
+from groove.protocol.models import (
     AgentsListRequest,
     HeartbeatRequest,
     HelloRequest,
@@ -79,10 +79,10 @@ from protocol.models import (
     RelationListRequest,
     StatsRequest,
 )
-from protocol.ops import OPS
-from protocol.portability import BackupRequest, ExportRequest, ImportRequest
-from protocol.search import RebuildRequest, SearchRequest
-from protocol.swarm import (
+from groove.protocol.ops import OPS
+from groove.protocol.portability import BackupRequest, ExportRequest, ImportRequest
+from groove.protocol.search import RebuildRequest, SearchRequest
+from groove.protocol.swarm import (
     ArtifactListRequest,
     CheckpointListRequest,
     DecisionListRequest,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from coordinator.board.nudges import order, reaches
+from groove.coordinator.board.nudges import order, reaches
 
 Wire = dict[str, Any]
 MAX_HELD = 10_000  # nudges held for pushing; past this the oldest are left to the agents' polls

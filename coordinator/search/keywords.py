@@ -21,8 +21,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.search.fusion import words_part
-from coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, specific
+from groove.coordinator.search.fusion import words_part
+from groove.coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, specific
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from coordinator.search.vectors import VectorIndex, WorkCost
-from protocol import constants as C
+from groove.coordinator.search.vectors import VectorIndex, WorkCost
+from groove.protocol import constants as C
 
 log = logging.getLogger(__name__)
 

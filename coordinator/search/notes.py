@@ -13,14 +13,14 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.search.embedder import Vectors
-from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
-from coordinator.search.keywords import KeywordIndex, WordMatch
-from coordinator.search.vectors import VectorIndex
-from coordinator.store.records import VectorBlob, blob_vectors
-from coordinator.store.relations import NOTE_EMBEDDINGS, NOTES
-from coordinator.store.tiers import Tier
-from protocol.search import SearchRequest
+from groove.coordinator.search.embedder import Vectors
+from groove.coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
+from groove.coordinator.search.keywords import KeywordIndex, WordMatch
+from groove.coordinator.search.vectors import VectorIndex
+from groove.coordinator.store.records import VectorBlob, blob_vectors
+from groove.coordinator.store.relations import NOTE_EMBEDDINGS, NOTES
+from groove.coordinator.store.tiers import Tier
+from groove.protocol.search import SearchRequest
 
 Wire = dict[str, Any]
 

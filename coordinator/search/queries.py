@@ -20,10 +20,10 @@ from concurrent.futures import Future
 
 from pydantic import BaseModel
 
-from coordinator.metrics import summarize
-from coordinator.search.embedder import Vectors
-from protocol.loop import InjectCandidatesRequest, InjectPrepareRequest
-from protocol.search import SearchRequest
+from groove.coordinator.metrics import summarize
+from groove.coordinator.search.embedder import Vectors
+from groove.protocol.loop import InjectCandidatesRequest, InjectPrepareRequest
+from groove.protocol.search import SearchRequest
 
 _KEPT = 1024  # query texts whose vectors are kept (1.5 KB each)
 _WAITS = 2048  # recent waits summarised for `stats.query_embedding_ms`

@@ -15,18 +15,18 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.errors import EmbeddingUnavailable
-from coordinator.search import votes
-from coordinator.search.derived import Derived
-from coordinator.search.embedder import Vectors, normalise
-from coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
-from coordinator.search.keywords import WordMatch
-from coordinator.store.records import learning_wire
-from coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD, NOTES
-from coordinator.store.tiers import Tier, TierSet
-from protocol import constants as C
-from protocol.ids import now_ms
-from protocol.search import SearchRequest
+from groove.coordinator.errors import EmbeddingUnavailable
+from groove.coordinator.search import votes
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.search.embedder import Vectors, normalise
+from groove.coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
+from groove.coordinator.search.keywords import WordMatch
+from groove.coordinator.store.records import learning_wire
+from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD, NOTES
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.protocol import constants as C
+from groove.protocol.ids import now_ms
+from groove.protocol.search import SearchRequest
 
 _HOP_DECAY = 0.5
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from coordinator.search.embedder import Vectors
-from protocol import constants as C
+from groove.coordinator.search.embedder import Vectors
+from groove.protocol import constants as C
 
 if TYPE_CHECKING:  # usearch is imported with the first graph: a start, and a tier searched exactly, go without it
     from usearch.index import BatchMatches, Index, Matches

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from coordinator.store.records import VectorBlob, blob_vectors
-from coordinator.store.relations import INJECTION_TASKS
-from coordinator.store.tiers import Tier
-from protocol import constants as C
+from groove.coordinator.store.records import VectorBlob, blob_vectors
+from groove.coordinator.store.relations import INJECTION_TASKS
+from groove.coordinator.store.tiers import Tier
+from groove.protocol import constants as C
 
 FLOOR = 0.6  # past tasks less similar to the query than this do not vote
 VOTE_WEIGHT = 0.4

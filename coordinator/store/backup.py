@@ -18,12 +18,12 @@ from typing import Any
 
 from pycozo.client import Client
 
-from coordinator import release
-from coordinator.errors import Rejected, StorageError
-from coordinator.store.schema import CURRENT_VERSION
-from coordinator.store.tiers import DB_DIR, TIER_FILE, TierSet, tier_dir
-from protocol.errors import ErrorCode
-from protocol.ids import now_ms
+from groove.coordinator import release
+from groove.coordinator.errors import Rejected, StorageError
+from groove.coordinator.store.schema import CURRENT_VERSION
+from groove.coordinator.store.tiers import DB_DIR, TIER_FILE, TierSet, tier_dir
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import now_ms
 
 log = logging.getLogger(__name__)
 

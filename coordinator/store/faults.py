@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import DiskFault
-from protocol.errors import ErrorCode
+from groove.coordinator.errors import DiskFault
+from groove.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

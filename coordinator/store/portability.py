@@ -16,14 +16,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from coordinator.errors import Rejected
-from coordinator.store.records import learning_wire
-from coordinator.store.relations import ARCHIVED, JOINED_BODY, JOINED_HEAD, RELATIONS
-from coordinator.store.tiers import Tier, TierSet
-from protocol.codec import describe
-from protocol.errors import ErrorCode
-from protocol.ids import now_ms
-from protocol.portability import (
+from groove.coordinator.errors import Rejected
+from groove.coordinator.store.records import learning_wire
+from groove.coordinator.store.relations import ARCHIVED, JOINED_BODY, JOINED_HEAD, RELATIONS
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.protocol.codec import describe
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import now_ms
+from groove.protocol.portability import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     ExportFile,

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.errors import not_found
-from coordinator.store.records import learning_wire
-from coordinator.store.relations import JOINED_BODY, JOINED_HEAD, RELATIONS, REVIEWS
-from coordinator.store.tiers import Tier, TierSet
-from protocol import constants as C
-from protocol.curation import ReviewListRequest
-from protocol.models import LearningGetRequest, LearningListRequest, RelationListRequest
+from groove.coordinator.errors import not_found
+from groove.coordinator.store.records import learning_wire
+from groove.coordinator.store.relations import JOINED_BODY, JOINED_HEAD, RELATIONS, REVIEWS
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.protocol import constants as C
+from groove.protocol.curation import ReviewListRequest
+from groove.protocol.models import LearningGetRequest, LearningListRequest, RelationListRequest
 
 # Which of these learnings of a tier are archived: the coordinator keeps them in memory (search.rowcache.Archive).
 Archived = Callable[[str, list[str]], set[str]]

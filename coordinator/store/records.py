@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from coordinator.store.relations import JOINED_AT, LEARNING, USAGE
-from protocol import constants as C
-from protocol.models import LearningIn
-from protocol.portability import ExportedLearning
+from groove.coordinator.store.relations import JOINED_AT, LEARNING, USAGE
+from groove.protocol import constants as C
+from groove.protocol.models import LearningIn
+from groove.protocol.portability import ExportedLearning
 
 _USAGE_AT = len(LEARNING.cols)  # where the usage values start in a joined row
 

@@ -15,7 +15,7 @@ from functools import cached_property
 from operator import itemgetter
 from typing import Any
 
-from protocol.models import compact_json
+from groove.protocol.models import compact_json
 
 _JSON = "_json"
 

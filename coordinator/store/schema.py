@@ -15,9 +15,9 @@ from pathlib import Path
 
 from pycozo.client import Client
 
-from coordinator.errors import StorageError
-from coordinator.store.records import content_hash, vector_blob
-from coordinator.store.relations import (
+from groove.coordinator.errors import StorageError
+from groove.coordinator.store.records import content_hash, vector_blob
+from groove.coordinator.store.relations import (
     APPLIED,
     ARCHIVED,
     ARTIFACTS,
@@ -44,7 +44,7 @@ from coordinator.store.relations import (
     USAGE,
     Relation,
 )
-from protocol.ids import now_ms
+from groove.protocol.ids import now_ms
 
 log = logging.getLogger(__name__)
 

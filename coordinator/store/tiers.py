@@ -25,12 +25,12 @@ from typing import Any
 
 from pycozo.client import Client
 
-from coordinator.errors import DataDirLocked, Rejected, StorageError, TierUnavailable
-from coordinator.store.faults import Faults
-from coordinator.store.hashfilter import HashFilter
-from coordinator.store.schema import ensure_schema
-from protocol import constants as C
-from protocol.errors import ErrorCode
+from groove.coordinator.errors import DataDirLocked, Rejected, StorageError, TierUnavailable
+from groove.coordinator.store.faults import Faults
+from groove.coordinator.store.hashfilter import HashFilter
+from groove.coordinator.store.schema import ensure_schema
+from groove.protocol import constants as C
+from groove.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

@@ -31,22 +31,22 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from coordinator.board.directory import Boards
-from coordinator.board.state import LeaseExpiry
-from coordinator.errors import DiskFault, Rejected, StorageError
-from coordinator.metrics import Metrics
-from coordinator.search.derived import DerivedChanges
-from coordinator.store.faults import probe
-from coordinator.store.tiers import TierSet
-from coordinator.write.batches import Landed, check_curation, check_owner
-from coordinator.write.durability import Syncer
-from coordinator.write.ops import LEASES, MAINTAIN, WriteItem
-from coordinator.write.planning import Planner
-from coordinator.write.tiercommit import TierCommitter, recall
-from protocol.cluster import ClusterMap
-from protocol.errors import ErrorCode
-from protocol.ids import now_ms, uuid7
-from protocol.loop import MaintainRequest
+from groove.coordinator.board.directory import Boards
+from groove.coordinator.board.state import LeaseExpiry
+from groove.coordinator.errors import DiskFault, Rejected, StorageError
+from groove.coordinator.metrics import Metrics
+from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.store.faults import probe
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write.batches import Landed, check_curation, check_owner
+from groove.coordinator.write.durability import Syncer
+from groove.coordinator.write.ops import LEASES, MAINTAIN, WriteItem
+from groove.coordinator.write.planning import Planner
+from groove.coordinator.write.tiercommit import TierCommitter, recall
+from groove.protocol.cluster import ClusterMap
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import now_ms, uuid7
+from groove.protocol.loop import MaintainRequest
 
 log = logging.getLogger(__name__)
 

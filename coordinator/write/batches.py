@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.errors import Rejected, WrongCoordinator
-from coordinator.search.derived import DerivedChanges
-from coordinator.store.tiers import Tier
-from coordinator.write.ops import WriteItem
-from coordinator.write.parts import tidying
-from protocol import constants as C
-from protocol.cluster import ClusterMap
-from protocol.errors import ErrorCode
+from groove.coordinator.errors import Rejected, WrongCoordinator
+from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.write.ops import WriteItem
+from groove.coordinator.write.parts import tidying
+from groove.protocol import constants as C
+from groove.protocol.cluster import ClusterMap
+from groove.protocol.errors import ErrorCode
 
 
 @dataclass(slots=True)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.board.nudges import order
-from coordinator.errors import Rejected
-from coordinator.write.parts import BoardPart, Part, PutPart
-from coordinator.write.planning import Planner
-from protocol import constants as C
-from protocol.board import (
+from groove.coordinator.board.nudges import order
+from groove.coordinator.errors import Rejected
+from groove.coordinator.write.parts import BoardPart, Part, PutPart
+from groove.coordinator.write.planning import Planner
+from groove.protocol import constants as C
+from groove.protocol.board import (
     MemoryCreateRequest,
     MemoryUpdateRequest,
     TaskAddRequest,
@@ -28,10 +28,10 @@ from protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
-from protocol.errors import ErrorCode
-from protocol.ids import uuid7
-from protocol.models import LearningPutRequest
-from protocol.swarm import (
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import uuid7
+from groove.protocol.models import LearningPutRequest
+from groove.protocol.swarm import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,

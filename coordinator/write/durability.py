@@ -22,7 +22,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from coordinator.store.tiers import DB_DIR, Tier
+from groove.coordinator.store.tiers import DB_DIR, Tier
 
 WAL_DIR = "data"  # RocksDB's directory inside a tier's db directory
 CONFIRM_FILE = "wal-confirm"  # in the tier's directory: resized and synced after each sync of its logs

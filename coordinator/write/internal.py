@@ -8,11 +8,11 @@ import itertools
 import time
 from operator import itemgetter
 
-from coordinator.store.records import VectorBlob
-from coordinator.write.batcher import Batcher
-from coordinator.write.ops import STORE_RELATED, STORE_VECTORS, WriteItem
-from coordinator.write.planning import StoreRelated, StoreVectors
-from protocol.ids import uuid7
+from groove.coordinator.store.records import VectorBlob
+from groove.coordinator.write.batcher import Batcher
+from groove.coordinator.write.ops import STORE_RELATED, STORE_VECTORS, WriteItem
+from groove.coordinator.write.planning import StoreRelated, StoreVectors
+from groove.protocol.ids import uuid7
 
 _RELATED_CHUNK = 256  # near-duplicate pairs to a write: one commit's worth, not one write each as before
 # A client's write taken this recently: clients are writing, though too few to queue a quarter of a batch

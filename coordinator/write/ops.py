@@ -13,14 +13,14 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from coordinator.board.state import LeaseExpiry
-from coordinator.errors import Rejected
-from coordinator.loop.injection import InjectRecord
-from coordinator.write import boarding
-from coordinator.write.parts import BoardPart, Part
-from coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
-from protocol import constants as C
-from protocol.board import (
+from groove.coordinator.board.state import LeaseExpiry
+from groove.coordinator.errors import Rejected
+from groove.coordinator.loop.injection import InjectRecord
+from groove.coordinator.write import boarding
+from groove.coordinator.write.parts import BoardPart, Part
+from groove.coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
+from groove.protocol import constants as C
+from groove.protocol.board import (
     MemoryCreateRequest,
     MemoryUpdateRequest,
     TaskAddRequest,
@@ -34,16 +34,16 @@ from protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
-from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
-from protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
-from protocol.models import (
+from groove.protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
+from groove.protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
+from groove.protocol.models import (
     LearningDeleteRequest,
     LearningPutRequest,
     OutcomeRecordRequest,
     RelationPutRequest,
 )
-from protocol.scopes import tier_for_scope
-from protocol.swarm import (
+from groove.protocol.scopes import tier_for_scope
+from groove.protocol.swarm import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,

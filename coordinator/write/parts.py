@@ -11,10 +11,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from coordinator.loop.lifecycle import MaintainPart, RestorePart
-from coordinator.store.records import VectorBlob
-from protocol.models import LearningIn
-from protocol.portability import ExportedLearning, ExportedRelation
+from groove.coordinator.loop.lifecycle import MaintainPart, RestorePart
+from groove.coordinator.store.records import VectorBlob
+from groove.protocol.models import LearningIn
+from groove.protocol.portability import ExportedLearning, ExportedRelation
 
 
 @dataclass(slots=True)

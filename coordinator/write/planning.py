@@ -14,16 +14,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from coordinator.board.directory import Boards
-from coordinator.errors import Rejected, already_closed, not_found
-from coordinator.loop.adaptive import SessionResult, updates
-from coordinator.loop.injection import InjectRecord
-from coordinator.loop.lifecycle import MaintainPart, RestorePart, plan_tier
-from coordinator.loop.risks import scan
-from coordinator.store.records import VectorBlob, learning_wire
-from coordinator.store.relations import INJECTIONS, JOINED_BODY, JOINED_HEAD, REVIEWS
-from coordinator.store.tiers import Tier, TierSet
-from coordinator.write.parts import (
+from groove.coordinator.board.directory import Boards
+from groove.coordinator.errors import Rejected, already_closed, not_found
+from groove.coordinator.loop.adaptive import SessionResult, updates
+from groove.coordinator.loop.injection import InjectRecord
+from groove.coordinator.loop.lifecycle import MaintainPart, RestorePart, plan_tier
+from groove.coordinator.loop.risks import scan
+from groove.coordinator.store.records import VectorBlob, learning_wire
+from groove.coordinator.store.relations import INJECTIONS, JOINED_BODY, JOINED_HEAD, REVIEWS
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.write.parts import (
     DecidePart,
     DeletePart,
     EmbedPart,
@@ -39,20 +39,20 @@ from coordinator.write.parts import (
     RelationPart,
     SessionClose,
 )
-from protocol import constants as C
-from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
-from protocol.errors import ErrorCode
-from protocol.ids import uuid7
-from protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
-from protocol.models import (
+from groove.protocol import constants as C
+from groove.protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import uuid7
+from groove.protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
+from groove.protocol.models import (
     LearningDeleteRequest,
     LearningIn,
     LearningPutRequest,
     OutcomeRecordRequest,
     RelationPutRequest,
 )
-from protocol.portability import ExportedTier
-from protocol.scopes import tier_for_scope
+from groove.protocol.portability import ExportedTier
+from groove.protocol.scopes import tier_for_scope
 
 Parts = dict[str, Part]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.loop.adaptive import to_row
-from coordinator.loop.lifecycle import last_run_row
-from coordinator.search.derived import DerivedChanges
-from coordinator.store.relations import (
+from groove.coordinator.loop.adaptive import to_row
+from groove.coordinator.loop.lifecycle import last_run_row
+from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.store.relations import (
     APPLIED,
     ARCHIVED,
     EMBEDDINGS,
@@ -29,8 +29,8 @@ from coordinator.store.relations import (
     REVIEWS,
     USAGE,
 )
-from coordinator.write.tierwrite import TierWrite
-from protocol.constants import RELATION_SUPERSEDES
+from groove.coordinator.write.tierwrite import TierWrite
+from groove.protocol.constants import RELATION_SUPERSEDES
 
 
 def script(w: TierWrite) -> tuple[str, dict[str, Any]]:

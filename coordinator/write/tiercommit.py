@@ -16,18 +16,18 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.board.directory import Boards
-from coordinator.board.state import Board
-from coordinator.errors import DiskFault, Rejected, StorageError, reused_id
-from coordinator.store.faults import Faults, probe
-from coordinator.store.relations import HASHES
-from coordinator.store.tiers import Tier, TierSet
-from coordinator.write.batches import Landed
-from coordinator.write.ops import WriteItem
-from coordinator.write.parts import BoardPart
-from coordinator.write.render import changes, derived_changes, script
-from coordinator.write.tierwrite import TierWrite
-from protocol.errors import ErrorCode
+from groove.coordinator.board.directory import Boards
+from groove.coordinator.board.state import Board
+from groove.coordinator.errors import DiskFault, Rejected, StorageError, reused_id
+from groove.coordinator.store.faults import Faults, probe
+from groove.coordinator.store.relations import HASHES
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.write.batches import Landed
+from groove.coordinator.write.ops import WriteItem
+from groove.coordinator.write.parts import BoardPart
+from groove.coordinator.write.render import changes, derived_changes, script
+from groove.coordinator.write.tierwrite import TierWrite
+from groove.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

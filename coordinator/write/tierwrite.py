@@ -14,15 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from coordinator.board.state import Board
-from coordinator.errors import already_closed, not_found
-from coordinator.loop.adaptive import SPECS, AdaptiveParam, from_row
-from coordinator.loop.lifecycle import MaintainPart, RestorePart
-from coordinator.search.embedder import embedding_text, normalise
-from coordinator.store.records import UsageRow, VectorBlob, content_hash, learning_row, vector_blob
-from coordinator.store.relations import LEARNING, PARAMS, RELATIONS, REVIEWS, USAGE
-from coordinator.store.tiers import Tier
-from coordinator.write.parts import (
+from groove.coordinator.board.state import Board
+from groove.coordinator.errors import already_closed, not_found
+from groove.coordinator.loop.adaptive import SPECS, AdaptiveParam, from_row
+from groove.coordinator.loop.lifecycle import MaintainPart, RestorePart
+from groove.coordinator.search.embedder import embedding_text, normalise
+from groove.coordinator.store.records import UsageRow, VectorBlob, content_hash, learning_row, vector_blob
+from groove.coordinator.store.relations import LEARNING, PARAMS, RELATIONS, REVIEWS, USAGE
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.write.parts import (
     BoardPart,
     DecidePart,
     DeletePart,
@@ -37,8 +37,8 @@ from coordinator.write.parts import (
     RelatedPart,
     RelationPart,
 )
-from protocol import constants as C
-from protocol.models import compact_json
+from groove.protocol import constants as C
+from groove.protocol.models import compact_json
 
 RelKey = tuple[str, str, str]
 

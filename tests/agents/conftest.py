@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 
-from agents import GrooveClient
+from groove.agents import GrooveClient
 from tests.agents.kinds import KINDS, Blocking
 
 

@@ -8,7 +8,7 @@ import inspect
 import threading
 from typing import Any
 
-from agents import AsyncGrooveClient
+from groove.agents import AsyncGrooveClient
 
 KINDS = ["sync", "async"]
 

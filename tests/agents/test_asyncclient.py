@@ -11,11 +11,11 @@ from typing import Any
 import msgpack
 import pytest
 
-from agents import AsyncGrooveClient, GrooveClient, NotFound
-from agents.board import BoardCalls
-from agents.calls import operation
-from agents.client import LearningCalls
-from protocol.codec import encode_ok
+from groove.agents import AsyncGrooveClient, GrooveClient, NotFound
+from groove.agents.board import BoardCalls
+from groove.agents.calls import operation
+from groove.agents.client import LearningCalls
+from groove.protocol.codec import encode_ok
 from tests.agents.test_client import _peer
 from tests.helpers import RunningCoordinator, learning
 

@@ -14,7 +14,7 @@ import msgpack
 import pytest
 import zmq
 
-from agents import (
+from groove.agents import (
     BadEndpoint,
     BadRequest,
     Busy,
@@ -25,11 +25,11 @@ from agents import (
     NotFound,
     RemoteError,
 )
-from agents.errors import from_wire
-from protocol import constants as C
-from protocol.codec import encode_error, encode_ok
-from protocol.envelope import encode_request
-from protocol.errors import ErrorCode
+from groove.agents.errors import from_wire
+from groove.protocol import constants as C
+from groove.protocol.codec import encode_error, encode_ok
+from groove.protocol.envelope import encode_request
+from groove.protocol.errors import ErrorCode
 from tests.helpers import RunningCoordinator, learning, silent_endpoint
 
 
@@ -104,9 +104,9 @@ def test_pipelined_results_come_back_in_order(
 
 def test_the_client_is_light() -> None:
     code = (
-        "import sys, psutil; from agents import GrooveClient; c = GrooveClient('tcp://127.0.0.1:1'); "
+        "import sys, psutil; from groove import GrooveClient; c = GrooveClient('tcp://127.0.0.1:1'); "
         "import json; print(json.dumps({'rss_mb': psutil.Process().memory_info().rss / 1e6, "
-        "'heavy': [m for m in ('torch', 'sentence_transformers', 'pycozo', 'coordinator', 'asyncio') "
+        "'heavy': [m for m in ('torch', 'sentence_transformers', 'pycozo', 'groove.coordinator', 'asyncio') "
         "if m in sys.modules]}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -118,7 +118,7 @@ def test_the_client_is_light() -> None:
 def test_prepare_builds_the_named_reply_validators_before_the_first_call() -> None:
     # a fresh interpreter: in this one, other tests' calls have built validators already
     code = (
-        "import json; from agents import GrooveClient; from protocol.ops import OPS\n"
+        "import json; from groove import GrooveClient; from groove.protocol.ops import OPS\n"
         "built = lambda: sorted(op for op, spec in OPS.items() if spec.reply.__pydantic_complete__)\n"
         "before = built()\n"
         "try:\n    GrooveClient.prepare('task.claim', 'task.clam')\nexcept ValueError as exc:\n    refused = str(exc)\n"

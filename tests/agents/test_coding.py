@@ -8,9 +8,9 @@ import tomllib
 
 import pytest
 
-from agents.coding import CLAUDE, CODEX, AgentNotFound, Identity, find_binary, launch, read_ending
-from agents.gitwork import artifact_type, branch_name
-from protocol import constants as C
+from groove.agents.coding import CLAUDE, CODEX, AgentNotFound, Identity, find_binary, launch, read_ending
+from groove.agents.gitwork import artifact_type, branch_name
+from groove.protocol import constants as C
 
 WHO = Identity("claude-1", "01a21217-e463-731c-a343-6a35ee640326", "t:1", "01a21217-ec82-7661-a855-1ad0c187189e")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.backends import open_fleet
-from agents.fleet import WORKER_OPTIONS, Fleet, worker_flags
-from cli.agent import agent_command
+from groove.agents.backends import open_fleet
+from groove.agents.fleet import WORKER_OPTIONS, Fleet, worker_flags
+from groove.cli.agent import agent_command
 
 
 def test_every_worker_option_is_a_groove_agent_option_of_the_same_name() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents import gitwork
+from groove.agents import gitwork
 from tests.realagents import git_repo
 
 WORKERS, TASKS = 8, 160  # before the lock, 8 processes failed about 1 task in 80 (git 2.39)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import GrooveClient
-from agents.orchestrator import Orchestrator, OrchestratorError, write_block
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.agents.orchestrator import Orchestrator, OrchestratorError, write_block
+from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator, run_readme_example
 
 

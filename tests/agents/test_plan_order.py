@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agents.board import plan_order
+from groove.agents.board import plan_order
 
 
 def test_dependencies_come_first_and_the_plan_s_order_is_kept_where_it_already_is() -> None:

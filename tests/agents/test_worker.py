@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from agents import GrooveClient
-from agents.corpus import load
-from agents.fleet import Fleet
-from agents.worker import EXIT_MISMATCHES, WorkerSpec, run_worker
-from agents.workloads import Report, parse_mix, parse_script
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.agents.corpus import load
+from groove.agents.fleet import Fleet
+from groove.agents.worker import EXIT_MISMATCHES, WorkerSpec, run_worker
+from groove.agents.workloads import Report, parse_mix, parse_script
+from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator, agent_report, run_groove, spawn_agent, wait_for
 
 

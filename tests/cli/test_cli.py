@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from agents import GrooveClient
-from agents.coding import groove_argv
+from groove.agents import GrooveClient
+from groove.agents.coding import groove_argv
 from tests.helpers import RunningCoordinator, run_groove, silent_endpoint, subcommands
 
 
@@ -239,7 +239,7 @@ def test_agents_lists_who_said_hello(coordinator: RunningCoordinator) -> None:
 def test_every_verb_has_complete_help() -> None:
     """`groove VERB --help` says what the verb does and what each option is for; client verbs list the
     connection options (they may come after the verb) with their environment variables."""
-    from cli.main import cli
+    from groove.cli.main import cli
 
     def verbs(group: click.Group, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], click.Command]]:
         found = []

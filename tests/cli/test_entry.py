@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import click
 import pytest
 
-from cli.entry import run
-from cli.main import cli
+from groove.cli.entry import run
+from groove.cli.main import cli
 from tests.helpers import subcommands
 
 
@@ -57,12 +57,17 @@ def test_every_verb_in_the_table_is_the_command_of_that_name() -> None:
 
 def test_a_client_verb_loads_none_of_the_other_verbs_modules() -> None:
     probe = (
-        "import sys, click; from cli.main import cli; cli.get_command(click.Context(cli), 'learn'); "
-        "print(' '.join(m for m in sys.modules if m.startswith(('cli.', 'coordinator', 'ui', 'integrations'))))"
+        "import sys, click; from groove.cli.main import cli; cli.get_command(click.Context(cli), 'learn'); "
+        "print(' '.join(m for m in sys.modules "
+        "if m.startswith(('groove.cli.', 'groove.coordinator', 'groove.ui', 'groove.integrations'))))"
     )
     loaded = set(
         subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     )
-    assert "cli.commands" in loaded
-    assert loaded.isdisjoint({"cli.swarm", "cli.backup", "cli.board", "cli.ui", "cli.agent", "cli.serve"}), loaded
-    assert not any(m.startswith(("coordinator", "ui")) for m in loaded), loaded  # nor the coordinator's code
+    assert "groove.cli.commands" in loaded
+    assert loaded.isdisjoint({f"groove.cli.{name}" for name in ("swarm", "backup", "board", "ui", "agent", "serve")}), (
+        loaded
+    )
+    assert not any(m.startswith(("groove.coordinator", "groove.ui")) for m in loaded), (
+        loaded
+    )  # nor the coordinator's code

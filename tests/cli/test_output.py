@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.output import human, pairs, table, width
+from groove.cli.output import human, pairs, table, width
 
 
 def test_wide_and_combining_characters_are_measured_as_a_terminal_shows_them() -> None:

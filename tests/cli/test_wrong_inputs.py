@@ -84,7 +84,7 @@ from typing import Any
 
 import pytest
 
-from agents import GrooveClient
+from groove.agents import GrooveClient
 from tests.helpers import RunningCoordinator, run_groove, silent_endpoint, subcommands
 
 GONE = "01a20000-0000-7000-8000-0000000000ee"
@@ -339,7 +339,7 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
 
 def test_the_table_in_the_docstring_names_every_verb() -> None:
     """The docstring's table is what a reader sees; it must not leave a verb out."""
-    from cli.main import cli
+    from groove.cli.main import cli
 
     missing = [verb for verb in subcommands(cli) if not re.search(rf"[|`,] *{verb}\b", __doc__ or "")]
     assert missing == []

@@ -9,17 +9,17 @@ from typing import Any
 from pycozo.client import Client
 from pydantic import BaseModel
 
-from coordinator.errors import Rejected
-from coordinator.metrics import Metrics
-from coordinator.net.handlers import HANDLERS, Write
-from coordinator.store.reads import get_learning
-from coordinator.store.schema import MIGRATIONS
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.ops import WriteItem, WriteOp
-from protocol.ids import uuid7
-from protocol.models import LearningGetRequest
-from protocol.ops import OPS
+from groove.coordinator.errors import Rejected
+from groove.coordinator.metrics import Metrics
+from groove.coordinator.net.handlers import HANDLERS, Write
+from groove.coordinator.store.reads import get_learning
+from groove.coordinator.store.schema import MIGRATIONS
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write.batcher import Batcher, Outcome
+from groove.coordinator.write.ops import WriteItem, WriteOp
+from groove.protocol.ids import uuid7
+from groove.protocol.models import LearningGetRequest
+from groove.protocol.ops import OPS
 
 NOW = 1_800_000_000_000
 

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from coordinator.loop.adaptive import SPECS, AdaptiveParam, SessionResult, budget, from_row, to_row, updates
-from protocol import constants as C
+from groove.coordinator.loop.adaptive import SPECS, AdaptiveParam, SessionResult, budget, from_row, to_row, updates
+from groove.protocol import constants as C
 
 
 def test_an_update_follows_seed_001_step_for_step() -> None:

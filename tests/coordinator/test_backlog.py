@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from coordinator.search.derived import Derived
+from groove.coordinator.search.derived import Derived
 
 
 def test_the_visibility_lag_counts_what_is_still_queued_at_its_age_so_far() -> None:

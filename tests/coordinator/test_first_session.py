@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.loop.injection import prepare
-from coordinator.search.derived import Derived
-from protocol import constants as C
-from protocol.ids import uuid7
-from protocol.loop import InjectPrepareRequest
+from groove.coordinator.loop.injection import prepare
+from groove.coordinator.search.derived import Derived
+from groove.protocol import constants as C
+from groove.protocol.ids import uuid7
+from groove.protocol.loop import InjectPrepareRequest
 from tests.coordinator.harness import Harness
 
 SESSIONS = 1000

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.net import handlers
-from coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
-from coordinator.write import ops as writes
-from protocol import constants as C
+from groove.coordinator.net import handlers
+from groove.coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
+from groove.coordinator.write import ops as writes
+from groove.protocol import constants as C
 
 
 def test_the_table_is_checked_when_imported_and_refuses_a_table_that_disagrees_with_the_wire(

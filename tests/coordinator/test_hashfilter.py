@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from coordinator.store import hashfilter
-from coordinator.store.hashfilter import HashFilter
+from groove.coordinator.store import hashfilter
+from groove.coordinator.store.hashfilter import HashFilter
 
 
 def digest(n: int) -> str:

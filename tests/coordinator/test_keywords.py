@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.search.derived import Derived, DerivedChanges
-from coordinator.search.keywords import KeywordIndex
-from coordinator.search.lexical import index_text, query_terms, specific, words
+from groove.coordinator.search.derived import Derived, DerivedChanges
+from groove.coordinator.search.keywords import KeywordIndex
+from groove.coordinator.search.lexical import index_text, query_terms, specific, words
 
 
 def index(*entries: tuple[str, str, str]) -> KeywordIndex:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from coordinator.search.neighbours import NearDuplicates
+from groove.coordinator.search.neighbours import NearDuplicates
 
 
 def test_a_full_write_queue_never_makes_a_pair_go_twice() -> None:

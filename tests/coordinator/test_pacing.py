@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 import zmq
 
-from coordinator.metrics import Metrics
-from coordinator.search import embedpool
-from coordinator.search.derived import Derived
-from coordinator.search.embedpool import STORE_CHUNK, EmbedPool
-from coordinator.search.vectors import WorkCost
-from coordinator.store.records import VectorBlob, vector_blob
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.internal import store_vectors, writer_busy
-from coordinator.write.ops import PUT, WriteItem
-from protocol import constants as C
-from protocol.ids import uuid7
-from protocol.models import LearningPutRequest
+from groove.coordinator.metrics import Metrics
+from groove.coordinator.search import embedpool
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.search.embedpool import STORE_CHUNK, EmbedPool
+from groove.coordinator.search.vectors import WorkCost
+from groove.coordinator.store.records import VectorBlob, vector_blob
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write.batcher import Batcher, Outcome
+from groove.coordinator.write.internal import store_vectors, writer_busy
+from groove.coordinator.write.ops import PUT, WriteItem
+from groove.protocol import constants as C
+from groove.protocol.ids import uuid7
+from groove.protocol.models import LearningPutRequest
 
 
 def test_the_cost_per_vector_starts_at_the_first_call_and_then_moves_a_fifth_of_the_way() -> None:

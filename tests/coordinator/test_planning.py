@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from coordinator.board.state import LeaseExpiry
-from coordinator.errors import Rejected
-from coordinator.loop.injection import InjectRecord
-from coordinator.loop.lifecycle import MaintainPart, RestorePart
-from coordinator.store.records import vector_blob
-from coordinator.write import ops
-from coordinator.write.ops import WriteOp
-from coordinator.write.parts import (
+from groove.coordinator.board.state import LeaseExpiry
+from groove.coordinator.errors import Rejected
+from groove.coordinator.loop.injection import InjectRecord
+from groove.coordinator.loop.lifecycle import MaintainPart, RestorePart
+from groove.coordinator.store.records import vector_blob
+from groove.coordinator.write import ops
+from groove.coordinator.write.ops import WriteOp
+from groove.coordinator.write.parts import (
     BoardPart,
     DecidePart,
     DeletePart,
@@ -35,9 +35,9 @@ from coordinator.write.parts import (
     RelatedPart,
     RelationPart,
 )
-from coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
-from protocol import constants as C
-from protocol.board import (
+from groove.coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
+from groove.protocol import constants as C
+from groove.protocol.board import (
     MemoryCreateRequest,
     MemoryUpdateRequest,
     TaskAddRequest,
@@ -51,18 +51,18 @@ from protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
-from protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
-from protocol.ids import uuid7
-from protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
-from protocol.models import (
+from groove.protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
+from groove.protocol.ids import uuid7
+from groove.protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
+from groove.protocol.models import (
     LearningDeleteRequest,
     LearningPutRequest,
     OutcomeRecordRequest,
     RelationPutRequest,
 )
-from protocol.ops import OPS
-from protocol.portability import ExportFile
-from protocol.swarm import (
+from groove.protocol.ops import OPS
+from groove.protocol.portability import ExportFile
+from groove.protocol.swarm import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,

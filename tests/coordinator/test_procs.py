@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from coordinator import procs
+from groove.coordinator import procs
 
 
 def test_a_directory_another_start_swept_first_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.search.keywords import WordMatch
-from coordinator.search.ranking import Candidate, _passes
-from coordinator.store.records import UsageRow
-from coordinator.store.relations import LEARNING
-from protocol.search import SearchRequest
+from groove.coordinator.search.keywords import WordMatch
+from groove.coordinator.search.ranking import Candidate, _passes
+from groove.coordinator.store.records import UsageRow
+from groove.coordinator.store.relations import LEARNING
+from groove.protocol.search import SearchRequest
 
 
 def row(

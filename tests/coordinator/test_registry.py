@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.net.agents import MAX_AGENTS, AgentRegistry
-from protocol import constants as C
+from groove.coordinator.net.agents import MAX_AGENTS, AgentRegistry
+from groove.protocol import constants as C
 
 
 def test_agents_are_alive_while_they_keep_talking() -> None:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from pycozo.client import Client
 
-from coordinator.store.records import UsageRow, learning_row, learning_wire
-from coordinator.store.relations import ALL, ARCHIVED, JOINED_COLS, LEARNING, RELATIONS, REVIEWS, USAGE
-from coordinator.store.schema import ensure_schema
-from protocol.models import LearningIn, Usage
+from groove.coordinator.store.records import UsageRow, learning_row, learning_wire
+from groove.coordinator.store.relations import ALL, ARCHIVED, JOINED_COLS, LEARNING, RELATIONS, REVIEWS, USAGE
+from groove.coordinator.store.schema import ensure_schema
+from groove.protocol.models import LearningIn, Usage
 
 
 def test_the_migrations_make_every_declared_relation_with_its_columns_and_indexes(tmp_path: Path) -> None:

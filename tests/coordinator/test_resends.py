@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import msgpack
 
-from coordinator.errors import reused_id
-from coordinator.net.resends import Resends
-from protocol.digests import body_digest, comparable
-from protocol.errors import ErrorCode
+from groove.coordinator.errors import reused_id
+from groove.coordinator.net.resends import Resends
+from groove.protocol.digests import body_digest, comparable
+from groove.protocol.errors import ErrorCode
 
 
 def code(payload: bytes | None) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.loop.risks import mask, scan
-from protocol import constants as C
+from groove.coordinator.loop.risks import mask, scan
+from groove.protocol import constants as C
 
 CASES = [
     ("private_key", "-----BEGIN RSA PRIVATE KEY-----\nMIIE..."),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.search.rowcache import RowCache, Supersessions
+from groove.coordinator.search.rowcache import RowCache, Supersessions
 
 
 def row(lid: str, version: int) -> list[object]:

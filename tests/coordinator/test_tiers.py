@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from pycozo.client import Client
 
-from coordinator.errors import ConfigError
-from coordinator.net.config import Settings, build
-from coordinator.store.relations import APPLIED
-from coordinator.store.schema import CURRENT_VERSION, MIGRATIONS, applied_version
-from coordinator.store.tiers import TierSet, tier_dir
-from protocol.ids import uuid7
+from groove.coordinator.errors import ConfigError
+from groove.coordinator.net.config import Settings, build
+from groove.coordinator.store.relations import APPLIED
+from groove.coordinator.store.schema import CURRENT_VERSION, MIGRATIONS, applied_version
+from groove.coordinator.store.tiers import TierSet, tier_dir
+from groove.protocol.ids import uuid7
 from tests.coordinator.harness import tier_at_version
 
 
@@ -101,7 +101,7 @@ def test_settings_reject_unknown_keys_and_bad_values(tmp_path: Path) -> None:
 def test_an_interrupted_migration_completes_on_the_next_open(tmp_path: Path) -> None:
     from pycozo.client import Client
 
-    from coordinator.store.schema import ensure_schema
+    from groove.coordinator.store.schema import ensure_schema
 
     db = Client("rocksdb", str(tmp_path / "db"), dataframe=False)
     first = MIGRATIONS[0]
@@ -120,8 +120,8 @@ def test_an_interrupted_migration_completes_on_the_next_open(tmp_path: Path) -> 
 
 
 def test_the_content_hash_migration_backfills_stored_learnings(tmp_path: Path) -> None:
-    from coordinator.store.records import content_hash
-    from coordinator.store.schema import ensure_schema
+    from groove.coordinator.store.records import content_hash
+    from groove.coordinator.store.schema import ensure_schema
 
     db = tier_at_version(tmp_path / "db", 2)
     db.run(

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from pycozo.client import Client
 
-from coordinator.store.records import blob_vectors, vector_blob
-from coordinator.store.relations import EMBEDDINGS, NOTE_EMBEDDINGS
-from coordinator.store.schema import CURRENT_VERSION, applied_version, ensure_schema
-from coordinator.store.tiers import TierSet
-from protocol import constants as C
+from groove.coordinator.store.records import blob_vectors, vector_blob
+from groove.coordinator.store.relations import EMBEDDINGS, NOTE_EMBEDDINGS
+from groove.coordinator.store.schema import CURRENT_VERSION, applied_version, ensure_schema
+from groove.coordinator.store.tiers import TierSet
+from groove.protocol import constants as C
 from tests.coordinator.harness import tier_at_version
 
 VECTORS = 7  # more than one page of the copy
@@ -23,7 +23,7 @@ OLD = "<F32;384>"
 @pytest.fixture
 def v12(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A tier as a coordinator of schema version 12 left it: vectors of learnings and notes in the old type."""
-    monkeypatch.setattr("coordinator.store.schema._REBUILD_PAGE", 3)
+    monkeypatch.setattr("groove.coordinator.store.schema._REBUILD_PAGE", 3)
     db = tier_at_version(tmp_path / "db", 12)
     vectors = np.random.default_rng(1).normal(size=(VECTORS, C.EMBEDDING_DIM)).astype(np.float32)
     rows = [[f"l{i}", v.tolist()] for i, v in enumerate(vectors)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coordinator.search.vectors import VectorIndex
+from groove.coordinator.search.vectors import VectorIndex
 
 
 def unit_rows(n: int, seed: int) -> np.ndarray:

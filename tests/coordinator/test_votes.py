@@ -8,17 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator.loop.injection import prepare
-from coordinator.search import votes
-from coordinator.search.derived import Derived
-from coordinator.search.ranking import find
-from coordinator.search.votes import HALF_LIFE_MS, Votes
-from coordinator.store.records import vector_blob
-from coordinator.write.ops import INJECT
-from protocol import constants as C
-from protocol.ids import uuid7
-from protocol.loop import InjectPrepareRequest
-from protocol.search import SearchRequest
+from groove.coordinator.loop.injection import prepare
+from groove.coordinator.search import votes
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.search.ranking import find
+from groove.coordinator.search.votes import HALF_LIFE_MS, Votes
+from groove.coordinator.store.records import vector_blob
+from groove.coordinator.write.ops import INJECT
+from groove.protocol import constants as C
+from groove.protocol.ids import uuid7
+from groove.protocol.loop import InjectPrepareRequest
+from groove.protocol.search import SearchRequest
 from tests.coordinator.harness import NOW, Harness
 
 

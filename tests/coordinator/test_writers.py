@@ -8,14 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coordinator.errors import Rejected
-from coordinator.metrics import Metrics
-from coordinator.search.derived import DerivedChanges
-from coordinator.store.tiers import TierSet
-from coordinator.write.batcher import Batcher, Outcome
-from coordinator.write.ops import OUTCOME, PUT, WriteItem
-from protocol.ids import uuid7
-from protocol.models import LearningPutRequest, OutcomeRecordRequest
+from groove.coordinator.errors import Rejected
+from groove.coordinator.metrics import Metrics
+from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.write.batcher import Batcher, Outcome
+from groove.coordinator.write.ops import OUTCOME, PUT, WriteItem
+from groove.protocol.ids import uuid7
+from groove.protocol.models import LearningPutRequest, OutcomeRecordRequest
 from tests.helpers import learning
 
 APPLIED_ONE = {"applied": 1, "ignored": 0, "rated_before": 0}

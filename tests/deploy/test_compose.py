@@ -8,8 +8,8 @@ import re
 import click
 import yaml
 
-from cli.main import cli
-from coordinator.net.config import ENV_PREFIX, Settings, build
+from groove.cli.main import cli
+from groove.coordinator.net.config import ENV_PREFIX, Settings, build
 from tests.helpers import ROOT, compose, subcommands
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.disks import Ext4
-from cli.processes import start_coordinator
+from groove.cli.processes import start_coordinator
 
 Serve = Callable[..., tuple[subprocess.Popen[bytes], str]]
 

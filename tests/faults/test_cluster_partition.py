@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from agents import GrooveClient, GrooveTimeout
-from agents.cluster import GrooveCluster
-from protocol.loop import InjectPrepareReply
+from groove.agents import GrooveClient, GrooveTimeout
+from groove.agents.cluster import GrooveCluster
+from groove.protocol.loop import InjectPrepareReply
 from tests.helpers import RunningCoordinator, learning
 
 SHOP = "/srv/shop"

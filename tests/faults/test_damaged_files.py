@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import GrooveClient
-from agents.errors import TierUnavailable
-from coordinator.store.tiers import DB_DIR
+from groove.agents import GrooveClient
+from groove.agents.errors import TierUnavailable
+from groove.coordinator.store.tiers import DB_DIR
 from tests.helpers import RunningCoordinator, learning, run_groove
 
 _BATCHES = 40

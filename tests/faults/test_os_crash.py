@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import GrooveClient, GrooveError
-from agents.fleet import stop_process
 from benchmarks.disks import Ext4
+from groove.agents import GrooveClient, GrooveError
+from groove.agents.fleet import stop_process
 from tests.faults.conftest import Serve
 from tests.helpers import learning, wait_for
 

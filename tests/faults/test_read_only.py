@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agents import GrooveClient, StorageIO
-from agents.fleet import stop_process
 from benchmarks.disks import Ext4
+from groove.agents import GrooveClient, StorageIO
+from groove.agents.fleet import stop_process
 from tests.faults.conftest import Serve
 from tests.faults.load import WriteLoad
 from tests.helpers import learning, run_groove, wait_for

@@ -23,11 +23,11 @@ from typing import Any
 import ray
 from ray.cluster_utils import Cluster
 
-from agents import GrooveClient
-from agents.fleet import FleetBase, FleetError
-from agents.orchestrator import Orchestrator
-from agents.rayfleet import RayFleet
-from protocol.keys import CurveClient
+from groove.agents import GrooveClient
+from groove.agents.fleet import FleetBase, FleetError
+from groove.agents.orchestrator import Orchestrator
+from groove.agents.rayfleet import RayFleet
+from groove.protocol.keys import CurveClient
 
 
 def _seen(fleet: FleetBase, events: list[str]) -> dict[str, Any]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agents import GrooveClient, GrooveTimeout
-from agents.errors import Unauthorized, UnknownOp
-from agents.orchestrator import Orchestrator
-from protocol.keys import CurveClient, generate_key_pair
+from groove.agents import GrooveClient, GrooveTimeout
+from groove.agents.errors import Unauthorized, UnknownOp
+from groove.agents.orchestrator import Orchestrator
+from groove.protocol.keys import CurveClient, generate_key_pair
 from tests.helpers import RunningCoordinator, learning, run_groove
 
 Clients = Callable[..., GrooveClient]

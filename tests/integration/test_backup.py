@@ -12,8 +12,8 @@ import msgpack
 import pytest
 import zmq
 
-from agents import BadRequest, Conflict, GrooveClient
-from protocol.ids import uuid7
+from groove.agents import BadRequest, Conflict, GrooveClient
+from groove.protocol.ids import uuid7
 from tests.helpers import RunningCoordinator, learning, run_groove
 
 Clients = Callable[..., GrooveClient]

@@ -10,10 +10,10 @@ import msgpack
 import pytest
 import zmq
 
-from agents import GrooveClient, RequestTooLarge
-from protocol import constants as C
-from protocol.ids import uuid7
-from protocol.ops import OPS
+from groove.agents import GrooveClient, RequestTooLarge
+from groove.protocol import constants as C
+from groove.protocol.ids import uuid7
+from groove.protocol.ops import OPS
 from tests.helpers import RunningCoordinator, learning
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from agents import BadRequest, Conflict, GrooveClient, NotFound
-from protocol import constants as C
-from protocol.envelope import encode_request
-from protocol.ids import uuid7
+from groove.agents import BadRequest, Conflict, GrooveClient, NotFound
+from groove.protocol import constants as C
+from groove.protocol.envelope import encode_request
+from groove.protocol.ids import uuid7
 from tests.helpers import RunningCoordinator, agent_report, learning, run_readme_example, spawn_agent, wait_for
 from tests.integration.test_crash import raw_call
 
@@ -298,7 +298,7 @@ def test_a_completion_can_claim_the_next_task_in_the_same_write(client: GrooveCl
 
 AGENT_THAT_DIES = """
 import sys, time
-from agents import GrooveClient
+from groove.agents import GrooveClient
 client = GrooveClient(sys.argv[1])
 client.hello("doomed", status="working")
 task = client.claim_task(sys.argv[2], "doomed", 600_000)

@@ -15,12 +15,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from agents import Conflict, GrooveClient, NotFound, WrongCoordinator
-from agents.cluster import GrooveCluster
-from agents.coding import groove_argv
-from integrations.mcp_server import Bridge, build
-from protocol.cluster import ClusterMap
-from protocol.ids import uuid7
+from groove.agents import Conflict, GrooveClient, NotFound, WrongCoordinator
+from groove.agents.cluster import GrooveCluster
+from groove.agents.coding import groove_argv
+from groove.integrations.mcp_server import Bridge, build
+from groove.protocol.cluster import ClusterMap
+from groove.protocol.ids import uuid7
 from tests.helpers import RunningCoordinator, learning, run_groove
 
 NAMES = ("a", "b", "c")

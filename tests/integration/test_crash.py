@@ -15,8 +15,8 @@ import msgpack
 import pytest
 import zmq
 
-from agents import GrooveClient
-from protocol.envelope import encode_request
+from groove.agents import GrooveClient
+from groove.protocol.envelope import encode_request
 from tests.helpers import RunningCoordinator, agent_report, spawn_agent
 
 

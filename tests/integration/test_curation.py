@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from agents import BadRequest, Conflict, GrooveClient, NotFound
-from protocol import constants as C
+from groove.agents import BadRequest, Conflict, GrooveClient, NotFound
+from groove.protocol import constants as C
 from tests.helpers import learning
 
 DAY = C.DAY_MS

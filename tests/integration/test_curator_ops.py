@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents import BadRequest, Conflict, GrooveClient, NotFound
-from protocol import constants as C
+from groove.agents import BadRequest, Conflict, GrooveClient, NotFound
+from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator
 
 _NO_SUCH = "01a20000-0000-7000-8000-000000000000"

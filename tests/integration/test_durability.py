@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agents import GrooveClient
-from coordinator.write.durability import CONFIRM_FILE, WalSync
+from groove.agents import GrooveClient
+from groove.coordinator.write.durability import CONFIRM_FILE, WalSync
 from tests.helpers import RunningCoordinator
 
 

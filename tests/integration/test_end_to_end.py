@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agents import BadRequest, GrooveClient, NotFound
+from groove.agents import BadRequest, GrooveClient, NotFound
 from tests.helpers import RunningCoordinator, agent_report, learning, spawn_agent
 
 

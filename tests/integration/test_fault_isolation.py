@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from agents import GrooveClient
-from agents.errors import TierUnavailable
-from coordinator.store.tiers import DB_DIR, tier_dir
+from groove.agents import GrooveClient
+from groove.agents.errors import TierUnavailable
+from groove.coordinator.store.tiers import DB_DIR, tier_dir
 from tests.helpers import RunningCoordinator, learning
 
 

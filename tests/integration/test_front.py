@@ -9,14 +9,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agents import GrooveClient
+from groove.agents import GrooveClient
 from tests.helpers import RunningCoordinator, learning
 
 
 def front_of(coordinator: RunningCoordinator) -> psutil.Process:
     """The coordinator's one child process: its front."""
     (front,) = psutil.Process(coordinator.proc.pid).children()
-    assert "coordinator.net.front" in " ".join(front.cmdline())
+    assert "groove.coordinator.net.front" in " ".join(front.cmdline())
     return front
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from agents import GrooveClient
-from agents.coding import groove_argv
-from integrations.hook import STALE_AFTER_S, Hook, HookInput, Sessions, Wire
+from groove.agents import GrooveClient
+from groove.agents.coding import groove_argv
+from groove.integrations.hook import STALE_AFTER_S, Hook, HookInput, Sessions, Wire
 from tests.helpers import RunningCoordinator, silent_endpoint
 
 # The events' input, as documented; the fields groove does not read are kept so the shapes stay the agents'.
@@ -220,9 +220,10 @@ def test_bad_input_is_one_line_exit_1_and_changes_nothing(
 def test_the_hook_path_loads_neither_pydantic_nor_the_other_verbs(tmp_path: Path) -> None:
     """Its start-up is most of its latency: the entry point keeps the hook free of the rest of the CLI."""
     probe = (
-        "import sys\nimport cli.entry\nsys.argv = ['groove', 'hook', 'Stop']\n"
-        "try:\n    cli.entry.main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'agents', 'coordinator', 'mcp')))"
+        "import sys\nimport groove.cli.entry\nsys.argv = ['groove', 'hook', 'Stop']\n"
+        "try:\n    groove.cli.entry.main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'mcp') "
+        "or m.startswith(('groove.agents', 'groove.coordinator'))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agents import BadRequest, Conflict, GrooveClient, NotFound
-from protocol import constants as C
+from groove.agents import BadRequest, Conflict, GrooveClient, NotFound
+from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator, learning
 
 

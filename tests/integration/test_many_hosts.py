@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.coding import groove_argv
-from agents.fleet import stop_process
-from protocol.keys import generate_key_pair
+from groove.agents.coding import groove_argv
+from groove.agents.fleet import stop_process
+from groove.protocol.keys import generate_key_pair
 
 pytestmark = pytest.mark.slow
 

@@ -20,10 +20,10 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 
-from agents import GrooveClient
-from agents.coding import groove_argv
-from integrations.mcp_server import Bridge, build
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.agents.coding import groove_argv
+from groove.integrations.mcp_server import Bridge, build
+from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator, learning
 
 PROJECT = "/srv/shop"
@@ -145,7 +145,7 @@ def test_every_tool_acts_on_the_coordinator(coordinator: RunningCoordinator, cli
 async def stdio_session(endpoint: str) -> AsyncIterator[ClientSession]:
     """`groove mcp` as a child process over stdio, the endpoint given by argument (a stdio child gets only an
     allow-list of the environment), with the SDK's ClientSession."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "cli", "mcp", "--endpoint", endpoint,
+    params = StdioServerParameters(command=sys.executable, args=["-m", "groove.cli", "mcp", "--endpoint", endpoint,
                                                                  "--timeout", "2"])  # fmt: skip
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

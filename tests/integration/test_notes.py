@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from agents import BadRequest, GrooveClient, NotFound
-from protocol.ids import now_ms, uuid7
+from groove.agents import BadRequest, GrooveClient, NotFound
+from groove.protocol.ids import now_ms, uuid7
 from tests.helpers import RunningCoordinator, wait_for
 
 PROJECT = "/srv/shop"

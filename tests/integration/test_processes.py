@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agents import GrooveClient
-from agents.errors import GrooveError
-from protocol.models import ProcessStats
+from groove.agents import GrooveClient
+from groove.agents.errors import GrooveError
+from groove.protocol.models import ProcessStats
 from tests.helpers import RunningCoordinator, learning, wait_for
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from agents import BadRequest, GrooveClient, NotFound
-from protocol import constants as C
-from protocol.ids import now_ms
+from groove.agents import BadRequest, GrooveClient, NotFound
+from groove.protocol import constants as C
+from groove.protocol.ids import now_ms
 from tests.helpers import RunningCoordinator, learning, wait_for
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from agents import GrooveClient
-from protocol import constants as C
+from groove.agents import GrooveClient
+from groove.protocol import constants as C
 from tests.helpers import learning
 
 TOPICS = ["retries", "caching", "logging", "migrations", "fixtures", "timeouts", "packaging", "profiling", "linting"]

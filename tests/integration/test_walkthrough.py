@@ -18,7 +18,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from agents.coding import groove_argv
+from groove.agents.coding import groove_argv
 from tests.helpers import RunningCoordinator
 
 
@@ -47,7 +47,7 @@ def test_two_sessions_share_a_learning_rate_it_and_its_confidence_moves(
         return done.stdout
 
     # step 3: `groove hooks install` (the command is spelled out: `groove` need not be on this test's PATH)
-    groove("hooks", "install", "--command", f"{sys.executable} -m cli")
+    groove("hooks", "install", "--command", f"{sys.executable} -m groove.cli")
     hooks = json.loads((repo / ".claude/settings.json").read_text())["hooks"]
     command = {event: groups[0]["hooks"][0]["command"] for event, groups in hooks.items()}
     assert set(command) == {"SessionStart", "Stop", "SessionEnd"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from integrations.codextrust import Trusted, TrustError, ours, with_block, without_block
+from groove.integrations.codextrust import Trusted, TrustError, ours, with_block, without_block
 
 HOOKS = Path("/home/alex/shop/.codex/hooks.json")
 PROJECT = Path("/home/alex/shop")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.coding import groove_argv
-from integrations.install import InstallError, Manifest, Setup, plan_install, plan_uninstall
+from groove.agents.coding import groove_argv
+from groove.integrations.install import InstallError, Manifest, Setup, plan_install, plan_uninstall
 
 # A user's own files, written the way people write them: tabs, inline arrays, no final newline, non-ASCII.
 CLAUDE_SETTINGS = '{\n\t"permissions": {"allow": ["Bash(npm test)"]},\n\t"hooks": {\n\t\t"Stop": [{"hooks": ' \
@@ -187,25 +187,38 @@ def test_the_cli_dry_run_prints_the_diff_and_writes_nothing(home: Path, tmp_path
 
 def test_without_groove_on_path_the_hooks_run_this_python(home: Path, tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(home), "GROOVE_STATE_DIR": str(tmp_path / "state"), "PATH": "/nowhere"}
-    done = subprocess.run([sys.executable, "-m", "cli", "hooks", "install", "--project", str(home / "shop")],
+    done = subprocess.run([sys.executable, "-m", "groove.cli", "hooks", "install", "--project", str(home / "shop")],
                           capture_output=True, text=True, env=env, timeout=60, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "groove is not on PATH" in done.stderr
     hooks = json.loads((home / "shop/.claude/settings.json").read_text())["hooks"]
-    assert hooks["SessionStart"][0]["hooks"][0]["command"] == f"{sys.executable} -m cli hook SessionStart --timeout 3"
+    assert (
+        hooks["SessionStart"][0]["hooks"][0]["command"]
+        == f"{sys.executable} -m groove.cli hook SessionStart --timeout 3"
+    )
     server = json.loads((home / "shop/.mcp.json").read_text())["mcpServers"]["groove"]
-    assert server == {"command": sys.executable, "args": ["-m", "cli", "mcp", "--timeout", "3"]}
+    assert server == {"command": sys.executable, "args": ["-m", "groove.cli", "mcp", "--timeout", "3"]}
 
 
 def test_a_cluster_map_is_written_into_every_command_and_a_bad_one_is_refused(home: Path, tmp_path: Path) -> None:
     cluster = tmp_path / "cluster.toml"
     cluster.write_text('home = "a"\n[coordinators]\na = "tcp://10.0.0.1:5555"\n')
     env = {**os.environ, "HOME": str(home), "GROOVE_STATE_DIR": str(tmp_path / "state"), "PATH": "/nowhere"}
-    argv = [sys.executable, "-m", "cli", "--cluster", str(cluster), "hooks", "install", "--project", str(home / "shop")]
+    argv = [
+        sys.executable,
+        "-m",
+        "groove.cli",
+        "--cluster",
+        str(cluster),
+        "hooks",
+        "install",
+        "--project",
+        str(home / "shop"),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     hooks = json.loads((home / "shop/.claude/settings.json").read_text())["hooks"]
-    said = f"{sys.executable} -m cli hook SessionStart --timeout 3 --cluster {cluster}"
+    said = f"{sys.executable} -m groove.cli hook SessionStart --timeout 3 --cluster {cluster}"
     assert hooks["SessionStart"][0]["hooks"][0]["command"] == said
     server = json.loads((home / "shop/.mcp.json").read_text())["mcpServers"]["groove"]
     assert server["args"][-2:] == ["--cluster", str(cluster)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.cluster import ClusterMap, ClusterMapError
+from groove.protocol.cluster import ClusterMap, ClusterMapError
 
 MAP = """
 home = "a"

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import constants as C
-from protocol.codec import decode_request, encode_error, encode_ok, peek_op, validate_body
-from protocol.endpoints import EndpointError, check_endpoint
-from protocol.envelope import decode_reply, encode_request, pack
-from protocol.errors import DecodeError, ErrorCode, ProtocolError
-from protocol.ops import OPS
+from groove.protocol import constants as C
+from groove.protocol.codec import decode_request, encode_error, encode_ok, peek_op, validate_body
+from groove.protocol.endpoints import EndpointError, check_endpoint
+from groove.protocol.envelope import decode_reply, encode_request, pack
+from groove.protocol.errors import DecodeError, ErrorCode, ProtocolError
+from groove.protocol.ops import OPS
 
 
 def test_request_round_trip() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import zmq
 
-from protocol.keys import CurveClient, KeyFileError, generate_key_pair, read_key_file, server_public_key
+from groove.protocol.keys import CurveClient, KeyFileError, generate_key_pair, read_key_file, server_public_key
 
 
 def test_a_generated_pair_reads_back_with_its_metadata(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from protocol.ids import is_uuid7, now_ms, uuid7, uuid7_ms
-from protocol.models import LearningIn, LearningListRequest, LearningPutRequest, OutcomeRecordRequest
-from protocol.scopes import ScopeError, tier_for_scope, validate_scope, validate_tier
-from protocol.search import SearchContext
+from groove.protocol.ids import is_uuid7, now_ms, uuid7, uuid7_ms
+from groove.protocol.models import LearningIn, LearningListRequest, LearningPutRequest, OutcomeRecordRequest
+from groove.protocol.scopes import ScopeError, tier_for_scope, validate_scope, validate_tier
+from groove.protocol.search import SearchContext
 
 
 def base(**over: Any) -> dict[str, Any]:

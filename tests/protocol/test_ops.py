@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol import constants as C
-from protocol.models import Body, Reply
-from protocol.ops import OPS
+from groove.protocol import constants as C
+from groove.protocol.models import Body, Reply
+from groove.protocol.ops import OPS
 
 DOC = (Path(__file__).parents[2] / "protocol" / "PROTOCOL.md").read_text()
 TICKED = re.compile(r"`([a-z_.]+)`")

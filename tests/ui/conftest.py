@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from agents import GrooveClient
-from agents.coding import groove_argv
-from agents.fleet import stop_process
-from cli.processes import start_coordinator
+from groove.agents import GrooveClient
+from groove.agents.coding import groove_argv
+from groove.agents.fleet import stop_process
+from groove.cli.processes import start_coordinator
 from tests.helpers import ROOT, RunningCoordinator, wait_for
 
 CHROMIUM = os.environ.get("GROOVE_CHROMIUM", "/usr/bin/chromium")

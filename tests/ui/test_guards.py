@@ -15,13 +15,13 @@ import pytest
 from playwright.sync_api import Page, expect
 from prometheus_client.parser import text_string_to_metric_families
 
-from agents import BadRequest, GrooveClient
-from agents.fleet import stop_process
-from protocol import constants as C
-from protocol.keys import CurveClient, generate_key_pair
+from groove.agents import BadRequest, GrooveClient
+from groove.agents.fleet import stop_process
+from groove.protocol import constants as C
+from groove.protocol.keys import CurveClient, generate_key_pair
+from groove.ui.metrics import METRICS
 from tests.helpers import RunningCoordinator, learning, wait_for
 from tests.ui.conftest import TOKEN, Dashboard, start_dashboard
-from ui.metrics import METRICS
 
 
 def _post(url: str, fields: dict[str, str], headers: dict[str, str] | None = None) -> int:

@@ -7,17 +7,17 @@ import re
 
 import pytest
 
-from agents import BadRequest, Conflict, GrooveTimeout, NotFound
-from agents.errors import Busy
-from cli.options import host_port
-from cli.ui import parse_bind
+from groove.agents import BadRequest, Conflict, GrooveTimeout, NotFound
+from groove.agents.errors import Busy
+from groove.cli.options import host_port
+from groove.cli.ui import parse_bind
+from groove.ui import charts
+from groove.ui.actions import ACTIONS
+from groove.ui.app import _safe_next
+from groove.ui.live import Hub, sse
+from groove.ui.metrics import METRICS
+from groove.ui.source import CoordinatorDown, Missing, Refused, Source
 from tests.helpers import ROOT
-from ui import charts
-from ui.actions import ACTIONS
-from ui.app import _safe_next
-from ui.live import Hub, sse
-from ui.metrics import METRICS
-from ui.source import CoordinatorDown, Missing, Refused, Source
 
 
 def test_the_beta_density_integrates_to_one_and_its_plot_marks_the_mean() -> None:
