@@ -20,7 +20,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import zmq
@@ -28,11 +28,19 @@ import zmq.asyncio
 
 from groove.agents.board import BoardCalls
 from groove.agents.calls import AsyncRunner
-from groove.agents.client import LearningCalls
-from groove.agents.errors import BadEndpoint, CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
-from groove.agents.transport import LINK_EVENTS, MAX_BACKOFF_S, MIN_BACKOFF_S, Result, no_reply_message
+from groove.agents.client import LearningCalls, taken_nudges
+from groove.agents.errors import CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
+from groove.agents.transport import (
+    LINK_EVENTS,
+    MAX_BACKOFF_S,
+    MIN_BACKOFF_S,
+    Result,
+    absent_message,
+    checked,
+    configure,
+    no_reply_message,
+)
 from groove.protocol import constants as C
-from groove.protocol.endpoints import EndpointError, check_endpoint
 from groove.protocol.envelope import ReplyEnvelope, decode_reply, encode_request
 from groove.protocol.errors import ProtocolError
 from groove.protocol.frames import send_frames
@@ -51,7 +59,6 @@ class _Flight:
     resend_at: float
     replied: asyncio.Future[ReplyEnvelope]
     last_error: GrooveError | None = None
-    waiting: set[int] = field(default_factory=set)
 
 
 class AsyncTransport:
@@ -66,20 +73,12 @@ class AsyncTransport:
         curve: CurveClient | None = None,
         absent_after: float | None = None,
     ) -> None:
-        try:
-            check_endpoint(endpoint)
-        except EndpointError as exc:
-            raise BadEndpoint(str(exc)) from None
-        self.endpoint, self.curve = endpoint, curve
+        self.endpoint, self.curve = checked(endpoint), curve
         self.timeout, self.attempt_timeout, self.absent_after = timeout, attempt_timeout, absent_after
         self.sock: zmq.asyncio.Socket = (context or zmq.asyncio.Context.instance()).socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
-        self.sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         # a blocking view of the same socket: the pump drains what poll said is there, and sends never wait
         self._now: zmq.Socket[bytes] = zmq.Socket.shadow(self.sock.underlying)
-        if curve is not None:
-            curve.apply(self._now)
+        configure(self._now, curve)
         self._monitor = self.sock.get_monitor_socket(LINK_EVENTS)
         self._events: zmq.Socket[bytes] = zmq.Socket.shadow(self._monitor.underlying)  # the same for link events
         self._dropped = self._reached = self._refused = False
@@ -163,10 +162,7 @@ class AsyncTransport:
                 flight.replied = asyncio.get_running_loop().create_future()
                 continue
             if self._absent():
-                raise CoordinatorAbsent(
-                    f"nothing is listening at {self.endpoint}: connecting was refused for {self.absent_after:.1f} s "
-                    "(is the coordinator running? `groove serve` starts one)"
-                )
+                raise CoordinatorAbsent(absent_message(self.endpoint, self.absent_after or 0.0))
             if now >= flight.deadline:
                 if flight.last_error is not None:  # it answered: say what, not "no reply"
                     raise flight.last_error
@@ -348,6 +344,4 @@ class AsyncGrooveClient(LearningCalls, BoardCalls, AsyncRunner):
         """As `GrooveClient.pushed_nudges`, awaited."""
         if wait > 0 and not self.transport.pushed:
             await self.transport.wait_pushed(wait)
-        taken = [body for kind, body in self.transport.pushed if kind == C.PUSH_NUDGE]
-        self.transport.pushed.clear()
-        return [Nudge.model_validate(body) for body in taken]
+        return taken_nudges(self.transport.pushed)

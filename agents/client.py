@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -469,9 +470,14 @@ class GrooveClient(LearningCalls, BoardCalls, SyncRunner):
         seconds for one when none is here yet."""
         if wait > 0 and not self.transport.pushed:
             self.transport.wait_pushed(wait)
-        taken = [body for kind, body in self.transport.pushed if kind == C.PUSH_NUDGE]
-        self.transport.pushed.clear()
-        return [Nudge.model_validate(body) for body in taken]
+        return taken_nudges(self.transport.pushed)
+
+
+def taken_nudges(pushed: deque[tuple[str, dict[str, Any]]]) -> list[Nudge]:
+    """The nudges among a connection's unsolicited messages, taken: the messages are cleared."""
+    taken = [body for kind, body in pushed if kind == C.PUSH_NUDGE]
+    pushed.clear()
+    return [Nudge.model_validate(body) for body in taken]
 
 
 def attribution_maps(attributions: Sequence[tuple[str, str] | dict[str, Any]]) -> list[dict[str, Any]]:

@@ -37,6 +37,32 @@ MIN_BACKOFF_S = 0.005
 MAX_BACKOFF_S = C.MAX_BUSY_RETRY_MS / 1000
 
 
+def checked(endpoint: str) -> str:
+    """The endpoint, or BadEndpoint saying what is wrong with it (before any socket sees it)."""
+    try:
+        check_endpoint(endpoint)
+    except EndpointError as exc:
+        raise BadEndpoint(str(exc)) from None
+    return endpoint
+
+
+def configure(sock: zmq.Socket[bytes], curve: CurveClient | None) -> None:
+    """A client DEALER's options: closed at once, reconnecting fast, CURVE when given."""
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RECONNECT_IVL, 50)
+    sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+    if curve is not None:
+        curve.apply(sock)
+
+
+def absent_message(endpoint: str, after: float) -> str:
+    """What a call says when nothing has listened at the endpoint for `after` seconds."""
+    return (
+        f"nothing is listening at {endpoint}: connecting was refused for {after:.1f} s "
+        "(is the coordinator running? `groove serve` starts one)"
+    )
+
+
 def no_reply_message(endpoint: str, waited: float, curve: CurveClient | None) -> str:
     """What a call that got no reply by its deadline says."""
     return f"no reply from {endpoint} within {waited:.1f} s " + (
@@ -84,21 +110,13 @@ class Transport:
         refused for this many seconds with none ever made (a command line's quick answer); None: keep trying
         until each call's deadline (a worker outliving a coordinator's restart). A coordinator that accepts the
         connection and answers slowly is never called absent."""
-        try:
-            check_endpoint(endpoint)
-        except EndpointError as exc:
-            raise BadEndpoint(str(exc)) from None
-        self.endpoint = endpoint
+        self.endpoint = checked(endpoint)
         self.curve = curve
         self.timeout = timeout
         self.attempt_timeout = attempt_timeout
         self._context = context or zmq.Context.instance()
         self.sock: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
-        self.sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-        if curve is not None:
-            curve.apply(self.sock)
+        configure(self.sock, curve)
         self._monitor = self.sock.get_monitor_socket(LINK_EVENTS)
         self._dropped = False  # the connection dropped and has not come back yet
         self.absent_after = absent_after
@@ -212,10 +230,7 @@ class Transport:
 
     def _fail_absent(self, flights: dict[str, _Flight], results: dict[int, Result]) -> None:
         now = time.monotonic()
-        absent = CoordinatorAbsent(
-            f"nothing is listening at {self.endpoint}: connecting was refused for {self.absent_after:.1f} s "
-            "(is the coordinator running? `groove serve` starts one)"
-        )
+        absent = CoordinatorAbsent(absent_message(self.endpoint, self.absent_after or 0.0))
         for flight in flights.values():
             results[flight.index] = Result(None, absent, now - flight.first_sent, flight.request_id)
         flights.clear()
