@@ -15,6 +15,7 @@ drift apart: one method body, two ways to drive it.
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, Generic, ParamSpec, TypeAlias, TypeVar, cast, overload
@@ -123,10 +124,18 @@ class operation(Generic[P, T]):  # noqa: N801 - used as a decorator, named like 
             async def awaited(*args: P.args, **kwargs: P.kwargs) -> T:
                 return await client.run_steps(steps(client, *args, **kwargs))
 
-            return functools.update_wrapper(awaited, steps)
+            return _named(awaited, steps, client)
         assert isinstance(client, SyncRunner)
 
         def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
             return client.run_steps(steps(client, *args, **kwargs))
 
-        return functools.update_wrapper(blocking, steps)
+        return _named(blocking, steps, client)
+
+
+def _named(run: Callable[..., Any], steps: Callable[..., Any], client: object) -> Callable[..., Any]:
+    """`run` with the steps' name and docstring, and their signature as a bound method's (no `self`) for
+    help() and editors."""
+    functools.update_wrapper(run, steps)
+    run.__wrapped__ = types.MethodType(steps, client)  # type: ignore[attr-defined]
+    return run
