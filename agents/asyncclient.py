@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import struct
 import time
 from collections import deque
@@ -29,16 +28,17 @@ import zmq.asyncio
 from groove.agents.board import BoardCalls
 from groove.agents.calls import AsyncRunner
 from groove.agents.client import LearningCalls, taken_nudges
-from groove.agents.errors import CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
+from groove.agents.errors import CoordinatorAbsent, GrooveError, GrooveTimeout, from_wire
 from groove.agents.transport import (
     LINK_EVENTS,
-    MAX_BACKOFF_S,
-    MIN_BACKOFF_S,
     Result,
     absent_message,
+    addressed,
+    backoff_s,
     checked,
     configure,
     no_reply_message,
+    too_large,
 )
 from groove.protocol import constants as C
 from groove.protocol.envelope import ReplyEnvelope, decode_reply, encode_request
@@ -124,10 +124,7 @@ class AsyncTransport:
             raise ValueError(f"request id {rid} is already in flight on this client")
         payload = encode_request(rid, op, body)
         if len(payload) > C.MAX_MESSAGE_BYTES:
-            raise RequestTooLarge(
-                f"{op} request is {len(payload):,} bytes encoded; the limit is {C.MAX_MESSAGE_BYTES:,} "
-                "(1 MiB): split it into smaller requests"
-            )
+            raise too_large(op, len(payload))
         now = time.monotonic()
         attempt = self.attempt_timeout if attempt_timeout is None else attempt_timeout
         budget = self.timeout if timeout is None else timeout
@@ -157,8 +154,7 @@ class AsyncTransport:
                 if not (error.retryable and now < flight.deadline):
                     raise error
                 flight.last_error = error
-                delay = (error.retry_after_ms or C.DEFAULT_BUSY_RETRY_MS) / 1000.0
-                flight.resend_at = now + min(MAX_BACKOFF_S, max(MIN_BACKOFF_S, delay)) * random.uniform(0.5, 1.5)
+                flight.resend_at = now + backoff_s(error)
                 flight.replied = asyncio.get_running_loop().create_future()
                 continue
             if self._absent():
@@ -224,10 +220,7 @@ class AsyncTransport:
                 if self._pushed_more is not None:
                     self._pushed_more.set()
                 continue
-            if reply.id is None and not reply.ok and len(self._flights) == 1:
-                flight: _Flight | None = next(iter(self._flights.values()))  # its id unreadable: ours, the only one
-            else:
-                flight = self._flights.get(reply.id) if isinstance(reply.id, str) else None
+            flight = addressed(reply, self._flights)
             if flight is not None and not flight.replied.done():
                 flight.replied.set_result(reply)
 

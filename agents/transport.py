@@ -16,14 +16,22 @@ import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import zmq
 
-from groove.agents.errors import BadEndpoint, CoordinatorAbsent, GrooveError, GrooveTimeout, RequestTooLarge, from_wire
+from groove.agents.errors import (
+    BadEndpoint,
+    CoordinatorAbsent,
+    GrooveError,
+    GrooveTimeout,
+    RemoteError,
+    RequestTooLarge,
+    from_wire,
+)
 from groove.protocol import constants as C
 from groove.protocol.endpoints import EndpointError, check_endpoint
-from groove.protocol.envelope import decode_reply, encode_request
+from groove.protocol.envelope import ReplyEnvelope, decode_reply, encode_request
 from groove.protocol.errors import ProtocolError
 from groove.protocol.frames import send_frames
 from groove.protocol.ids import uuid7
@@ -35,6 +43,7 @@ LINK_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT
 
 MIN_BACKOFF_S = 0.005
 MAX_BACKOFF_S = C.MAX_BUSY_RETRY_MS / 1000
+F = TypeVar("F")  # a transport's record of a call in flight
 
 
 def checked(endpoint: str) -> str:
@@ -61,6 +70,29 @@ def absent_message(endpoint: str, after: float) -> str:
         f"nothing is listening at {endpoint}: connecting was refused for {after:.1f} s "
         "(is the coordinator running? `groove serve` starts one)"
     )
+
+
+def too_large(op: str, size: int) -> RequestTooLarge:
+    """A request over the message limit, never sent: the coordinator would refuse it, and over MAX_FRAME_BYTES it
+    would drop the connection unanswered."""
+    return RequestTooLarge(
+        f"{op} request is {size:,} bytes encoded; the limit is {C.MAX_MESSAGE_BYTES:,} (1 MiB): split it into "
+        "smaller requests"
+    )
+
+
+def backoff_s(error: RemoteError) -> float:
+    """How long to wait before resending after a retryable error: the delay it suggests, jittered and bounded."""
+    delay = (error.retry_after_ms or C.DEFAULT_BUSY_RETRY_MS) / 1000.0
+    return min(MAX_BACKOFF_S, max(MIN_BACKOFF_S, delay)) * random.uniform(0.5, 1.5)
+
+
+def addressed(reply: ReplyEnvelope, flights: dict[str, F]) -> F | None:
+    """The call in flight a reply answers, or None (a late reply to an attempt already answered). An error about
+    a request whose id the coordinator could not read has no id: with one call in flight, it is that one's."""
+    if reply.id is None and not reply.ok and len(flights) == 1:
+        return next(iter(flights.values()))
+    return flights.get(reply.id) if isinstance(reply.id, str) else None
 
 
 def no_reply_message(endpoint: str, waited: float, curve: CurveClient | None) -> str:
@@ -200,11 +232,7 @@ class Transport:
                 payload = encode_request(rid, op, body)
                 if len(payload) > C.MAX_MESSAGE_BYTES:
                     # the coordinator would refuse it; over MAX_FRAME_BYTES it would drop the connection unanswered
-                    too_large = RequestTooLarge(
-                        f"{op} request is {len(payload):,} bytes encoded; the limit is {C.MAX_MESSAGE_BYTES:,} "
-                        "(1 MiB): split it into smaller requests"
-                    )
-                    results[index] = Result(None, too_large, 0.0, rid)
+                    results[index] = Result(None, too_large(op, len(payload)), 0.0, rid)
                     continue
                 flight = _Flight(index, rid, payload, now, now + attempt, now + budget, attempt)
                 flights[rid] = flight
@@ -285,11 +313,7 @@ class Transport:
             if reply.push is not None:
                 self.pushed.append((reply.push, reply.body))
                 continue
-            if reply.id is None and not reply.ok and len(flights) == 1:
-                # an error about a request whose id the coordinator could not read; with one in flight it is ours
-                flight: _Flight | None = next(iter(flights.values()))
-            else:
-                flight = flights.get(reply.id) if isinstance(reply.id, str) else None
+            flight = addressed(reply, flights)
             if flight is None:
                 continue  # a late reply to an attempt already answered, or an unreadable request's error
             now = time.monotonic()
@@ -301,8 +325,7 @@ class Transport:
             error = from_wire(reply.error)
             if error.retryable and now < flight.deadline:
                 flight.last_error = error
-                delay = (error.retry_after_ms or C.DEFAULT_BUSY_RETRY_MS) / 1000.0
-                flight.resend_at = now + min(MAX_BACKOFF_S, max(MIN_BACKOFF_S, delay)) * random.uniform(0.5, 1.5)
+                flight.resend_at = now + backoff_s(error)
                 continue
             del flights[flight.request_id]
             results[flight.index] = Result(None, error, now - flight.first_sent, flight.request_id)
