@@ -156,6 +156,11 @@ def _section(path: Path, data: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
+def hook_group(setup: Setup, event: str) -> dict[str, Any]:
+    """groove's hook group for `event`, as both agents' settings (and the Claude Code plugin) hold it."""
+    return {"hooks": [{"type": "command", "command": setup.hook_command(event), "timeout": HOOK_TIMEOUT_S}]}
+
+
 def add_hooks(path: Path, text: str, setup: Setup) -> str:
     """Give each event groove's hook group: in place of the one there (so a reinstall moves nothing), else at
     the end; events this setup leaves out lose groove's group (a reinstall without --prompts)."""
@@ -169,7 +174,7 @@ def add_hooks(path: Path, text: str, setup: Setup) -> str:
         ours_at = next((i for i, group in enumerate(groups) if _ours(group)), None)
         kept = [group for group in groups if not _ours(group)]
         if event in wanted:
-            mine = {"hooks": [{"type": "command", "command": setup.hook_command(event), "timeout": HOOK_TIMEOUT_S}]}
+            mine = hook_group(setup, event)
             at = len(kept) if ours_at is None else ours_at
             hooks[event] = [*kept[:at], mine, *kept[at:]]
         elif ours_at is not None:
