@@ -20,7 +20,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet --no-compile -c constraints.txt -e '.[dev,ray]'
+	$(PIP) install --quiet --no-compile -c constraints.txt -e '.[dev,ray,openai-agents]'
 	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null || true
 	touch $(STAMP)
 
@@ -78,8 +78,8 @@ typecheck: $(STAMP)
 ## wheels: a fresh venv installs groove and every dependency from wheels alone (no compiler, no headers), and
 ## groove puts one top-level package there, `groove`, which imports beside the OpenAI Agents SDK's `agents`
 WHEELS_VENV := .wheels-venv
-# the OpenAI Agents SDK: its wheel's one package is a top-level `agents`, and groove must install beside it
-OPENAI_AGENTS := 0.24.0
+# The OpenAI Agents SDK's wheel has one package, a top-level `agents` (constraints.txt pins its version): it and
+# groove's integration must import side by side.
 wheels:
 	rm -rf $(WHEELS_VENV) build
 	$(PYTHON) -m venv $(WHEELS_VENV)
@@ -93,9 +93,9 @@ wheels:
 		tops = sorted({str(f).split('/')[0] for f in m.files('groove') if not str(f).startswith('..')}); \
 		assert tops == ['groove', 'groove-' + m.version('groove') + '.dist-info'], tops"  # one top-level name
 	$(WHEELS_VENV)/bin/python -m pip install --quiet --no-compile --only-binary=:all: -c constraints.txt \
-		openai-agents==$(OPENAI_AGENTS) > $(WHEELS_VENV)/pip.log 2>&1 || { cat $(WHEELS_VENV)/pip.log; exit 1; }
+		openai-agents > $(WHEELS_VENV)/pip.log 2>&1 || { cat $(WHEELS_VENV)/pip.log; exit 1; }
 	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "from agents import Agent, Runner; \
-		from groove import GrooveClient, AsyncGrooveClient"  # the OpenAI Agents SDK's top-level agents, beside groove
+		from groove import GrooveClient, AsyncGrooveClient; from groove.integrations.openai_agents import GrooveRun"
 	rm -rf $(WHEELS_VENV) build
 
 # three workers (pytest-xdist), even on two cores: most tests wait on processes and sockets (measured: 6.6 min

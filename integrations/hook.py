@@ -325,14 +325,21 @@ def _learning_line(item: dict[str, Any]) -> str:
     return f"- {text} (id `{learning['id']}`, confidence {learning['confidence']:.2f})"
 
 
-def session_context(injection_id: str, learnings: list[dict[str, Any]]) -> str:
-    """What a SessionStart adds to the agent's context: the learnings, with their ids and how to rate them."""
-    lines = [
+def learnings_block(learnings: list[dict[str, Any]]) -> list[str]:
+    """The lines that give an agent its learnings, best first, each with its id and confidence."""
+    return [
         "## Learnings from groove",
         "What other agents learned in this project, best first; follow them where they apply.",
         "",
         *(_learning_line(item) for item in learnings),
         "",
+    ]
+
+
+def session_context(injection_id: str, learnings: list[dict[str, Any]]) -> str:
+    """What a SessionStart adds to the agent's context: the learnings, with their ids and how to rate them."""
+    lines = [
+        *learnings_block(learnings),
         f"When you finish, call the groove MCP tool `end_session` with injection_id `{injection_id}`, whether the "
         "task succeeded, and the ids of these learnings that helped (`helpful`) or were wrong here "
         "(`contradicted`); the others count as ignored. To rate one as you go, call `record_outcome` with this "

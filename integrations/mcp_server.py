@@ -245,7 +245,7 @@ def _board_tools(server: MCPServer, bridge: Bridge) -> None:
     def claim_task(
         memory_id: str,
         agent_id: str,
-        lease_ms: Annotated[int, Field(ge=C.MIN_LEASE_MS, le=C.MAX_LEASE_MS)] = 600_000,
+        lease_ms: Annotated[int, Field(ge=C.MIN_LEASE_MS, le=C.MAX_LEASE_MS)] = C.DEFAULT_LEASE_MS,
         role: str | None = None,
     ) -> dict[str, Any] | None:
         """Take the highest-priority task of a working memory that is ready (its dependencies done); null when

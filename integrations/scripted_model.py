@@ -2,8 +2,9 @@
 and tests that use it measure groove and the agents, never a model.
 
 It speaks the two APIs the agents call, Anthropic's Messages API (`POST /v1/messages`, what Claude Code sends
-to `ANTHROPIC_BASE_URL`, streamed when asked, as Claude Code asks) and OpenAI's Responses API (`POST
-/v1/responses`, a Codex `[model_providers]` entry with `wire_api = "responses"`), each reply from a script:
+to `ANTHROPIC_BASE_URL`) and OpenAI's Responses API (`POST /v1/responses`, a Codex `[model_providers]` entry
+with `wire_api = "responses"`, or the OpenAI Agents SDK's Responses model), each streamed when asked (Claude
+Code and Codex ask) and else one JSON reply, each reply from a script:
 
 - A **scene** is chosen by the first of its `match` patterns (regular expressions) found in the request's
   text (system prompt and messages together); the first scene that matches wins, else the default scene.
@@ -261,10 +262,46 @@ def messages_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return events
 
 
+def responses_reply(turn: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API reply (not streamed, as the OpenAI Agents SDK's `Runner.run` asks) for a turn."""
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 10,
+        "total_tokens": 20,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:24]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": MODEL,
+        "status": "completed",
+        "output": _responses_items(turn),
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": usage,
+    }
+
+
 def responses_events(turn: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The Responses API's server-sent events for a turn: created, each output item, completed. Codex offers an
-    MCP server's tools in a namespace (`mcp__groove`): a call of `mcp__groove__X` is `X` in that namespace."""
+    """The Responses API's server-sent events for a turn: created, each output item, completed."""
     response_id = f"resp_{uuid.uuid4().hex[:24]}"
+    usage = {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20}
+    return [
+        ("response.created", {"type": "response.created", "response": {"id": response_id}}),
+        *(
+            ("response.output_item.done", {"type": "response.output_item.done", "item": i})
+            for i in _responses_items(turn)
+        ),
+        ("response.completed", {"type": "response.completed", "response": {"id": response_id, "usage": usage}}),
+    ]
+
+
+def _responses_items(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    """A turn's output items: its text as a message, each tool call as a function call. Codex offers an MCP
+    server's tools in a namespace (`mcp__groove`): a call of `mcp__groove__X` is `X` in that namespace."""
     items: list[dict[str, Any]] = []
     if "text" in turn:
         items.append(
@@ -286,12 +323,7 @@ def responses_events(turn: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         if (found := MCP_TOOL.fullmatch(call["name"])) is not None:
             item |= {"namespace": f"mcp__{found.group(1)}", "name": found.group(2)}
         items.append(item)
-    usage = {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20}
-    return [
-        ("response.created", {"type": "response.created", "response": {"id": response_id}}),
-        *(("response.output_item.done", {"type": "response.output_item.done", "item": item}) for item in items),
-        ("response.completed", {"type": "response.completed", "response": {"id": response_id, "usage": usage}}),
-    ]
+    return items
 
 
 class _Server(ThreadingHTTPServer):
@@ -331,8 +363,9 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 error = {"type": "error", "error": {"type": "api_error", "message": "scripted failure"}}
                 self._send(int(turn["error"]), "application/json", json.dumps(error).encode())
                 return
-            if path == MESSAGES_PATH and not body.get("stream"):
-                self._send(200, "application/json", json.dumps(messages_reply(turn)).encode())
+            if not body.get("stream"):
+                reply = messages_reply(turn) if path == MESSAGES_PATH else responses_reply(turn)
+                self._send(200, "application/json", json.dumps(reply).encode())
                 return
             stream = messages_events(messages_reply(turn)) if path == MESSAGES_PATH else responses_events(turn)
             events = "".join(f"event: {kind}\ndata: {json.dumps(data)}\n\n" for kind, data in stream)

@@ -212,6 +212,7 @@ MAX_DEPENDENCIES: Final = 100
 MAX_TASK_ID_CHARS: Final = 128  # a client-chosen task id: letters, digits and . _ : -
 MIN_LEASE_MS: Final = 100
 MAX_LEASE_MS: Final = 24 * 3600 * 1000
+DEFAULT_LEASE_MS: Final = 10 * 60 * 1000  # what an agent tool claims a task for when it does not say
 MAX_TASK_LIST: Final = 20_000
 MAX_BOARD_TEXT_CHARS: Final = 8000  # goals, descriptions, summaries, errors
 
