@@ -138,14 +138,16 @@ def example(name: str, language: str) -> str:
     raise AssertionError(f"neither the README nor a docs page has its {name} example any more")
 
 
-def run_readme_example(name: str, endpoint: str, workdir: Path) -> subprocess.CompletedProcess[str]:
+def run_readme_example(
+    name: str, endpoint: str, workdir: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the `<!-- example: NAME -->` Python block (README or docs) as written, in `workdir`, against
-    `endpoint`."""
+    `endpoint` (`env` over this process's environment)."""
     (workdir / "example.py").write_text(example(name, "python"))
     run = subprocess.run(
         [sys.executable, "example.py"],
         cwd=workdir,
-        env={**os.environ, "GROOVE_ENDPOINT": endpoint},
+        env={**os.environ, "GROOVE_ENDPOINT": endpoint, **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from openai import APIStatusError, AsyncOpenAI
 from groove.agents import AsyncGrooveClient, GrooveClient
 from groove.integrations.openai_agents import GrooveRun, GrooveRunError, board_tools, task_of
 from groove.integrations.scripted_model import MODEL, Scene, Script, ScriptedModel
-from tests.helpers import RunningCoordinator
+from tests.helpers import RunningCoordinator, run_readme_example
 
 PROJECT = "/srv/shop"
 FIELDS = {
@@ -214,3 +215,18 @@ def test_the_task_is_the_text_of_the_runs_user_messages() -> None:
     assert task_of(given) == "fix the orders tests\nand the cart"
     assert task_of([{"role": "user", "content": "   "}]) is None
     assert task_of([{"role": "user", "content": "x" * 5000}]) == "x" * 2000
+
+
+def test_the_docs_example_runs_as_written(
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
+) -> None:
+    rate = {"tool": "rate_learning", "input": {"learning_id": "{learning_id}", "outcome": "helpful"}}
+    script = Script([Scene(["fix the orders tests"], [rate, {"text": "fixed the orders tests"}])], fields=FIELDS)
+    with ScriptedModel(script) as model:
+        offline = {"OPENAI_BASE_URL": f"{model.url}/v1", "OPENAI_API_KEY": "offline",
+                   "OPENAI_AGENTS_DISABLE_TRACING": "1"}  # fmt: skip
+        ran = run_readme_example("openai-agents", coordinator.endpoint, tmp_path, offline)
+    assert ran.stdout.splitlines() == ["fixed the orders tests", "given 1, left unrated 0"]
+    (learning,) = client.list_learnings(scope_prefix="project:/srv/shop").learnings
+    usage = learning.usage
+    assert (usage.times_injected, usage.times_helpful, usage.times_ignored) == (1, 1, 0)
