@@ -1,8 +1,9 @@
 """Every verb with the inputs users get wrong: a clear one-line error, a non-zero exit, and nothing stored changed.
 
-Each row was run as `groove ...` (a real process) against one real coordinator, or with no coordinator where
-the row says so. Status 1: the coordinator refused the request; 2: the command line or a local file is
-wrong; 3: no coordinator answered. `ID` is a stored learning, `GONE` an id no tier holds.
+Each row was run as `groove ...` (a process of its own, forked from one that loaded the CLI once:
+tests/cliforks.py) against one real coordinator, or with no coordinator where the row says so. Status 1: the
+coordinator refused the request; 2: the command line or a local file is wrong; 3: no coordinator answered.
+`ID` is a stored learning, `GONE` an id no tier holds.
 
 | verb | what is wrong | tried | status |
 |---|---|---|---|
@@ -78,14 +79,12 @@ import json
 import re
 import socket
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from groove.agents import GrooveClient
-from tests.helpers import RunningCoordinator, run_groove, silent_endpoint, subcommands
+from tests.cliforks import run_many
+from tests.helpers import RunningCoordinator, silent_endpoint, subcommands
 
 GONE = "01a20000-0000-7000-8000-0000000000ee"
 
@@ -100,15 +99,8 @@ def state(client: GrooveClient) -> list[Any]:
     ]
 
 
-# The rows run in this many tests, each against its own coordinator: one test of them all took a minute on two
-# cores, spawning a CLI process per row; in parts, the test workers share them.
-_PARTS = 4
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("part", range(_PARTS))
 def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
-    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path, part: int
+    coordinator: RunningCoordinator, client: GrooveClient, tmp_path: Path
 ) -> None:
     lid = client.learn("global", "solution", "kept", "kept")
     archived = client.learn("global", "solution", "put away", "put away")
@@ -316,10 +308,8 @@ def test_every_wrong_input_gets_one_line_a_nonzero_status_and_changes_nothing(
             (("hooks", "install", "--project", "nope"), 2),
             (("hooks", "uninstall", "--agent", "vim"), 2),
         ]
-        cases = cases[part::_PARTS]
         before = state(client)
-        with ThreadPoolExecutor(4) as pool:
-            runs = list(pool.map(lambda case: run_groove(*case[0]), cases))
+        runs = run_many([list(args) for args, _ in cases])
     busy.close()
     wrong = []
     for (args, status), run in zip(cases, runs, strict=True):
