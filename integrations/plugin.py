@@ -54,7 +54,7 @@ def _json(data: dict[str, Any]) -> str:
 def files() -> dict[Path, str]:
     """Each file of the marketplace and its plugin, by its path under the repository root."""
     plugin = {"name": NAME, "version": GROOVE_VERSION, "description": DESCRIPTION, "author": {"name": NAME},
-              "license": "MIT", "keywords": ["memory", "mcp", "hooks", "agents"]}  # fmt: skip
+              "keywords": ["memory", "mcp", "hooks", "agents"]}  # fmt: skip
     marketplace = {
         "name": NAME,
         "owner": {"name": NAME},
