@@ -347,14 +347,19 @@ class GrooveCluster:
 
     def settle(self) -> list[Owed]:
         """Send the owed parts again, each under its request id (applied once, however often sent); returns
-        those still owed."""
-        still = []
+        those still owed. A coordinator that leaves one unanswered is not sent its others until the next round,
+        so a call waits at most one time-out per coordinator down."""
+        still, unanswered = [], set()
         for owed in self.owed:
+            if owed.coordinator in unanswered:  # it did not answer this round: its other parts would wait as long
+                still.append(owed)
+                continue
             try:
                 owed.part(self.clients[owed.coordinator], owed.request_id)
             except GrooveError as exc:
                 if _unanswered(exc):
                     still.append(owed)
+                    unanswered.add(owed.coordinator)
                 else:  # refused for good (its learnings deleted since, say): resending cannot help
                     log.warning("coordinator %s refused its owed part (%s): %s", owed.coordinator, owed.what, exc)
         self.owed = still
