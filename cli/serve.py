@@ -72,7 +72,8 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 @setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(EMBEDDERS))
 @setting(
     "embed_device",
-    "Where the backlog of learnings is embedded: auto = a CUDA GPU when torch sees one (fp16), else the CPU; "
+    "Where the backlog of learnings is embedded: auto = a CUDA GPU when torch (groove[gpu]) sees one (fp16), "
+    "else the CPU; "
     "queries are embedded on the CPU",
     type=click.Choice(EMBED_DEVICES),
 )
@@ -81,7 +82,7 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
     "Embedding processes on the CPU; 0 = one per 4 cores (with GPUs: one per GPU, whatever this says)",
     type=int,
 )
-@setting("embed_threads", "torch threads per CPU embedding process; 0 = 4, or every core if fewer", type=int)
+@setting("embed_threads", "ONNX Runtime threads per CPU embedding process; 0 = 4, or every core if fewer", type=int)
 @setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
 @setting("maintain_every_s", "Seconds between lifecycle runs (decay, archive, purge); 0 turns them off", type=float)
 @setting(

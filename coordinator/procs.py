@@ -65,9 +65,10 @@ def die_with_parent(parent: int) -> None:
 class Child:
     """One supervised process: its command line, its current run, and how many times it was restarted."""
 
-    def __init__(self, name: str, argv: list[str]) -> None:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.name = name
         self.argv = argv
+        self.env = env  # set over the coordinator's own environment
         self.proc: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self.last_exit: int | None = None  # the status of the run before this one (negative: a signal)
@@ -76,7 +77,7 @@ class Child:
 
     def start(self) -> None:
         """Start (or start again) the process."""
-        self.proc = subprocess.Popen(self.argv)
+        self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env} if self.env else None)
         self.started = time.monotonic()
 
     def alive(self) -> bool:

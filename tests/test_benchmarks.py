@@ -245,15 +245,6 @@ def test_the_ann_benchmark_compares_libraries_on_random_vectors() -> None:
 
 
 @pytest.mark.slow
-def test_the_embedding_benchmark_times_each_way_against_the_cpu_model() -> None:
-    _, result = benchmark("embed", "--texts", "64")
-    ways = {r["how"]: r for r in result["results"]}
-    assert {"torch fp32 cpu", "torch int8 cpu"} <= set(ways)
-    assert ways["torch fp32 cpu"]["cosine_min"] > 0.999  # the reference against itself
-    assert all(r["texts_per_s"] > 0 for r in ways.values())
-
-
-@pytest.mark.slow
 def test_the_injection_benchmark_times_each_kind_of_call() -> None:
     _, result = benchmark("inject", "--learnings", "100", "--sessions", "5")
     for kind in ("no_task", "with_task", "session"):

@@ -1,5 +1,6 @@
 """An embedding worker process: it loads the model and turns texts into vectors for its coordinator, which
-starts it (`embedpool.py`), never by hand. torch lives here, not in the coordinator.
+starts it (`embedpool.py`), never by hand. The model (ONNX Runtime, or torch on a GPU) lives here, not in the
+coordinator.
 
 Its link is one DEALER socket to the pool's ROUTER (ipc, in the coordinator's private directory); each message
 one msgpack frame:
@@ -37,7 +38,7 @@ import zmq
 
 from groove.coordinator.procs import die_with_parent
 from groove.coordinator.search.duty import Pace
-from groove.coordinator.search.embedder import MiniLM, resolve_device
+from groove.coordinator.search.embedder import MiniLM, give_back_memory, resolve_device
 
 HELLO, VECTORS, FAILED, QUERY, BULK, PACE, STOP = "H", "V", "X", "Q", "B", "P", "S"
 _RESULTS = "inproc://groove-embed-results"
@@ -69,6 +70,8 @@ def _work(
                 batch.append(more)
             for message in _embed(model, batch, pace):
                 out.send(msgpack.packb(message))
+            if pace is not None:
+                give_back_memory()  # a share of the backlog may be large: its pages go back, not kept for the next
     finally:
         out.close(linger=-1)
 
@@ -140,11 +143,17 @@ class Worker:
             (self.queries if message[0] == QUERY else self.bulk).put((message[1], message[2]))
 
 
+def _gpus() -> int:
+    import torch  # noqa: PLC0415 - loaded already with a GPU model
+
+    return int(torch.cuda.device_count())
+
+
 @click.command()
 @click.option("--link", required=True, help="The pool's ROUTER endpoint.")
 @click.option("--identity", required=True, help="This worker's name on the link.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N, for the backlog.")
-@click.option("--threads", type=click.IntRange(1, 256), required=True, help="torch CPU threads.")
+@click.option("--threads", type=click.IntRange(1, 256), required=True, help="CPU threads for the model.")
 @click.option("--log-level", default="info", help="As the coordinator's.")
 def main(link: str, identity: str, device: str, threads: int, log_level: str) -> None:
     """Run one embedding worker (started by the coordinator, never by hand)."""
@@ -153,9 +162,6 @@ def main(link: str, identity: str, device: str, threads: int, log_level: str) ->
     die_with_parent(parent)
     line = f"%(asctime)s %(levelname)s %(name)s ({identity}): %(message)s"
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format=line)
-    import torch  # noqa: PLC0415 - seconds to import: only this process needs it
-
-    torch.set_num_threads(threads)
     context: zmq.Context[Any] = zmq.Context()
     sock: zmq.Socket[bytes] = context.socket(zmq.DEALER)
     sock.setsockopt(zmq.IDENTITY, identity.encode())
@@ -165,7 +171,7 @@ def main(link: str, identity: str, device: str, threads: int, log_level: str) ->
         where = resolve_device("cuda" if device.startswith("cuda") else device)
         if where == "cuda" and device.startswith("cuda:"):
             where = device
-        query = MiniLM("cpu")
+        query = MiniLM("cpu", threads=threads)
         bulk = query if where == "cpu" else MiniLM(where)
     except Exception as exc:
         log.error("the embedding model could not be loaded: %s", exc)
@@ -173,7 +179,7 @@ def main(link: str, identity: str, device: str, threads: int, log_level: str) ->
         sock.close(linger=1000)
         context.term()
         sys.exit(3)
-    gpus = torch.cuda.device_count() if where != "cpu" else 0
+    gpus = _gpus() if where != "cpu" else 0
     sock.send(msgpack.packb([HELLO, where, bulk.batch_size, gpus]))
     worker = Worker(sock, context, query, bulk)
     signal.signal(signal.SIGTERM, lambda *_: setattr(worker, "stopping", True))
