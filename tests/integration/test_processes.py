@@ -1,6 +1,6 @@
 """The processes a coordinator runs beside itself, killed under load: an embedding worker and the front are
 started again, `stats` says so, and nothing written is lost, doubled or left without its vector. The coordinator
-itself never loads torch."""
+itself never loads the model (ONNX Runtime or torch)."""
 
 from __future__ import annotations
 
@@ -60,8 +60,10 @@ def test_a_killed_embedding_worker_is_restarted_and_every_learning_gets_its_vect
     stop, acked = threading.Event(), list[str]()
     writer = _writing(client_factory(running.endpoint, timeout=60), stop, acked, "embedded", most=320)
     wait_for(lambda: client.stats().vectors >= 16, "the first vectors stored", 60)
-    if sys.platform.startswith("linux"):  # torch lives in the workers: the coordinator never loaded it
-        assert "libtorch" not in Path(f"/proc/{running.proc.pid}/maps").read_text()
+    if sys.platform.startswith("linux"):  # the model lives in the workers: the coordinator never loaded it
+        maps = Path(f"/proc/{running.proc.pid}/maps").read_text()
+        assert "libtorch" not in maps
+        assert "onnxruntime" not in maps
     assert worker is not None
     assert worker.pid is not None
     os.kill(worker.pid, signal.SIGKILL)
