@@ -49,11 +49,11 @@ from groove.protocol.models import (
     PingReply,
     RelationListReply,
     RelationOut,
-    StatsReply,
 )
 from groove.protocol.ops import OPS
 from groove.protocol.portability import BackupReply, ExportReply, ImportReply
 from groove.protocol.search import RebuildReply, SearchHit, SearchReply
+from groove.protocol.stats import StatsReply
 from groove.protocol.swarm import Nudge
 
 

@@ -39,10 +39,10 @@ from groove.protocol.models import (
     LearningPutReply,
     OutcomeRecordReply,
     RelationOut,
-    StatsReply,
 )
 from groove.protocol.scopes import tier_for_scope
 from groove.protocol.search import SearchContext, SearchHit
+from groove.protocol.stats import StatsReply
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -88,8 +88,9 @@ def commit_rate(work: Path, prepared: list[Prepared], how: str) -> float:
         if how == "import":
             payloads = [_imports(params) for _, params in prepared]
             started = time.perf_counter()
-            for payload in payloads:
-                tier.db.import_relations(payload)
+            with tier.using() as db:
+                for payload in payloads:
+                    db.import_relations(payload)
         else:
             started = time.perf_counter()
             for text, params in prepared:

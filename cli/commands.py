@@ -14,7 +14,7 @@ import click
 from groove.agents import GrooveClient, GrooveError, GrooveTimeout
 from groove.agents.cluster import GrooveCluster
 from groove.cli.options import cluster_of, connection_options, curve_of, json_option, scope_option, tier_option
-from groove.cli.output import emit_json, fail, pairs, table
+from groove.cli.output import emit_json, fail, memory_line, pairs, table
 from groove.protocol import constants as C
 from groove.protocol.models import LearningOut
 
@@ -290,6 +290,7 @@ def stats(client: GrooveClient, as_json: bool) -> None:
                 ("agents", f"{s.agents_alive} alive of {s.agents_known} known"),
                 ("requests", f"{s.requests_served} served, {s.replies_dropped} replies dropped"),
                 ("process", f"RSS {s.rss_mb:.0f} MB, CPU {s.cpu_percent:.0f} %, up {s.uptime_s:.0f} s"),
+                ("memory", memory_line(s.memory_mb, s.memory_budget_mb, s.tiers)),
                 ("embedder", s.embedder),
                 (
                     "embedding",

@@ -84,3 +84,10 @@ def fail(message: str, code: int = 1) -> NoReturn:
     """Print `groove: error: message` to stderr and exit; no traceback."""
     click.echo(f"groove: error: {message}", err=True)
     sys.exit(code)
+
+
+def memory_line(parts: dict[str, float], budget_mb: int, tiers: Sequence[Any]) -> str:
+    """`stats`' memory line: the budget, the parts from the largest down, and the tiers released while idle."""
+    shown = ", ".join(f"{name.replace('_', ' ')} {mb:.0f}" for name, mb in sorted(parts.items(), key=lambda p: -p[1]))
+    released = sum(1 for tier in tiers if tier.released)
+    return f"budget {budget_mb} MB; {shown} MB; {released} of {len(tiers)} open tiers released while idle"

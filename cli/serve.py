@@ -66,7 +66,11 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
     is_flag=True,
     default=None,
 )
-@setting("reply_cache", "Recent write replies kept in memory for retries", type=int)
+@setting(
+    "reply_cache",
+    "Recent write replies kept in memory for retries (about 450 B each); none = from --memory-mb",
+    type=int,
+)
 @setting("peer_hwm", "ZeroMQ high-water mark per peer", type=int)
 @setting("log_level", "Log verbosity", type=click.Choice(LOG_LEVELS))
 @setting("embedder", "Embedding model for semantic search; none = keywords only", type=click.Choice(EMBEDDERS))
@@ -90,7 +94,17 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
     "process: acked writes survive a coordinator crash; fsync: also an OS crash (WAL synced before each ack)",
     type=click.Choice(DURABILITIES),
 )
-@setting("row_cache", "Learning rows kept in memory for search (about 1 KB each); 0 turns it off", type=int)
+@setting(
+    "row_cache",
+    "Learning rows kept in memory for search (about 1 KB each); 0 turns it off; none = from --memory-mb",
+    type=int,
+)
+@setting(
+    "memory_mb",
+    "The coordinator's memory budget, MB: the caches are sized to it, and idle tiers are released past its share",
+    type=int,
+)
+@setting("tier_idle_s", "A tier unused this long releases its RocksDB (opened again at its next use)", type=float)
 @setting("curve", "Encrypt and authenticate every connection with CurveZMQ", is_flag=True, default=None)
 @setting(
     "authorized_keys",

@@ -29,7 +29,7 @@ from groove.cli.ui import DEFAULT_BIND, parse_bind, spawn_dashboard
 from groove.coordinator.metrics import summarize
 from groove.coordinator.net.config import EMBEDDERS
 from groove.protocol import constants as C
-from groove.protocol.models import StatsReply
+from groove.protocol.stats import StatsReply
 
 _check_address = checked_by(parse_ray_address)
 

@@ -72,6 +72,8 @@ class Metrics:
         self.unauthorized = 0
         self.write_ms = 1.0  # recent milliseconds of commit per write: how fast the write queue drains
         self.process = psutil.Process()
+        # what the process holds before any tier opens (the interpreter, groove's code, its libraries)
+        self.base_rss_mb = self.process.memory_info().rss / 1e6
         self.process.cpu_percent(None)  # the first call only starts the measurement
 
     def record_batch(self, size: int, committed: int, commit_ms: float) -> None:

@@ -94,8 +94,6 @@ from groove.protocol.models import (
     RelationListRequest,
     RelationPutRequest,
     Reply,
-    StatsReply,
-    StatsRequest,
 )
 from groove.protocol.portability import (
     BackupReply,
@@ -106,6 +104,7 @@ from groove.protocol.portability import (
     ImportRequest,
 )
 from groove.protocol.search import RebuildReply, RebuildRequest, SearchReply, SearchRequest
+from groove.protocol.stats import StatsReply, StatsRequest
 from groove.protocol.swarm import (
     ArtifactListReply,
     ArtifactListRequest,

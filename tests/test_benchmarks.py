@@ -467,6 +467,7 @@ def test_the_soak_benchmark_samples_the_backlog_and_the_memory_and_waits_for_the
     assert len(result["samples"]) >= 3
     assert result["samples"][-1]["queue"] == 0  # drained before the last sample
     assert result["samples"][-1]["learnings"] > 0
+    assert result["samples"][-1]["memory_mb"]["interpreter"] > 0  # memory by part, sampled with the rest
     assert result["drained_after_load_s"] >= 0
 
 

@@ -17,7 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from groove.protocol import constants as C
-from groove.protocol.models import HistogramOut, StatsReply
+from groove.protocol.stats import HistogramOut, StatsReply
 from groove.ui.live import tasks_by_status
 from groove.ui.source import Source, UiError
 
@@ -75,6 +75,11 @@ METRICS = (
     Declared("groove_injections", "counter", "Sessions given learnings (inject.prepare acked)."),
     Declared("groove_outcomes", "counter", "Outcomes applied to learnings, by kind."),
     Declared("groove_resident_memory_bytes", "gauge", "The coordinator process' resident memory."),
+    Declared(
+        "groove_memory_bytes",
+        "gauge",
+        "The coordinator process' memory by part (stats.memory_mb: RocksDB estimated, the rest read or counted).",
+    ),
 )
 _HELP = {m.name: m.help for m in METRICS}
 
@@ -183,3 +188,7 @@ class CoordinatorCollector(Collector):
             outcomes.add_metric([kind], events.get(f"outcomes_{kind}", 0))
         yield outcomes
         yield _gauge("groove_resident_memory_bytes", stats.rss_mb * 1e6)
+        memory = GaugeMetricFamily("groove_memory_bytes", _HELP["groove_memory_bytes"], labels=["part"])
+        for part, mb in stats.memory_mb.items():
+            memory.add_metric([part], mb * 1e6)
+        yield memory

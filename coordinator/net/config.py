@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from groove.coordinator.budget import DEFAULT_MB, Budget
 from groove.coordinator.errors import ConfigError
 from groove.coordinator.net.auth import is_loopback
 from groove.coordinator.write.batcher import MOST_WRITERS
@@ -55,7 +56,8 @@ class Settings(BaseModel):
     writers: int = Field(1, ge=1, le=MOST_WRITERS)
     # the front decodes and validates writes; measured no faster on 2 cores (performance-history.md): opt-in
     front_checks: bool = False
-    reply_cache: int = Field(100_000, ge=0, le=10_000_000)
+    # None: from the memory budget (budget.py), as row_cache
+    reply_cache: int | None = Field(None, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)
     log_level: LogLevel = "info"
     embedder: Embedder = "minilm"
@@ -64,7 +66,9 @@ class Settings(BaseModel):
     embed_workers: int = Field(0, ge=0, le=256)
     embed_threads: int = Field(0, ge=0, le=256)
     exact_limit: int = Field(10_000, ge=0, le=10_000_000)
-    row_cache: int = Field(100_000, ge=0, le=10_000_000)
+    row_cache: int | None = Field(None, ge=0, le=10_000_000)
+    memory_mb: int = Field(DEFAULT_MB, ge=128, le=1_048_576)
+    tier_idle_s: float = Field(300.0, ge=1.0, le=30 * 86400.0)
     maintain_every_s: float = Field(3600.0, ge=0.0, le=30 * 86400.0)
     durability: Durability = "process"
     curve: bool = False
@@ -106,6 +110,18 @@ class Settings(BaseModel):
     def owners(self) -> tuple[str, ClusterMap] | None:
         """This coordinator's name and the cluster map, when it is one of a cluster."""
         return None if self._map is None or self.cluster_name is None else (self.cluster_name, self._map)
+
+    def budget(self) -> Budget:
+        """The shares of `memory_mb` each bounded part may hold."""
+        return Budget(self.memory_mb)
+
+    def row_cache_rows(self) -> int:
+        """Rows the row cache keeps: as set, or the budget's share."""
+        return self.budget().row_cache() if self.row_cache is None else self.row_cache
+
+    def reply_cache_size(self) -> int:
+        """Replies the reply cache keeps: as set, or the budget's share."""
+        return self.budget().reply_cache() if self.reply_cache is None else self.reply_cache
 
     def server_key_path(self) -> Path:
         """The server's secret key file."""

@@ -77,11 +77,11 @@ from groove.protocol.models import (
     LearningListRequest,
     PingRequest,
     RelationListRequest,
-    StatsRequest,
 )
 from groove.protocol.ops import OPS
 from groove.protocol.portability import BackupRequest, ExportRequest, ImportRequest
 from groove.protocol.search import RebuildRequest, SearchRequest
+from groove.protocol.stats import StatsRequest
 from groove.protocol.swarm import (
     ArtifactListRequest,
     CheckpointListRequest,

@@ -38,6 +38,10 @@ class Resends:
         self._replies: OrderedDict[str, tuple[str, str, bytes]] = OrderedDict()
         self._cache_size = cache_size
 
+    def __len__(self) -> int:
+        """Replies cached."""
+        return len(self._replies)
+
     def answer(self, peer: bytes, request_id: str, op: str, digest: str) -> bytes | None:
         """None for a request id not seen recently. Otherwise what to send `peer` now: the stored reply, an
         error for a reused id, or b"" when the resend joined its first attempt and is acked with it."""

@@ -8,8 +8,8 @@ Processes, threads and who owns what:
 - the socket loop (the thread that calls `serve`) owns the link, the in-flight write table and the reply
   cache; only it sends to clients;
 - the batcher's writer thread commits writes (`--writers N`, opt-in: N, each its own tiers; `--commit-threads 2`,
-  opt-in: each tier's transaction on a thread behind it); reader threads run reads and `stats`;
-- both hand their replies back over an inproc PUSH/PULL pair, because ZeroMQ sockets are not thread-safe.
+  opt-in: each tier's transaction on a thread behind it); reader threads run reads and `stats`; a thread releases
+  idle tiers (`store/idle.py`); all hand replies back over inproc PUSH/PULL (ZeroMQ sockets are not thread-safe).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from groove.coordinator.net.permissions import body_refusal, op_refusal
 from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import KEYWORD_FILE, Derived
 from groove.coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
+from groove.coordinator.store.idle import IdleTiers
 from groove.coordinator.store.tiers import TierSet
 from groove.coordinator.write.batcher import Batcher, Outcome
 from groove.coordinator.write.internal import relate, store_vectors, writer_busy
@@ -77,11 +78,9 @@ class Coordinator:
         self.metrics = Metrics()
         self.registry = AgentRegistry()
         self.idle = IdleNudges()
+        caches = (settings.row_cache_rows(), settings.budget().votes_per_tier())
         self.derived = Derived(
-            settings.exact_limit,
-            embeddings=settings.embedder != "none",
-            row_cache=settings.row_cache,
-            keyword_file=settings.data_dir / KEYWORD_FILE,
+            settings.exact_limit, settings.embedder != "none", settings.data_dir / KEYWORD_FILE, *caches
         )
         self.tiers = TierSet(settings.data_dir, on_open=self.derived.load_tier)
         self.batcher = Batcher(
@@ -107,16 +106,14 @@ class Coordinator:
             layout = (settings.embed_device, settings.embed_workers or workers, settings.embed_threads or threads)
             paced = (functools.partial(store_vectors, self.batcher), functools.partial(writer_busy, self.batcher))
             self.pool = EmbedPool(self.derived, *paced, link.context, link.directory(), layout, settings.log_level)
-        relating = (functools.partial(relate, self.batcher), self._stop)
-        self._neighbours = threading.Thread(
-            target=self.derived.near.run, args=relating, name="groove-neighbours", daemon=True
-        )
+        near = (self.derived.near.run, (functools.partial(relate, self.batcher), self._stop))
+        self._neighbours = threading.Thread(target=near[0], args=near[1], name="groove-neighbours", daemon=True)
+        self.idle_tiers = IdleTiers(self.tiers, settings.tier_idle_s, settings.budget().tiers_mb, self._stop)
         self.readers = ThreadPoolExecutor(settings.readers, thread_name_prefix="groove-reader")
-        self.link = link  # the front process owns the public socket
-        self.context = self.link.context
+        self.link, self.context = link, link.context  # the front process owns the public socket
         self.started = time.monotonic()
         self.outbox = Pushers(self.context, _OUTBOX)  # the writer's and readers' replies, to the socket loop
-        self.resends = Resends(settings.reply_cache)
+        self.resends = Resends(settings.reply_cache_size())
         self._closing = False
         self._reads_pending = 0  # socket thread only
         # writes prepared on reader threads, for the socket thread: (peer, request id, digest, write, body, received)
@@ -163,6 +160,7 @@ class Coordinator:
         if self.pool is not None:
             self.pool.start()
         self._neighbours.start()
+        self.idle_tiers.start()
         # Everything made so far (modules, classes, the user tier's derived data) lives as long as the process:
         # out of the cyclic collector's sight, each full collection under load scans a third as many objects
         # (~93k tracked under a write flood, two thirds import-time ones). `groove serve` starts with it off.

@@ -8,6 +8,8 @@ from groove.coordinator.metrics import Metrics
 from groove.coordinator.net.agents import AgentRegistry
 from groove.coordinator.net.config import Settings
 from groove.coordinator.net.link import FrontLink
+from groove.coordinator.net.memory import parts, rocksdb_bytes
+from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.duty import OVER_CAPACITY_S
 from groove.coordinator.search.embedpool import EmbedPool
@@ -29,6 +31,7 @@ class Observed(Protocol):
     batcher: Batcher
     link: FrontLink
     pool: EmbedPool | None
+    resends: Resends
     last_stop: str
     recovery_ms: float
 
@@ -53,10 +56,15 @@ def reply(c: Observed) -> dict[str, Any]:
     batch_size, commit_ms = c.metrics.batch_summaries()
     known, alive = c.registry.counts()
     rss_mb, cpu = c.metrics.resources()
+    memory = parts(rss_mb, c.metrics.base_rss_mb, c.derived, c.tiers, c.resends)
     derived = c.derived
     held, held_since = c.pool.holding() if c.pool is not None else (0, None)  # waiting for their vectors too
     return {
-        "tiers": [{"tier": t.name, "learnings": t.learnings, "path": str(t.path)} for t in c.tiers.opened()],
+        "tiers": [
+            {"tier": t.name, "learnings": t.learnings, "path": str(t.path), "released": t.released}
+            | {"rocksdb_mb": round(rocksdb_bytes(t) / 1e6, 1)}
+            for t in c.tiers.opened()
+        ],
         "disk_tiers": c.tiers.on_disk(),
         "write_queue_depth": c.batcher.depth(),
         "write_queue_capacity": c.batcher.capacity,
@@ -71,6 +79,8 @@ def reply(c: Observed) -> dict[str, Any]:
         "requests_checked_in_front": c.metrics.front_checked,
         "replies_dropped": c.link.dropped,
         "rss_mb": rss_mb,
+        "memory_mb": memory,
+        "memory_budget_mb": c.settings.memory_mb,
         "cpu_percent": cpu,
         "uptime_s": c.uptime(),
         "embedder": derived.status(),

@@ -30,6 +30,7 @@ from groove.coordinator.search.notes import NoteIndex
 from groove.coordinator.search.queries import QueryVectors
 from groove.coordinator.search.rowcache import Archive, RowCache, Supersessions
 from groove.coordinator.search.vectors import VectorIndex, WorkCost
+from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
 from groove.coordinator.store.records import VectorBlob, blob_vectors
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
@@ -90,7 +91,12 @@ class Derived:
     """Keyword and vector indexes of the open tiers, and the embedding queue."""
 
     def __init__(
-        self, exact_limit: int, embeddings: bool, row_cache: int = 100_000, keyword_file: Path | None = None
+        self,
+        exact_limit: int,
+        embeddings: bool,
+        keyword_file: Path | None = None,
+        row_cache: int = 100_000,
+        votes_per_tier: int = VOTES_KEPT,
     ) -> None:
         self.keywords = KeywordIndex(keyword_file)  # in memory without a file (tools and tests)
         self.rows = RowCache(row_cache)
@@ -107,7 +113,7 @@ class Derived:
         self._ready = threading.Condition()
         self._lags: deque[float] = deque(maxlen=_LAG_WINDOW)
         self.queries = QueryVectors()  # query vectors computed before their reads, and the waits for them
-        self.votes = Votes()  # past tasks' ratings, for the searches near them
+        self.votes = Votes(votes_per_tier)  # past tasks' ratings, for the searches near them
         self._since: dict[str, float] = {}  # learning id -> commit time, while its vector is pending
         self.embedded = 0
         self._rate: deque[tuple[float, int]] = deque(maxlen=64)

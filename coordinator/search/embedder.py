@@ -15,13 +15,10 @@ texts), and after each bulk call the C allocator is told to give back what it ho
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
-from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -91,20 +88,6 @@ def _nvidia_driver() -> bool:
     """Whether an NVIDIA driver is loaded (CUDA can see a GPU only then): on Linux its /proc entry, which GPU
     containers mount too; elsewhere it might be."""
     return not sys.platform.startswith("linux") or Path("/proc/driver/nvidia").exists()
-
-
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, which hands the pages free() kept back to the system; None on another C library."""
-    name = ctypes.util.find_library("c")
-    return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
-
-
-def give_back_memory() -> None:
-    """Return the free heap to the system: after a large pass, glibc keeps it for the next one otherwise."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 def _tokenizer(max_length: int) -> Any:

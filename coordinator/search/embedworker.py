@@ -37,8 +37,9 @@ import msgpack
 import zmq
 
 from groove.coordinator.procs import die_with_parent
+from groove.coordinator.runtime import give_back_memory
 from groove.coordinator.search.duty import Pace
-from groove.coordinator.search.embedder import MiniLM, give_back_memory, resolve_device
+from groove.coordinator.search.embedder import MiniLM, resolve_device
 
 HELLO, VECTORS, FAILED, QUERY, BULK, PACE, STOP = "H", "V", "X", "Q", "B", "P", "S"
 _RESULTS = "inproc://groove-embed-results"

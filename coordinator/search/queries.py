@@ -97,6 +97,10 @@ class QueryVectors:
         with self._lock:
             self._waits.append(ms)
 
+    def __len__(self) -> int:
+        """Query vectors kept."""
+        return len(self._kept)
+
     def summary(self) -> dict[str, float]:
         """How long recent queries waited for their vector, milliseconds."""
         with self._lock:

@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 _COST_WEIGHT = 0.2  # of the latest call in `WorkCost`'s moving average
 
 
+_FIRST_ROWS = 1024  # rows of a new index's matrix; it doubles when full
+
+
 class WorkCost:
     """Seconds of work per vector, a moving average over the latest calls: the embedding pool paces the vectors
     it stores by it while clients write. Written by one thread; read by any (a float is assigned whole)."""
@@ -72,7 +75,7 @@ class VectorIndex:
         self.dim = dim
         self.exact_limit = exact_limit
         self._lock = threading.Lock()
-        self._matrix: Vectors = np.zeros((1024, dim), dtype=np.float32)
+        self._matrix: Vectors = np.zeros((_FIRST_ROWS, dim), dtype=np.float32)
         self._ids: list[str] = []  # row -> id
         self._rows: dict[str, int] = {}  # id -> row
         self._hnsw: Index | None = None
@@ -81,6 +84,14 @@ class VectorIndex:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def memory_bytes(self) -> int:
+        """What it holds: the matrix, the id maps (about 170 B an id) and any graph. The first matrix's untouched
+        rows are not resident (numpy asks for zeroed pages, which the system gives on first write); a grown one
+        was copied whole, spare rows too."""
+        rows = len(self._ids) if len(self._matrix) == _FIRST_ROWS else len(self._matrix)
+        graph = self._hnsw
+        return rows * self.dim * 4 + 170 * len(self._ids) + (int(graph.memory_usage) if graph is not None else 0)
 
     def __contains__(self, learning_id: object) -> bool:
         return learning_id in self._rows

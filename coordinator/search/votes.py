@@ -35,7 +35,7 @@ from groove.protocol import constants as C
 FLOOR = 0.6  # past tasks less similar to the query than this do not vote
 VOTE_WEIGHT = 0.4
 HALF_LIFE_MS = 30 * 24 * 3600 * 1000  # a rating's vote halves every 30 days
-_KEPT = 20_000  # past tasks kept per tier (the newest): 1.5 KB each
+KEPT = 20_000  # past tasks kept per tier (the newest) unless told otherwise: 1.8 KB each (the budget sets it)
 _SIGN = {C.OUTCOME_HELPFUL: 1.0, C.OUTCOME_CONTRADICTED: -1.0}
 
 Rating = tuple[str, float, int]  # (learning id, +1 helpful or -1 contradicted, when)
@@ -51,14 +51,15 @@ class _TierVotes:
 class Votes:
     """Each open tier's past tasks and their ratings. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, kept: int = KEPT) -> None:
+        self.kept = kept  # past tasks per tier
         self._lock = threading.Lock()
         self._tiers: dict[str, _TierVotes] = {}
 
     def load_tier(self, tier: Tier) -> None:
         """Read a tier's task vectors and its ratings made in injections."""
         votes = _TierVotes()
-        for iid, vector, _ in sorted(tier.run(INJECTION_TASKS.scan()), key=lambda row: row[2])[-_KEPT:]:
+        for iid, vector, _ in sorted(tier.run(INJECTION_TASKS.scan()), key=lambda row: row[2])[-self.kept :]:
             votes.tasks[iid] = vector
         rows = tier.run(
             "?[learning_id, outcome, injection_id, at] := *outcome_log{learning_id, at, outcome, injection_id}, "
@@ -70,6 +71,11 @@ class Votes:
                 votes.ratings.setdefault(iid, []).append((lid, _SIGN[outcome], at))
         with self._lock:
             self._tiers[tier.name] = votes
+
+    def tasks(self) -> int:
+        """Past tasks held over every tier."""
+        with self._lock:
+            return sum(len(votes.tasks) for votes in self._tiers.values())
 
     def drop_tier(self, name: str) -> None:
         with self._lock:
@@ -84,7 +90,7 @@ class Votes:
             votes = self._tiers.setdefault(tier, _TierVotes())
             for iid, vector in tasks:
                 votes.tasks[iid] = vector
-                while len(votes.tasks) > _KEPT:
+                while len(votes.tasks) > self.kept:
                     gone, _ = votes.tasks.popitem(last=False)
                     votes.ratings.pop(gone, None)
             for lid, sign, iid, at in counted:

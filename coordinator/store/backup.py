@@ -51,7 +51,8 @@ def backup_tiers(tiers: TierSet, directory: Path) -> dict[str, Any]:
         target = directory / name
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            tier.db.backup(str(target))
+            with tier.using() as db:
+                db.backup(str(target))
         except Exception as exc:  # pycozo raises bare exceptions
             raise Rejected(ErrorCode.INTERNAL, f"backing up tier {tier.name!r} failed: {exc}") from None
         written.append({"tier": tier.name, "file": name, "learnings": tier.learnings, "bytes": target.stat().st_size})

@@ -19,7 +19,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -116,27 +117,73 @@ def _fsync(paths: list[Path]) -> None:
 
 
 class Tier:
-    """One open tier: a CozoDB database plus the counts the coordinator keeps in memory."""
+    """One open tier: a CozoDB database plus the counts the coordinator keeps in memory.
+
+    Its RocksDB can be released while the tier is idle (`release`): RocksDB's caches and memtables, most of what
+    a tier holds (a 32 MiB block cache and up to 32 MiB of memtables), go back, and the next use opens it again.
+    Uses are counted, so a release never closes the database under a query or a commit."""
 
     def __init__(self, name: str, path: Path, faults: Faults) -> None:
         self.name = name
         self.path = path
         self.faults = faults  # the data dir's storage faults, which this tier's failures consult
+        self._use = threading.Condition()
+        self._users = 0
+        self.last_used = time.monotonic()
+        self.reopened = 0  # times its RocksDB was opened again after a release
+        db = self._connect()
+        self.db: Client | None = db
         try:
-            (path / DB_DIR).mkdir(exist_ok=True)
-            (path / DB_DIR / "options").write_text(_ROCKSDB_OPTIONS)  # read by CozoDB as it opens
-            self.db = Client("rocksdb", str(path / DB_DIR), dataframe=False)
-        except Exception as exc:  # pycozo raises bare exceptions; say which tier and why
-            raise StorageError(f"cannot open tier {name!r} at {path}: {_one_line(exc)}") from None
-        try:
-            self.migrated = ensure_schema(self.db, snapshot_dir=path)
+            self.migrated = ensure_schema(db, snapshot_dir=path)
             self.learnings = int(self.run("?[count(id)] := *learning{id}")[0][0])
             self.content_hashes = HashFilter(row[0] for row in self.run("?[hash] := *learning_hashes{hash}"))
         except Exception as exc:  # readable enough to open, not to use: release it so a repair can start
-            self.db.close()
+            self.close()
             raise StorageError(f"cannot read tier {name!r} at {path}: {_one_line(exc)}") from None
         self._inode = path.stat().st_ino  # the directory RocksDB's open files live in
         self.dropped = _dropped_at_recovery(path / DB_DIR / _ROCKSDB_LOG)
+
+    def _connect(self) -> Client:
+        try:
+            (self.path / DB_DIR).mkdir(exist_ok=True)
+            (self.path / DB_DIR / "options").write_text(_ROCKSDB_OPTIONS)  # read by CozoDB as it opens
+            return Client("rocksdb", str(self.path / DB_DIR), dataframe=False)
+        except Exception as exc:  # pycozo raises bare exceptions; say which tier and why
+            raise StorageError(f"cannot open tier {self.name!r} at {self.path}: {_one_line(exc)}") from None
+
+    @contextmanager
+    def using(self) -> Iterator[Client]:
+        """The tier's open database for one use (opened again first if it was released)."""
+        with self._use:
+            if self.db is None:
+                started = time.monotonic()
+                self.db = self._connect()
+                self.reopened += 1
+                log.info(
+                    "tier %s opened again after a release (%.0f ms)", self.name, (time.monotonic() - started) * 1000
+                )
+            self._users += 1
+            db = self.db
+        try:
+            yield db
+        finally:
+            with self._use:
+                self._users -= 1
+                self.last_used = time.monotonic()
+
+    def release(self, idle_s: float, now: float) -> bool:
+        """Close the database if no one has used it for `idle_s` (and no one is using it); True if closed."""
+        with self._use:
+            if self.db is None or self._users or now - self.last_used < idle_s:
+                return False
+            self.db.close()
+            self.db = None
+            return True
+
+    @property
+    def released(self) -> bool:
+        """Whether its database is closed until the next use."""
+        return self.db is None
 
     def vanished(self) -> str | None:
         """Why this tier's directory is no longer the one it was opened in (deleted, or replaced), or None.
@@ -154,7 +201,10 @@ class Tier:
         """Run a script; returns its rows. Raises StorageError with CozoDB's message on failure, or the tier's
         DiskFault while its disk refuses writes."""
         try:
-            result = self.db.run(script, params or {})
+            with self.using() as db:
+                result = db.run(script, params or {})
+        except StorageError:
+            raise
         except Exception as exc:
             refusal = self.faults.refusal(self.name)  # the disk's fault, said once, not CozoDB's words each time
             if refusal is not None:
@@ -181,7 +231,10 @@ class Tier:
 
     def close(self) -> None:
         """Release the RocksDB directory."""
-        self.db.close()
+        with self._use:
+            if self.db is not None:
+                self.db.close()
+                self.db = None
 
 
 class TierSet:
@@ -359,6 +412,10 @@ class TierSet:
                 raise Rejected(ErrorCode.NOT_FOUND, f"no tier {name!r} in this data directory")
             chosen.append(tier)
         return chosen
+
+    def located(self) -> int:
+        """Learning locations cached."""
+        return len(self._where)
 
     def remember(self, where: dict[str, str]) -> None:
         """Note where learnings live (writer thread only: after a commit, or what it located)."""

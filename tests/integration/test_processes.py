@@ -15,7 +15,7 @@ import pytest
 
 from groove.agents import GrooveClient
 from groove.agents.errors import GrooveError
-from groove.protocol.models import ProcessStats
+from groove.protocol.stats import ProcessStats
 from tests.helpers import RunningCoordinator, learning, wait_for
 
 

@@ -1,0 +1,20 @@
+"""The memory benchmarks run as users run them, at small sizes: many projects against the busy few, and the soak."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_benchmarks import benchmark
+
+
+@pytest.mark.slow
+def test_the_projects_benchmark_compares_many_touched_projects_with_the_busy_few() -> None:
+    _, result = benchmark("projects", "--projects", "8", "--busy", "2", "--learnings", "5", "--busy-s", "7")
+    assert result["ratio"] > 0
+    many, few = result["many"], result["few"]
+    assert many["projects"] == 8
+    assert few["projects"] == 2
+    assert many["released_tiers"] >= 1  # over the budget's share for tiers: the least recently used went
+    assert many["search_after_release_ms"] > 0
+    assert many["search_again_ms"] > 0
+    assert set(many["memory_mb"]) >= {"interpreter", "rocksdb", "unaccounted"}
