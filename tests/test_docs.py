@@ -19,7 +19,9 @@ _TESTED = ("first-learning", "sh"), ("realswarm", "sh"), ("realswarm-plan", "yam
 def test_the_site_builds_strictly_with_a_cli_reference_of_every_verb(tmp_path: Path) -> None:
     site = tmp_path / "site"
     built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        # the console script, as `make docs` runs it: `python -m` would put the root on sys.path, where `cli`
+        # imports as a top-level module the installed package does not have
+        [str(Path(sys.executable).parent / "mkdocs"), "build", "--strict", "--site-dir", str(site)],
         cwd=ROOT,
         env=os.environ | {"NO_MKDOCS_2_WARNING": "1"},
         capture_output=True,

@@ -120,7 +120,8 @@ class Tier:
     """One open tier: a CozoDB database plus the counts the coordinator keeps in memory.
 
     Its RocksDB can be released while the tier is idle (`release`): RocksDB's caches and memtables, most of what
-    a tier holds (a 32 MiB block cache and up to 32 MiB of memtables), go back, and the next use opens it again.
+    a tier holds (a 32 MiB block cache, up to 32 MiB of memtables and 32 MiB of flushed ones kept), go back, and
+    the next use opens it again.
     Uses are counted, so a release never closes the database under a query or a commit."""
 
     def __init__(self, name: str, path: Path, faults: Faults) -> None:
