@@ -7,7 +7,8 @@ tables give.
 Writes `<name>-writes.svg` (writes/s by commit threads and with the embedder off / on the CPU / on the GPU,
 beside the storage limit and the SQLite-WAL peer) and `<name>-embedding.svg` (texts/s through the coordinator by
 pool, beside the bare model); for `relevance`, `<name>-hit1.svg`, `<name>-recall5.svg` and, with `--learn`,
-`<name>-learn.svg`. Then it prints one JSON line naming them. `tests/test_benchmarks.py` draws them again
+`<name>-learn.svg`; for `soak`, `<name>-memory.svg` (the coordinator's memory by part over time). Then it
+prints one JSON line naming them. `tests/test_benchmarks.py` draws them again
 and compares: a chart cannot drift from its data.
 """
 
@@ -95,6 +96,59 @@ def relevance_charts(line: dict[str, Any]) -> dict[str, str]:
     return charts
 
 
+# memory parts, bottom up, as the soak samples them (stats.memory_mb), and their colours
+_PARTS = {
+    "interpreter": ("interpreter", "#9aa5b1"),
+    "rocksdb": ("RocksDB (estimated)", "#2680c2"),
+    "vectors": ("vectors", "#f0b429"),
+    "keywords": ("keyword index", "#8719e0"),
+    "caches": ("caches", "#3ebd93"),
+    "heap_free": ("C heap, free", "#e8e8e8"),
+    "unaccounted": ("unaccounted", "#ef4e4e"),
+}
+_CACHES = ("row_cache", "reply_cache", "votes", "query_vectors", "locations", "embedding_backlog")
+
+
+def soak_charts(line: dict[str, Any]) -> dict[str, str]:
+    """The coordinator's memory by part over a soak, stacked, with the whole process tree as a line."""
+    samples = [s for s in line["samples"] if s.get("memory_mb")]
+    width, height, left, top, plot_w, plot_h = 760, 330, 60, 30, 520, 250
+    t_end = max(s["t_s"] for s in samples) or 1.0
+    y_top = max(s.get("tree_mb", s["rss_mb"]) for s in samples) * 1.05
+
+    def xy(t: float, mb: float) -> str:
+        return f"{left + plot_w * t / t_end:.1f},{top + plot_h * (1 - mb / y_top):.1f}"
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        'aria-label="coordinator memory by part over the soak" font-family="sans-serif" font-size="12">',
+        '<text x="0" y="16" font-weight="bold">Memory by part over the soak (MB; line: the whole process tree)</text>',
+    ]
+    below = [0.0] * len(samples)
+    for i, (key, (label, colour)) in enumerate(_PARTS.items()):
+        names = _CACHES if key == "caches" else (key,)
+        above = [
+            b + max(0.0, sum(s["memory_mb"].get(n, 0.0) for n in names)) for b, s in zip(below, samples, strict=True)
+        ]
+        ring = [xy(s["t_s"], a) for s, a in zip(samples, above, strict=True)] + [
+            xy(s["t_s"], b) for s, b in zip(reversed(samples), reversed(below), strict=True)
+        ]
+        parts.append(f'<polygon points="{" ".join(ring)}" fill="{colour}" stroke="none"/>')
+        parts.append(f'<rect x="{left + plot_w + 20}" y="{top + 18 * i}" width="12" height="12" fill="{colour}"/>')
+        parts.append(f'<text x="{left + plot_w + 38}" y="{top + 18 * i + 11}">{escape(label)}</text>')
+        below = above
+    tree = " ".join(xy(s["t_s"], s.get("tree_mb", s["rss_mb"])) for s in samples)
+    parts.append(f'<polyline points="{tree}" fill="none" stroke="#102a43" stroke-width="2"/>')
+    for mb in range(0, int(y_top) + 1, 250):
+        y = top + plot_h * (1 - mb / y_top)
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{mb}</text>')
+    for minute in range(0, int(t_end / 60) + 1, 10):
+        x = left + plot_w * minute * 60 / t_end
+        parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{minute} min</text>')
+    parts.append("</svg>")
+    return {"memory": "\n".join(parts) + "\n"}
+
+
 def _learned(line: dict[str, Any]) -> dict[str, dict[str, float]]:
     """recall@5 before and after the sessions, LoCoMo's conversations pooled (each held question once)."""
     out: dict[str, dict[str, float]] = {}
@@ -123,13 +177,15 @@ def main(data: Path, out: Path, leave_out: tuple[str, ...]) -> None:
     except (json.JSONDecodeError, IndexError) as exc:
         raise click.BadParameter(f"{data} holds no JSON line: {exc}", param_hint="DATA") from None
     kind = line.get("bench", line.get("benchmark"))
-    if kind not in ("cores", "relevance"):
+    drawers = {"cores": lambda: cores_charts(line, frozenset(leave_out)), "relevance": lambda: relevance_charts(line)}
+    drawers["soak"] = lambda: soak_charts(line)
+    if kind not in drawers:
         raise click.BadParameter(
-            f"{data} is a {kind!r} line; charts are drawn for `cores` and `relevance`", param_hint="DATA"
+            f"{data} is a {kind!r} line; charts are drawn for `cores`, `relevance` and `soak`", param_hint="DATA"
         )
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    charts = cores_charts(line, frozenset(leave_out)) if kind == "cores" else relevance_charts(line)
+    charts = drawers[kind]()
     for suffix, svg in charts.items():
         path = out / f"{data.stem}-{suffix}.svg"
         path.write_text(svg)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tests.test_benchmarks import benchmark
@@ -18,3 +21,13 @@ def test_the_projects_benchmark_compares_many_touched_projects_with_the_busy_few
     assert many["search_after_release_ms"] > 0
     assert many["search_again_ms"] > 0
     assert set(many["memory_mb"]) >= {"interpreter", "rocksdb", "unaccounted"}
+
+
+def test_the_soak_memory_chart_is_drawn_from_its_data_and_cannot_drift(tmp_path: Path) -> None:
+    data = Path("docs/data/soak-2cpu-2026-11-28.json")
+    _, result = benchmark("plots", str(data), "--out", str(tmp_path))
+    (drawn,) = map(Path, result["written"])
+    assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text()  # as committed
+    line = json.loads(data.read_text())
+    assert len(line["samples"]) >= 100  # an hour, a sample every 30 s
+    assert "RocksDB (estimated)" in drawn.read_text()
