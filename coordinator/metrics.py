@@ -10,6 +10,8 @@ from typing import Any
 
 import psutil
 
+from groove.coordinator.runtime import heap_used_bytes
+
 _WINDOW = 2048
 # Upper bounds of the cumulative histograms (`stats` sends them; the dashboard's /metrics turns them into
 # Prometheus histograms): milliseconds for times, requests for batch sizes.
@@ -74,6 +76,7 @@ class Metrics:
         self.process = psutil.Process()
         # what the process holds before any tier opens (the interpreter, groove's code, its libraries)
         self.base_rss_mb = self.process.memory_info().rss / 1e6
+        self.base_heap_bytes = heap_used_bytes()  # the C heap's share of it
         self.process.cpu_percent(None)  # the first call only starts the measurement
 
     def record_batch(self, size: int, committed: int, commit_ms: float) -> None:

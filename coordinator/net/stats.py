@@ -8,7 +8,7 @@ from groove.coordinator.metrics import Metrics
 from groove.coordinator.net.agents import AgentRegistry
 from groove.coordinator.net.config import Settings
 from groove.coordinator.net.link import FrontLink
-from groove.coordinator.net.memory import parts, rocksdb_bytes
+from groove.coordinator.net.memory import parts, rocksdb_shares
 from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.duty import OVER_CAPACITY_S
@@ -56,13 +56,14 @@ def reply(c: Observed) -> dict[str, Any]:
     batch_size, commit_ms = c.metrics.batch_summaries()
     known, alive = c.registry.counts()
     rss_mb, cpu = c.metrics.resources()
-    memory = parts(rss_mb, c.metrics.base_rss_mb, c.derived, c.tiers, c.resends)
+    memory = parts(rss_mb, (c.metrics.base_rss_mb, c.metrics.base_heap_bytes), c.derived, c.tiers, c.resends)
+    shares = rocksdb_shares(c.tiers.opened(), memory["rocksdb"])
     derived = c.derived
     held, held_since = c.pool.holding() if c.pool is not None else (0, None)  # waiting for their vectors too
     return {
         "tiers": [
             {"tier": t.name, "learnings": t.learnings, "path": str(t.path), "released": t.released}
-            | {"rocksdb_mb": round(rocksdb_bytes(t) / 1e6, 1)}
+            | {"rocksdb_mb": shares[t.name]}
             for t in c.tiers.opened()
         ],
         "disk_tiers": c.tiers.on_disk(),

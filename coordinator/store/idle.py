@@ -4,9 +4,10 @@ budget allows them. The next query or write on a released tier opens it again (`
 coordinator derived from it (vectors, keyword entries) stays loaded, so a reopen costs one RocksDB open.
 
 Why: RocksDB gives each open tier its own block cache (32 MiB, which CozoDB sets whatever the options say) and
-memtables (up to 2 x 16 MiB, and 32 MiB of flushed ones kept for conflict checks), and a coordinator that serves every project on a laptop opens a tier for each
-project it has ever seen. Measured before this (2 vCPUs, embedder off): 200 projects of 100 learnings each, 10 of
-them kept busy, held 276 MB, 1.86 x a coordinator that only ever saw those 10.
+memtables (up to 2 x 16 MiB, and 32 MiB of flushed ones kept for conflict checks), and a coordinator that serves
+every project on a laptop opens a tier for each project it has ever seen. Measured before this (2 vCPUs, embedder
+off): 200 projects of 100 learnings each, 10 of them kept busy, held 276 MB, 1.86 x a coordinator that only ever
+saw those 10.
 """
 
 from __future__ import annotations
