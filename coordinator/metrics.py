@@ -10,7 +10,7 @@ from typing import Any
 
 import psutil
 
-from groove.coordinator.runtime import heap_used_bytes
+from groove.coordinator.heap import heap_used_bytes
 
 _WINDOW = 2048
 # Upper bounds of the cumulative histograms (`stats` sends them; the dashboard's /metrics turns them into

@@ -16,12 +16,8 @@ time, and the writer allocates a few dozen objects per write.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import sys
-from collections.abc import Callable
-from functools import cache
 
 SWITCH_INTERVAL_S = 0.0002
 GC_THRESHOLDS = (10_000, 20, 100)
@@ -37,61 +33,3 @@ def settle() -> None:
     """What start-up loaded stays: keep it out of every later collection."""
     gc.collect()
     gc.freeze()
-
-
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, which hands the pages free() kept back to the system; None on another C library."""
-    name = ctypes.util.find_library("c")
-    return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
-
-
-def give_back_memory() -> None:
-    """Return the free heap to the system: after a large pass or a closed database, glibc keeps it otherwise."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
-
-
-@cache
-def _mallinfo2() -> Callable[[], _MallInfo2] | None:
-    name = ctypes.util.find_library("c")
-    function = getattr(ctypes.CDLL(name), "mallinfo2", None) if name else None  # glibc 2.33 and later
-    if function is not None:
-        function.restype = _MallInfo2
-    return function
-
-
-def heap_used_bytes() -> int:
-    """What the C heap has handed out and not had back (its arenas' and its own mmaps'); 0 where glibc does not
-    say. RocksDB, SQLite and numpy allocate from it, and Python for objects over 512 bytes (smaller ones live in
-    its own arenas)."""
-    info = _mallinfo2()
-    if info is None:
-        return 0
-    got = info()
-    return int(got.uordblks) + int(got.hblkhd)
-
-
-def heap_free_bytes() -> int:
-    """What the C heap holds free (freed, not yet given back to the system); 0 where glibc does not say."""
-    info = _mallinfo2()
-    return int(info().fordblks) if info is not None else 0

@@ -26,7 +26,7 @@ class TierStats(Reply):
     tier: str
     learnings: int
     path: str
-    rocksdb_mb: float = 0.0  # what its RocksDB holds, estimated from its files (0 while released)
+    rocksdb_mb: float = 0.0  # its share of memory_mb["rocksdb"], by its files (0 while released)
     released: bool = False  # its RocksDB is closed until the next use (idle)
 
 

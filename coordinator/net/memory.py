@@ -28,8 +28,8 @@ from collections.abc import Callable
 from functools import cache
 
 from groove.coordinator.budget import REPLY_BYTES, ROW_BYTES, VOTE_BYTES
+from groove.coordinator.heap import heap_free_bytes, heap_used_bytes
 from groove.coordinator.net.resends import Resends
-from groove.coordinator.runtime import heap_free_bytes, heap_used_bytes
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.store.tiers import DB_DIR, Tier, TierSet
 

@@ -36,8 +36,8 @@ import click
 import msgpack
 import zmq
 
+from groove.coordinator.heap import give_back_memory
 from groove.coordinator.procs import die_with_parent
-from groove.coordinator.runtime import give_back_memory
 from groove.coordinator.search.duty import Pace
 from groove.coordinator.search.embedder import MiniLM, resolve_device
 

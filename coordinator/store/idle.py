@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 
-from groove.coordinator.runtime import give_back_memory, heap_free_bytes
+from groove.coordinator.heap import give_back_memory, heap_free_bytes
 from groove.coordinator.store.tiers import Tier, TierSet
 
 log = logging.getLogger(__name__)
