@@ -25,6 +25,8 @@ def test_the_overview_shows_health_tiers_and_agents(page: Page, dashboard: Dashb
     expect(page.locator("#agents")).to_contain_text("coder-7")
     expect(page.locator("#agents")).to_contain_text("coder")
     expect(page.locator("#tiers")).to_contain_text("user")
+    expect(page.locator("#memory")).to_contain_text("interpreter")  # the coordinator's memory by part
+    expect(page.locator("#memory")).to_contain_text("rocksdb")
     expect(page.locator(".card", has_text="Writes/s")).to_be_visible()
     expect(page.locator(".card", has_text="Commit p99")).to_be_visible()
     # the live part is replaced by the server's events without a reload
