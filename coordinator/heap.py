@@ -19,11 +19,18 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
 
 
+# glibc's free count just after the last trim: the pages a trim gives back stay on its free lists, no longer
+# resident, so only what was freed since is memory held (a test: 300 MB freed, trimmed in 19 ms, still counted)
+_after_trim = 0
+
+
 def give_back_memory() -> None:
     """Return the free heap to the system: after a large pass or a closed database, glibc keeps it otherwise."""
+    global _after_trim
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+        _after_trim = _free_listed()
 
 
 class _MallInfo2(ctypes.Structure):
@@ -64,7 +71,12 @@ def heap_used_bytes() -> int:
     return int(got.uordblks) + int(got.hblkhd)
 
 
-def heap_free_bytes() -> int:
-    """What the C heap holds free (freed, not yet given back to the system); 0 where glibc does not say."""
+def _free_listed() -> int:
     info = _mallinfo2()
     return int(info().fordblks) if info is not None else 0
+
+
+def heap_free_bytes() -> int:
+    """What the C heap holds freed since the last trim (resident, not yet given back); 0 where glibc does not
+    say."""
+    return max(0, _free_listed() - _after_trim)

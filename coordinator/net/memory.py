@@ -14,8 +14,8 @@ Each part is what that part holds now, read, counted or measured as cheaply as `
   tier's share (`tiers[].rocksdb_mb`) divides that by an estimate from its files: the tables' bytes up to the
   32 MiB block cache, and twice the write-ahead logs' bytes up to 32 MiB (a memtable entry's skiplist node and
   arena slack). A released tier (`store/idle.py`) holds none;
-- `heap_free`: what the C heap holds freed but not yet given back (glibc's count); the idle-tier thread gives it
-  back once it passes `store/idle.py`'s bound;
+- `heap_free`: what the C heap holds freed since it last gave memory back (glibc's count, less what that trim
+  left on its lists); the idle-tier thread gives it back once it passes `store/idle.py`'s bound;
 - `unaccounted`: the measured RSS less all of the above: Python's small objects beyond the caches' counts,
   threads' stacks, what nothing above counts. `benchmarks.soak` reports its share.
 """
