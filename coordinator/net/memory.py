@@ -10,8 +10,9 @@ Each part is what that part holds now, read, counted or measured as cheaply as `
 - `rocksdb`: the open tiers' RocksDB (block caches, memtables, the flushed memtables kept for conflict checks).
   CozoDB exposes none of RocksDB's counters, so it is measured from the C heap, which RocksDB allocates from:
   what the heap has handed out beyond what it had at start, less SQLite's count and the vectors held in numpy
-  and bytes (the only other large users of it; Python's objects under 512 bytes live in its own arenas). Each
-  tier's share (`tiers[].rocksdb_mb`) divides that by an estimate from its files: the tables' bytes up to the
+  and bytes (the only other large users of it; Python's objects under 512 bytes live in its own arenas). The
+  matrices count whole: a new index's zeroed matrix takes 1.5 MB from the heap but none of the RSS until
+  written, and 200 empty tiers once read as 342 MB of RocksDB. Each tier's share (`tiers[].rocksdb_mb`) divides that by an estimate from its files: the tables' bytes up to the
   32 MiB block cache, and twice the write-ahead logs' bytes up to 32 MiB (a memtable entry's skiplist node and
   arena slack). A released tier (`store/idle.py`) holds none;
 - `heap_free`: what the C heap holds freed since it last gave memory back (glibc's count, less what that trim
@@ -92,7 +93,9 @@ def parts(
         "locations": tiers.located() * LOCATION_BYTES,
         "embedding_backlog": derived.queue_depth() * PENDING_BYTES,
     }
-    others = held["keywords"] + held["vectors"] + held["votes"] + held["query_vectors"]
+    # the matrices count whole in the heap, resident or not (a new index's zeroed 1.5 MB is not, until written)
+    matrices = sum(index.heap_bytes() for index in list(derived.vectors.values()))
+    others = held["keywords"] + matrices + held["votes"] + held["query_vectors"]
     held["rocksdb"] = max(0, heap_used_bytes() - base[1] - others)
     held["heap_free"] = heap_free_bytes()
     out = {name: round(value / 1e6, 1) for name, value in held.items()}

@@ -93,6 +93,12 @@ class VectorIndex:
         graph = self._hnsw
         return rows * self.dim * 4 + 170 * len(self._ids) + (int(graph.memory_usage) if graph is not None else 0)
 
+    def heap_bytes(self) -> int:
+        """What it took from the C heap, resident or not: the whole matrix (numpy's zeroed pages count there before
+        they are touched) and any graph."""
+        graph = self._hnsw
+        return int(self._matrix.nbytes) + (int(graph.memory_usage) if graph is not None else 0)
+
     def __contains__(self, learning_id: object) -> bool:
         return learning_id in self._rows
 
