@@ -12,7 +12,8 @@ Each part is what that part holds now, read, counted or measured as cheaply as `
   what the heap has handed out beyond what it had at start, less SQLite's count and the vectors held in numpy
   and bytes (the only other large users of it; Python's objects under 512 bytes live in its own arenas). The
   matrices count whole: a new index's zeroed matrix takes 1.5 MB from the heap but none of the RSS until
-  written, and 200 empty tiers once read as 342 MB of RocksDB. Each tier's share (`tiers[].rocksdb_mb`) divides that by an estimate from its files: the tables' bytes up to the
+  written, and 200 empty tiers once read as 342 MB of RocksDB. Each tier's share (`tiers[].rocksdb_mb`) divides
+  that by an estimate from its files: the tables' bytes up to the
   32 MiB block cache, and twice the write-ahead logs' bytes up to 32 MiB (a memtable entry's skiplist node and
   arena slack). A released tier (`store/idle.py`) holds none;
 - `heap_free`: what the C heap holds freed since it last gave memory back (glibc's count, less what that trim
