@@ -16,7 +16,14 @@ class GrooveTimeout(GrooveError):
 
 
 class CoordinatorAbsent(GrooveTimeout):
-    """Nothing listens at the endpoint: connecting was refused for as long as the client was told to wait."""
+    """Nothing listens at the endpoint (connecting was refused for as long as the client was told to wait), or the
+    coordinator said nothing for a whole deadline while a call went unanswered: the calls still queued behind it
+    fail at once, unsent."""
+
+
+class Stopped(GrooveError):
+    """The caller was told to stop and its time to finish ran out before the reply came (a write sent may still
+    be applied, once)."""
 
 
 class BadEndpoint(GrooveError):

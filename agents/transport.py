@@ -14,7 +14,7 @@ import random
 import struct
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from groove.agents.errors import (
     GrooveTimeout,
     RemoteError,
     RequestTooLarge,
+    Stopped,
     from_wire,
 )
 from groove.protocol import constants as C
@@ -41,6 +42,8 @@ from groove.protocol.keys import CurveClient
 # connection attempt failed (refused: nothing listens there) and will be retried
 LINK_EVENTS = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_CONNECT_RETRIED
 
+STOPPED = "stopped: the time to finish ran out before the reply came"
+_POLL_SLICE_S = 1.0  # the longest one poll waits
 MIN_BACKOFF_S = 0.005
 MAX_BACKOFF_S = C.MAX_BUSY_RETRY_MS / 1000
 F = TypeVar("F")  # a transport's record of a call in flight
@@ -69,6 +72,14 @@ def absent_message(endpoint: str, after: float) -> str:
     return (
         f"nothing is listening at {endpoint}: connecting was refused for {after:.1f} s "
         "(is the coordinator running? `groove serve` starts one)"
+    )
+
+
+def silent_message(endpoint: str, silent: float) -> str:
+    """What the calls still queued say once the coordinator has said nothing for a whole deadline."""
+    return (
+        f"nothing heard from {endpoint} for {silent:.1f} s, a whole deadline: the calls still queued were not "
+        "sent (is the coordinator running?)"
     )
 
 
@@ -141,7 +152,8 @@ class Transport:
         """`absent_after`: fail every call with CoordinatorAbsent once connections to the endpoint have been
         refused for this many seconds with none ever made (a command line's quick answer); None: keep trying
         until each call's deadline (a worker outliving a coordinator's restart). A coordinator that accepts the
-        connection and answers slowly is never called absent."""
+        connection and answers slowly is never called absent; one that says nothing for a whole deadline while a
+        call waits is (`absent`): the calls of that batch still queued then fail at once, unsent."""
         self.endpoint = checked(endpoint)
         self.curve = curve
         self.timeout = timeout
@@ -155,6 +167,13 @@ class Transport:
         self._reached = False  # a connection was ever made (its handshake done)
         self._refused = False  # a connection attempt failed
         self._created = time.monotonic()
+        self._heard = self._created  # when the coordinator last said anything (a reply, a push, a handshake)
+        # nothing heard for a whole deadline: the calls still queued fail at once (cleared by the next word)
+        self.absent = False
+        self._declared = 0.0  # when `absent` was last found
+        # when (monotonic) every request still waiting gives up with `Stopped`, whatever its deadline: a worker told
+        # to stop gives one, read between polls (a signal handler may change it)
+        self.cutoff: Callable[[], float] | None = None
         self.sock.connect(endpoint)
         # Unsolicited messages (immediate nudges) as (kind, body), oldest first, taken by `take_pushed`.
         self.pushed: deque[tuple[str, dict[str, Any]]] = deque(maxlen=10_000)
@@ -219,8 +238,17 @@ class Transport:
         pending = iter(enumerate(calls))
         results: dict[int, Result] = {}
         flights: dict[str, _Flight] = {}
-        exhausted = False
+        exhausted, began = False, time.monotonic()
         while flights or not exhausted:
+            # a call of this batch went unanswered with the coordinator silent all its deadline: the rest would
+            # wait a deadline each
+            if self.absent and self._declared >= began:
+                silent = CoordinatorAbsent(silent_message(self.endpoint, time.monotonic() - self._heard))
+                self._fail_rest(silent, flights, pending, request_ids, results)
+                break
+            if self.cutoff is not None and time.monotonic() >= self.cutoff():
+                self._fail_rest(Stopped(STOPPED), flights, pending, request_ids, results)
+                break
             while not exhausted and len(flights) < window:
                 nxt = next(pending, None)
                 if nxt is None:
@@ -240,7 +268,8 @@ class Transport:
             if not flights:
                 break
             now = time.monotonic()
-            wait = min(f.resend_at for f in flights.values()) - now
+            # a second at most: a stop's cutoff, set from a signal handler meanwhile, is looked at between polls
+            wait = min(min(f.resend_at for f in flights.values()) - now, _POLL_SLICE_S)
             if self.absent_after is not None and not self._reached:
                 wait = min(wait, self._created + self.absent_after - now)
             self._poll(max(0.0, wait), flights, results)
@@ -249,6 +278,22 @@ class Transport:
                 break
             self._resend_due(flights, results)
         return [results[i] for i in sorted(results)]
+
+    @staticmethod
+    def _fail_rest(
+        error: GrooveError,
+        flights: dict[str, _Flight],
+        pending: Iterator[tuple[int, tuple[str, dict[str, Any]]]],
+        request_ids: Sequence[str] | None,
+        results: dict[int, Result],
+    ) -> None:
+        """Every call of the batch not answered yet, in flight or still queued (then never sent), fails with `error`."""
+        now = time.monotonic()
+        for flight in flights.values():
+            results[flight.index] = Result(None, error, now - flight.first_sent, flight.request_id)
+        flights.clear()
+        for index, _ in pending:
+            results[index] = Result(None, error, 0.0, uuid7() if request_ids is None else request_ids[index])
 
     def _absent(self) -> bool:
         """Whether nothing has listened at the endpoint for `absent_after` seconds."""
@@ -290,6 +335,7 @@ class Transport:
                 self._dropped = True
             elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._reached = True
+                self._heard, self.absent = time.monotonic(), False
             if event == zmq.EVENT_HANDSHAKE_SUCCEEDED and self._dropped:
                 self._dropped = False
                 now = time.monotonic()
@@ -306,6 +352,7 @@ class Transport:
                 return
             received = True
             frames = self.sock.recv_multipart()
+            self._heard, self.absent = time.monotonic(), False
             try:
                 reply = decode_reply(frames[-1])
             except ProtocolError:
@@ -342,6 +389,8 @@ class Transport:
             if now >= flight.deadline:
                 del flights[flight.request_id]
                 waited = flight.deadline - flight.first_sent
+                if now - self._heard >= waited:
+                    self.absent, self._declared = True, now
                 timeout: GrooveError = GrooveTimeout(no_reply_message(self.endpoint, waited, self.curve))
                 results[flight.index] = Result(None, timeout, now - flight.first_sent, flight.request_id)
                 continue

@@ -11,6 +11,7 @@ The worker never loads an embedding model: the coordinator embeds.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import threading
@@ -35,6 +36,9 @@ _HOOK_TIMEOUT_S = 3.0  # what the agent's groove hooks wait for the coordinator:
 # `groove agent`'s status when it ran to the end but a reply or a read-back was not what it should be: not a
 # crash (its report is printed and kept, it is not restarted), but not a success either
 EXIT_MISMATCHES = 4
+# its status when acked writes could not be read back (the coordinator went silent, or the time to finish ran out)
+EXIT_UNVERIFIED = 5
+STOP_GRACE_S = 20.0  # after a stop, what the requests in flight and the read-back get: within compose's 30 s
 
 
 @dataclass
@@ -66,6 +70,7 @@ class WorkerSpec:
     repo: str | None = None  # the git repository the agent works in (a worktree per task)
     agent_timeout: float = AGENT_TIMEOUT_S  # seconds one task's agent may run before it is stopped and failed
     agent_binary: str | None = None  # the agent's program [default: `claude` or `codex` on PATH]
+    stop_grace: float = STOP_GRACE_S  # once `stop` is set, no request waits longer than this
 
     def identity(self) -> dict[str, object]:
         """The `hello` body."""
@@ -121,21 +126,22 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
     kind = (spec.agent or BOARD) if spec.memory is not None else spec.workload
     report = Report(spec.agent_id, kind if kind in (SYNTHETIC, VECTOR_SEARCH, BOARD, *CODING_AGENTS) else "script")
     with GrooveClient(spec.endpoint, timeout=spec.timeout, curve=spec.curve) as client:
+        client.transport.cutoff = _cutoff(stop, spec.stop_grace)
         client.call(C.OP_HELLO, spec.identity())
         client.prepare()  # before the start, not in the first timed call (workers start together)
         began = time.monotonic()
         stop_at = float("inf")
         limit = spec.count if spec.count is not None else 1 << 62
 
-        def more(done: int) -> bool:
-            return done < limit and time.monotonic() < stop_at and not stop.is_set()
+        def more(done: int) -> bool:  # a coordinator silent a whole deadline ends the workload too
+            return done < limit and time.monotonic() < stop_at and not stop.is_set() and not client.transport.absent
 
         workload = _workload(spec, client, report, more, stop.is_set)
         heartbeat = Heartbeat(spec, report, lambda: getattr(workload, "holding", None))
         heartbeat.start()
         try:
             if spec.start_at is not None:
-                time.sleep(max(0.0, spec.start_at - time.time()))
+                stop.wait(max(0.0, spec.start_at - time.time()))
             began = time.monotonic()
             stop_at = began + spec.duration if spec.duration else float("inf")
             workload.run()
@@ -160,6 +166,18 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
         }
         spec.acked_file.write_text(json.dumps(acked))
     return report
+
+
+def _cutoff(stop: threading.Event, grace: float) -> Callable[[], float]:
+    """When requests give up: `grace` seconds after `stop` was first seen set (the transport looks every second)."""
+    at = [math.inf]
+
+    def cutoff() -> float:
+        if stop.is_set() and at[0] == math.inf:
+            at[0] = time.monotonic() + grace
+        return at[0]
+
+    return cutoff
 
 
 def _workload(

@@ -24,7 +24,7 @@ from typing import Any
 
 from groove.agents.client import GrooveClient
 from groove.agents.corpus import load
-from groove.agents.errors import GrooveError, RemoteError
+from groove.agents.errors import CoordinatorAbsent, GrooveError, RemoteError, Stopped
 from groove.agents.transport import Result
 from groove.protocol import constants as C
 
@@ -72,6 +72,9 @@ class Report:
     attributions: int = 0
     mismatches: int = 0
     verified: int = 0
+    unverified: int = 0  # acked but not read back: the read-back was cut short (a second signal, the time to
+    # finish ran out, the coordinator silent a whole deadline); `unverified_why` says which
+    unverified_why: str = ""
     restarts: int = 0  # how often the coordinator forgot this agent (it said hello again)
     elapsed_s: float = 0.0  # the workload itself
     verify_s: float = 0.0  # reading back everything acked, after the workload
@@ -133,16 +136,28 @@ class Workload:
         self, calls: list[tuple[str, dict[str, Any]]], stopping: Callable[[], bool]
     ) -> Iterator[tuple[int, dict[str, Any]]]:
         """The read-back's requests, 16 in flight, in chunks until done or `stopping()` (a second signal):
-        (index, reply body) for each answered one; each error counts as a verify error."""
+        (index, reply body) for each answered one; each error counts as a verify error. Cut short, what was not
+        read back is counted in `report.unverified`, with why."""
         for at in range(0, len(calls), _READ_BACK_CHUNK):
             if stopping():
+                self._unverified(len(calls) - at, "stopped before the read-back ended (a second signal)")
+                return
+            if self.client.transport.absent:  # silent a whole deadline already: each chunk would wait one more
+                self._unverified(len(calls) - at, "the coordinator said nothing for a whole deadline")
                 return
             for index, result in enumerate(self.client.call_many(calls[at : at + _READ_BACK_CHUNK], 16), at):
-                if result.error is not None:
+                if isinstance(result.error, CoordinatorAbsent | Stopped):
+                    self._unverified(1, str(result.error))
+                elif result.error is not None:
                     self.report.error("verify", result.error)
                 else:
                     assert result.body is not None
                     yield index, result.body
+
+    def _unverified(self, count: int, why: str) -> None:
+        if count > 0:
+            self.report.unverified += count
+            self.report.unverified_why = self.report.unverified_why or why
 
 
 class Synthetic(Workload):

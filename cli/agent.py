@@ -19,7 +19,9 @@ from groove.agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
 from groove.agents.corpus import load
 from groove.agents.worker import (
     EXIT_MISMATCHES,
+    EXIT_UNVERIFIED,
     LEASE_MS,
+    STOP_GRACE_S,
     SYNTHETIC,
     VECTOR_SEARCH,
     WorkerSpec,
@@ -140,6 +142,14 @@ def agent_option(flag: str, **kwargs: Any) -> Callable[[F], F]:
     callback=_check_projects,
     help="Synthetic: keep to these corpus projects (comma-separated), writing no global learning.",
 )
+@agent_option(
+    "--stop-grace",
+    type=click.FloatRange(0),
+    default=STOP_GRACE_S,
+    show_default=True,
+    help="Seconds a stopped agent gives its requests in flight and its read-back; what is not read back by then is "
+    "reported, and the agent exits 5.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Makes the synthetic workload reproducible.")
 @click.option("--verify/--no-verify", default=True, show_default=True, help="Read back every acked learning.")
 @click.option("--latencies-file", type=click.Path(path_type=Path), help="Write acked latencies (ms, by kind) here.")
@@ -155,8 +165,10 @@ def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -
     """Run one agent worker against the coordinator and print its report as a JSON line.
 
     It says hello, heartbeats every 5 s from a side thread, and stops cleanly on SIGTERM or Ctrl-C: it
-    finishes the requests in flight, reads back what was acked (a second signal skips that) and prints its
-    report. It exits 0, or 4 when a reply or a read-back was not what it should have been. Every option can
+    finishes the requests in flight, reads back what was acked (a second signal skips that), all within
+    --stop-grace, and prints its report. A coordinator silent for a whole --timeout ends the workload too. It
+    exits 0; 4 when a reply or a read-back was not what it should have been; 5 when acked writes could not be
+    read back (the report says how many and why). Every option can
     also be set by the environment variable shown in its help (containers scaled by replicas share one
     configuration).
     """
@@ -189,6 +201,14 @@ def agent_command(ctx: click.Context, /, agent_id: str | None, **options: Any) -
     except GrooveError as exc:
         fail(f"agent {spec.agent_id}: {exc}")
     click.echo(report_json(report))
+    if report.unverified:
+        click.echo(
+            f"groove: error: agent {spec.agent_id}: {report.unverified} acked writes not read back: "
+            f"{report.unverified_why}",
+            err=True,
+        )
+        if not report.mismatches:
+            sys.exit(EXIT_UNVERIFIED)
     if report.mismatches:
         # the report is printed first: a harness reads it, and the status says the run found something wrong
         click.echo(f"groove: error: agent {spec.agent_id}: {report.mismatches} mismatches", err=True)

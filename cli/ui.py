@@ -74,6 +74,7 @@ def ui_command(ctx: click.Context, /, bind: str, token: str | None, actor: str, 
         host, port = parse_bind(bind)
     except ValueError as exc:
         fail(f"--bind: {exc}", 2)
+    token = token or None  # an empty GROOVE_UI_TOKEN (compose passes one when it is unset) asks for a random one
     if token is not None and len(token) < 16:
         fail("--token: give at least 16 characters (or leave it out for a random one)", 2)
     # imported here: the web stack is only loaded by the verb that serves it

@@ -1,0 +1,101 @@
+"""Agents and clients when their coordinator goes away, in either order of stopping (as compose stops services):
+a client silent-for-a-deadline fails its queued calls at once, an agent whose coordinator stopped first reports
+what it could not read back within one deadline, and SIGTERM ends an agent within its stop grace in any phase."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+
+from groove.agents import CoordinatorAbsent, GrooveClient, GrooveTimeout
+from groove.agents.worker import EXIT_UNVERIFIED
+from tests.helpers import RunningCoordinator, agent_report, spawn_agent, wait_for
+
+DEADLINE_S = 3.0
+
+
+def _written(client: GrooveClient, at_least: int) -> None:
+    wait_for(lambda: client.stats().writes_committed >= at_least, f"{at_least} writes committed", timeout=60)
+
+
+def test_a_silent_coordinator_costs_one_deadline_and_the_calls_queued_behind_fail_at_once(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+) -> None:
+    client = client_factory(coordinator.endpoint, timeout=DEADLINE_S)
+    client.ping()
+    coordinator.proc.send_signal(signal.SIGSTOP)  # hung: the connection stays up, nothing answers
+    try:
+        started = time.monotonic()
+        results = client.call_many([("ping", {})] * 200, window=8)
+        took = time.monotonic() - started
+    finally:
+        coordinator.proc.send_signal(signal.SIGCONT)
+    assert DEADLINE_S <= took < DEADLINE_S + 2.5, took  # one deadline, not 25 of them
+    first, rest = results[:8], results[8:]
+    assert all(isinstance(r.error, GrooveTimeout) and not isinstance(r.error, CoordinatorAbsent) for r in first)
+    assert all(isinstance(r.error, CoordinatorAbsent) for r in rest)
+    assert coordinator.endpoint in str(rest[0].error)
+    assert client.transport.absent
+    # awake again: the next call is sent and answered, and the client no longer calls it absent
+    assert [r.error for r in client.call_many([("ping", {})] * 20, window=8)] == [None] * 20
+    assert not client.transport.absent
+
+
+def test_an_agent_whose_coordinator_stopped_first_reports_what_it_could_not_read_back_within_a_deadline(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
+    agent = spawn_agent(
+        coordinator.endpoint, "--duration", "600", "--in-flight", "16", "--mix", "learn=100", timeout=DEADLINE_S
+    )
+    _written(client, 300)
+    assert coordinator.stop() == 0  # SIGTERM: it commits and acks what it queued, then is gone
+    stopped = time.monotonic()
+    report = agent_report(agent, timeout=60, status=EXIT_UNVERIFIED)
+    assert time.monotonic() - stopped < DEADLINE_S + 5  # not the 600 s workload, nor a deadline per read-back
+    assert report["ops"]["learn"] >= 300
+    assert report["unverified"] == report["created"] > 0  # nothing could be read back: every acked one is said
+    assert "whole deadline" in report["unverified_why"] or "nothing heard" in report["unverified_why"]
+
+
+def test_sigterm_ends_an_agent_within_its_stop_grace_while_its_coordinator_hangs(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
+    grace = 2.0
+    agent = spawn_agent(
+        coordinator.endpoint,
+        "--duration", "600", "--in-flight", "16", "--mix", "learn=100", "--stop-grace", str(grace),
+        timeout=60,
+    )  # fmt: skip
+    _written(client, 300)
+    coordinator.proc.send_signal(signal.SIGSTOP)  # its deadline (60 s) is far off: only the grace can end it
+    try:
+        time.sleep(0.5)  # requests in flight and unanswered
+        agent.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        report = agent_report(agent, timeout=30, status=EXIT_UNVERIFIED)
+        assert time.monotonic() - signalled < grace + 3
+    finally:
+        coordinator.proc.send_signal(signal.SIGCONT)
+    assert report["unverified"] > 0
+    assert "ran out" in report["unverified_why"]
+
+
+def test_sigterm_with_the_coordinator_up_reads_everything_back_and_exits_0(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
+    agent = spawn_agent(coordinator.endpoint, "--duration", "600", "--in-flight", "16", "--mix", "learn=100")
+    _written(client, 300)
+    agent.send_signal(signal.SIGTERM)
+    report = agent_report(agent, timeout=30)
+    assert report["unverified"] == 0
+    assert report["verified"] == report["created"] > 0
+
+
+def test_sigterm_while_the_agent_waits_to_start_ends_it_at_once(coordinator: RunningCoordinator) -> None:
+    agent = spawn_agent(coordinator.endpoint, "--count", "10", "--start-at", str(time.time() + 300))
+    time.sleep(1.5)  # connected and waiting for its start
+    agent.send_signal(signal.SIGTERM)
+    report = agent_report(agent, timeout=10)
+    assert sum(report["ops"].values()) == 0
+
