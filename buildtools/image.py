@@ -8,7 +8,7 @@ an override file that hands them to it as build arguments:
   its package caches and docs removed, then `docker import`), kept as `LOCAL_BASE` for the next build;
 - a wheelhouse: every wheel the install takes (and the build's setuptools and the model's wheel), downloaded by
   the host's pip into `buildtools/wheelhouse/` (the build context; only the build stage sees it);
-- `build/compose.local.yml`: those as build arguments. `COMPOSE_FILE=docker-compose.yml:build/compose.local.yml`
+- `docker-compose.local.yml`: those as build arguments. `COMPOSE_FILE=docker-compose.yml:docker-compose.local.yml`
   makes every documented `docker compose` command use it.
 
     python -m buildtools.image        # prints the COMPOSE_FILE value to use (the plain file when none is needed)
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_BASE = "python:3.11-slim"
 LOCAL_BASE = "groove-base:bookworm"
 WHEELHOUSE = ROOT / "buildtools" / "wheelhouse"
-OVERRIDE = ROOT / "build" / "compose.local.yml"
+OVERRIDE = ROOT / "docker-compose.local.yml"
 COMPOSE_FILE = "docker-compose.yml"
 PULL_TIMEOUT_S = 60.0
 MIRROR = "http://deb.debian.org/debian"
@@ -144,7 +144,6 @@ def prepare() -> str:
         return COMPOSE_FILE
     base = local_base()
     wheelhouse()
-    OVERRIDE.parent.mkdir(parents=True, exist_ok=True)
     OVERRIDE.write_text(
         "# written by buildtools/image.py: this machine reaches no image registry\n"
         "services:\n"
