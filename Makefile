@@ -8,7 +8,7 @@ PIP := $(BIN)/python -m pip
 AGENTS_DIR := coding-agents
 AGENTS_STAMP := $(AGENTS_DIR)/node_modules/.installed-stamp
 
-.PHONY: install run test check lint contracts typecheck wheels unit bench screenshots docs clean
+.PHONY: install run test check lint contracts typecheck wheels unit compose-test bench screenshots docs clean
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright's own browser download is not reachable
 # here); CHROMIUM=/path/to/chromium uses another one
@@ -110,14 +110,21 @@ unit: $(STAMP) $(AGENTS_STAMP) $(CHROMIUM)
 	GROOVE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -n 3 --dist loadgroup -m "not serial"
 	GROOVE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -m serial
 
+## compose-test: docker-compose.yml on a real Docker engine (`make test` runs it too): built (its base and wheels
+## made locally where no registry answers), up, loaded, stopped and up again with nothing acked lost, backed up and
+## restored, taken down; Operations' compose commands run as written. Figures in test-artifacts/compose.json
+compose-test: $(STAMP)
+	$(BIN)/pytest -q -s tests/deploy/test_compose_engine.py
+
 ## screenshots: the dashboard page's pictures (docs/screenshots), taken by its browser tests
 screenshots: $(STAMP) $(CHROMIUM)
 	GROOVE_CHROMIUM=$(CHROMIUM) GROOVE_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/ui/test_pages.py
 
 ## docs: serve the documentation site (docs/, mkdocs.yml) at http://127.0.0.1:8000; `make test` builds it with
 ## --strict (tests/test_docs.py)
+DOCS_ADDR ?= 127.0.0.1:8000
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a $(DOCS_ADDR)
 
 ## bench: the load, search and injection benchmarks (figures in docs/performance.md)
 bench: $(STAMP)
@@ -126,4 +133,5 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.inject
 
 clean:
-	rm -rf $(VENV) $(WHEELS_VENV) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache test-artifacts site
+	rm -rf $(VENV) $(WHEELS_VENV) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache test-artifacts site \
+		buildtools/wheelhouse docker-compose.local.yml

@@ -65,6 +65,7 @@ def test_the_coordinator_service_keeps_its_data_answers_its_healthcheck_and_flus
 
 def test_the_agents_service_scales_by_replicas_and_waits_for_a_healthy_coordinator() -> None:
     agents = compose()["services"]["agents"]
+    assert agents["profiles"] == ["load"]  # not started by a plain `up`
     check_command(agents["command"])
     assert agents["command"][:2] == ["groove", "agent"]
     assert agents["deploy"]["replicas"] >= 1
@@ -85,7 +86,9 @@ def test_every_environment_variable_used_is_one_groove_reads() -> None:
 
 def test_the_dockerfile_copies_what_exists_and_runs_groove() -> None:
     lines = (ROOT / "Dockerfile").read_text().splitlines()
-    copied = [word for line in lines if line.startswith("COPY ") for word in line.split()[1:-1]]
+    copied = [
+        word for line in lines if line.startswith("COPY ") and "--from=" not in line for word in line.split()[1:-1]
+    ]
     assert copied
     for source in copied:
         assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
@@ -93,4 +96,17 @@ def test_the_dockerfile_copies_what_exists_and_runs_groove() -> None:
         assert package in copied
     cmd = next(line for line in lines if line.startswith("CMD "))
     check_command(yaml.safe_load(cmd[4:]))
-    assert any("constraints.txt" in line and "pip install" in line for line in lines)
+    text = "\n".join(lines).replace("\\\n", " ")
+    assert re.search(r"pip install [^\n]*-c constraints\.txt", text)
+    instructions = [line for line in lines if not line.lstrip().startswith("#")]
+    assert not any("torch" in line for line in instructions)  # torch-free; GPU=1 installs groove[gpu]
+    assert any("'.[gpu]'" in line for line in instructions)
+
+
+def test_the_dashboard_service_serves_on_a_host_port_with_its_token_from_the_environment() -> None:
+    ui = compose()["services"]["ui"]
+    check_command(ui["command"])
+    assert ui["command"][:2] == ["groove", "ui"]
+    assert ui["depends_on"]["coordinator"]["condition"] == "service_healthy"
+    assert ui["environment"]["GROOVE_UI_TOKEN"].startswith("${GROOVE_UI_TOKEN")
+    assert any(port.endswith(":5580") for port in ui["ports"])
