@@ -37,7 +37,9 @@ RUN useradd --create-home --uid 1000 groove && mkdir /data && chown groove /data
 USER groove
 # Binding every interface needs CURVE (GROOVE_CURVE=1, GROOVE_AUTHORIZED_KEYS) or an explicit
 # GROOVE_INSECURE=1 on a private network; without either the coordinator refuses to start and says so.
+# unbuffered: the dashboard's URL and the agents' reports reach `docker compose logs` when printed
 ENV PATH=/opt/groove/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
     GROOVE_DATA_DIR=/data \
     GROOVE_BIND=tcp://0.0.0.0:5555
 EXPOSE 5555 5580

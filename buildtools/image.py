@@ -16,6 +16,7 @@ an override file that hands them to it as build arguments:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -123,7 +124,11 @@ def local_base() -> str:
 
 
 def wheelhouse() -> Path:
-    """Every wheel the image's install takes, from the host's pip (its index, its certificates)."""
+    """Every wheel the image's install takes, from the host's pip (its index, its certificates); kept until the
+    requirements change (a stamp holds their digest)."""
+    stamp, wanted = WHEELHOUSE / ".requirements", _requirements()
+    if stamp.exists() and stamp.read_text() == wanted:
+        return WHEELHOUSE
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d", str(WHEELHOUSE)]
     for argv in (
@@ -133,7 +138,16 @@ def wheelhouse() -> Path:
         done = _run(argv)
         if done.returncode != 0:
             raise ImageError(f"downloading the wheelhouse failed: {_last_line(done)}")
+    stamp.write_text(wanted)
     return WHEELHOUSE
+
+
+def _requirements() -> str:
+    """A digest of what decides the wheelhouse's contents."""
+    digest = hashlib.sha256()
+    for name in ("pyproject.toml", "constraints.txt"):
+        digest.update((ROOT / name).read_bytes())
+    return digest.hexdigest()
 
 
 def prepare() -> str:

@@ -65,6 +65,7 @@ def test_make_docs_serves_the_site_as_the_readme_says(tmp_path: Path) -> None:
     )
     try:
         page = wait_for(lambda: _page(f"http://{addr}/cli/"), "the site served", timeout=120, every=0.5)
+        assert page is not None
         assert all(f">{verb}<" in page for verb in ("serve", "learn", "search", "ui"))
     finally:
         os.killpg(served.pid, signal.SIGTERM)

@@ -4,12 +4,15 @@ what it could not read back within one deadline, and SIGTERM ends an agent withi
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 from collections.abc import Callable
 
-from groove.agents import CoordinatorAbsent, GrooveClient, GrooveTimeout
+from groove.agents import AsyncGrooveClient, CoordinatorAbsent, GrooveClient, GrooveTimeout
+from groove.agents.transport import Result
 from groove.agents.worker import EXIT_UNVERIFIED
+from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator, agent_report, spawn_agent, wait_for
 
 DEADLINE_S = 3.0
@@ -40,6 +43,28 @@ def test_a_silent_coordinator_costs_one_deadline_and_the_calls_queued_behind_fai
     # awake again: the next call is sent and answered, and the client no longer calls it absent
     assert [r.error for r in client.call_many([("ping", {})] * 20, window=8)] == [None] * 20
     assert not client.transport.absent
+
+
+def test_the_async_client_too_fails_the_calls_waiting_for_room_once_its_coordinator_is_silent(
+    coordinator: RunningCoordinator,
+) -> None:
+    async def batches() -> tuple[float, list[Result], list[Result]]:
+        async with AsyncGrooveClient(coordinator.endpoint, timeout=DEADLINE_S) as client:
+            await client.call(C.OP_PING)
+            coordinator.proc.send_signal(signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                silent = await client.call_many([(C.OP_PING, {})] * 200, window=8)
+                took = time.monotonic() - started
+            finally:
+                coordinator.proc.send_signal(signal.SIGCONT)
+            return took, silent, await client.call_many([(C.OP_PING, {})] * 20, window=8)
+
+    took, silent, awake = asyncio.run(batches())
+    assert DEADLINE_S <= took < DEADLINE_S + 2.5, took
+    assert all(isinstance(r.error, GrooveTimeout) and not isinstance(r.error, CoordinatorAbsent) for r in silent[:8])
+    assert all(isinstance(r.error, CoordinatorAbsent) for r in silent[8:])
+    assert [r.error for r in awake] == [None] * 20
 
 
 def test_an_agent_whose_coordinator_stopped_first_reports_what_it_could_not_read_back_within_a_deadline(
@@ -98,4 +123,3 @@ def test_sigterm_while_the_agent_waits_to_start_ends_it_at_once(coordinator: Run
     agent.send_signal(signal.SIGTERM)
     report = agent_report(agent, timeout=10)
     assert sum(report["ops"].values()) == 0
-
