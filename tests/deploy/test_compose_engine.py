@@ -157,7 +157,7 @@ def test_the_stack_builds_comes_up_healthy_keeps_every_acked_write_across_a_stop
     figures["up_to_healthy_s"] = round(time.monotonic() - started, 1)
     figures["image_mb"] = round(int(stack.docker("image", "inspect", "-f", "{{.Size}}", IMAGE)) / 1e6)
     ui = stack.container("ui")[0]
-    wait_for(lambda: "groove ui: http://" in stack.docker("logs", ui), "the dashboard's login URL in its log", timeout=60)
+    wait_for(lambda: "groove ui: http://" in stack.docker("logs", ui), "the dashboard's login URL", timeout=60)
     assert "tiers" in out or "learnings" in out  # `groove stats` from the host, through the published port
     status, page = _get(f"http://127.0.0.1:{stack.ui_port}/metrics")
     assert status == 200
