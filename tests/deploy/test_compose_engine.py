@@ -174,6 +174,8 @@ def test_the_stack_builds_comes_up_healthy_keeps_every_acked_write_across_a_stop
     wait_for(lambda: client.stats().writes_committed >= written + 1000, "the load's writes", timeout=120, every=0.5)
     out, _ = stack.run("compose-stop")  # SIGTERM, while the container agents and the host's write
     assert '"unverified": 0' in out  # `logs agents`: their reports
+    coordinator = json.loads(stack.docker("inspect", *stack.container("coordinator")))[0]["State"]
+    assert coordinator["ExitCode"] == 0  # SIGTERM, and it flushed within its grace: no SIGKILL
     acked = []
     for proc, path in host:  # their coordinator stopped under them: they say what they could not read back
         report = agent_report(proc, timeout=120, status=EXIT_UNVERIFIED)
