@@ -92,6 +92,11 @@ class Stack:
         ids = self.container("coordinator")
         return bool(ids) and self.docker("inspect", "-f", "{{.State.Health.Status}}", ids[0]).strip() == "healthy"
 
+    def wait_dashboard(self) -> None:
+        """Until the dashboard has printed its login URL (it serves from then on)."""
+        ui = self.container("ui")[0]
+        wait_for(lambda: "groove ui: http://" in self.docker("logs", ui), "the dashboard's login URL", timeout=60)
+
     def down(self) -> None:
         subprocess.run(
             [*compose(), "--profile", "load", "down", "-v", "--remove-orphans"],
@@ -156,8 +161,7 @@ def test_the_stack_builds_comes_up_healthy_keeps_every_acked_write_across_a_stop
     wait_for(stack.healthy, "the coordinator healthy", timeout=120, every=0.2)
     figures["up_to_healthy_s"] = round(time.monotonic() - started, 1)
     figures["image_mb"] = round(int(stack.docker("image", "inspect", "-f", "{{.Size}}", IMAGE)) / 1e6)
-    ui = stack.container("ui")[0]
-    wait_for(lambda: "groove ui: http://" in stack.docker("logs", ui), "the dashboard's login URL", timeout=60)
+    stack.wait_dashboard()
     assert "tiers" in out or "learnings" in out  # `groove stats` from the host, through the published port
     status, page = _get(f"http://127.0.0.1:{stack.ui_port}/metrics")
     assert status == 200
@@ -224,6 +228,7 @@ def test_with_curve_the_stack_answers_the_keys_it_was_given_and_no_other(stack: 
     out, _ = stack.run("compose-curve")  # ends with `groove stats` from the host, over CURVE, with the laptop's key
     assert "learnings" in out
     wait_for(stack.healthy, "the coordinator healthy (its healthcheck pings with the stack's key)", timeout=120)
+    stack.wait_dashboard()
     status, page = _get(f"http://127.0.0.1:{stack.ui_port}/metrics")  # the dashboard: a client with that key too
     assert status == 200
     assert "groove_up 1.0" in page
