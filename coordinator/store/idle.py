@@ -4,10 +4,10 @@ budget allows them. The next query or write on a released tier opens it again (`
 coordinator derived from it (vectors, keyword entries) stays loaded, so a reopen costs one RocksDB open.
 
 Why: RocksDB gives each open tier its own block cache (32 MiB, which CozoDB sets whatever the options say) and
-memtables (up to 2 x 16 MiB, and 32 MiB of flushed ones kept for conflict checks), and a coordinator that serves
-every project on a laptop opens a tier for each project it has ever seen. Measured before this (2 vCPUs, embedder
-off): 200 projects of 100 learnings each, 10 of them kept busy, held 276 MB, 1.86 x a coordinator that only ever
-saw those 10.
+memtables (two, and as many flushed ones kept for conflict checks: `tiers.WRITE_BUFFER_MIB` each), and a
+coordinator that serves every project on a laptop opens a tier for each project it has ever seen. Measured
+before this (2 vCPUs, embedder off): 200 projects of 100 learnings each, 10 of them kept busy, held 276 MB,
+1.86 x a coordinator that only ever saw those 10.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ import threading
 import time
 
 from groove.coordinator.heap import give_back_memory, heap_free_bytes
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import ROCKSDB_CEILING_MIB, Tier, TierSet
 
 log = logging.getLogger(__name__)
 
 SWEEP_S = 5.0  # how often the open tiers are looked at
-# What one open tier's RocksDB holds at most: the block cache CozoDB sets, two 16 MiB memtables and the 32 MiB of
-# flushed ones kept for conflict checks. An upper bound, not a reading (RocksDB's own figures are not exposed
+# What one open tier's RocksDB holds at most (an upper bound, not a reading: RocksDB's own figures are not exposed
 # through CozoDB): `stats` estimates each tier's share from its files instead (`net/memory.py`).
-TIER_CEILING_MB = 96.0
+TIER_CEILING_MB = float(ROCKSDB_CEILING_MIB)
 # The C heap's bytes freed since the last trim past which they are handed back at the next sweep: glibc keeps
 # what a burst freed (RocksDB's flushed memtables, a large batch's objects) for the next one otherwise. A trim
 # of 300 MB in holes took 19 ms; one with nothing new to give, 0.02 ms.
