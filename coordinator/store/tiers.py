@@ -41,13 +41,9 @@ RUNNING_MARKER = "coordinator.running"  # in the data dir while a coordinator ru
 _WHERE_LIMIT = 200_000  # cached learning locations (about 200 bytes each)
 DB_DIR = "db"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
-# RocksDB's options for every tier: CozoDB's own, but for the write buffer. RocksDB's default (64 MiB, two of
-# them, and as much again of flushed ones kept for transactions' conflict checks) lets each tier hold up to
-# ~192 MiB of memtables, and a data dir has a tier per project: at 600,000 learnings over 7 tiers the coordinator
-# held 969 MB with 64 MiB, 713 MB with 16 MiB (and still growing with 64); bulk writes 0-7 % slower (two pairs).
-# 4 MiB against 16, one sitting (2 vCPUs): an 8-minute soak over 7 tiers held 390 against 480 MB of RSS at the
-# same 13,870 learnings (RocksDB 175 against 270 MB) with the same requests served and p99s; groove's writes/s
-# (benchmarks.limits, two interleaved pairs) 2,797 and 2,986 against 2,662 and 3,138.
+# RocksDB's options for every tier: CozoDB's own, but for the write buffer. RocksDB's default (64 MiB, two, and as
+# much again kept for conflict checks) let each tier hold ~192 MiB of memtables, and there is a tier per project.
+# 4 MiB against 16 (performance history, issue 55): 19 % less RSS in a soak over 7 tiers, writes/s the same.
 # CozoDB replaces the table options (bloom filters, a 32 MiB block cache per tier) whatever this file says.
 WRITE_BUFFER_MIB = 4
 BLOCK_CACHE_MIB = 32  # CozoDB's, per tier
