@@ -117,9 +117,12 @@ def test_sigterm_with_the_coordinator_up_reads_everything_back_and_exits_0(
     assert report["verified"] == report["created"] > 0
 
 
-def test_sigterm_while_the_agent_waits_to_start_ends_it_at_once(coordinator: RunningCoordinator) -> None:
+def test_sigterm_while_the_agent_waits_to_start_ends_it_at_once(
+    coordinator: RunningCoordinator, client: GrooveClient
+) -> None:
     agent = spawn_agent(coordinator.endpoint, "--count", "10", "--start-at", str(time.time() + 300))
-    time.sleep(1.5)  # connected and waiting for its start
+    # its hello comes after its signal handlers are in place: then it waits for its start
+    wait_for(lambda: client.agents("alive"), "the agent's hello", timeout=60)
     agent.send_signal(signal.SIGTERM)
     report = agent_report(agent, timeout=10)
     assert sum(report["ops"].values()) == 0
