@@ -32,13 +32,13 @@ from groove.agents.errors import CoordinatorAbsent, GrooveError, GrooveTimeout, 
 from groove.agents.transport import (
     LINK_EVENTS,
     Result,
+    Silence,
     absent_message,
     addressed,
     backoff_s,
     checked,
     configure,
     no_reply_message,
-    silent_message,
     too_large,
 )
 from groove.protocol import constants as C
@@ -84,9 +84,7 @@ class AsyncTransport:
         self._events: zmq.Socket[bytes] = zmq.Socket.shadow(self._monitor.underlying)  # the same for link events
         self._dropped = self._reached = self._refused = False
         self._created = time.monotonic()
-        # as Transport's: when the coordinator last said anything; silent a whole deadline -> `absent`, the calls
-        # of a batch still waiting for room fail at once
-        self._heard, self.absent, self._declared = self._created, False, 0.0
+        self.silence = Silence(self.endpoint)  # a batch's calls still waiting for room fail once it is absent
         self.sock.connect(endpoint)
         self._flights: dict[str, _Flight] = {}
         self.pushed: deque[tuple[str, dict[str, Any]]] = deque(maxlen=10_000)
@@ -166,24 +164,13 @@ class AsyncTransport:
             if now >= flight.deadline:
                 if flight.last_error is not None:  # it answered: say what, not "no reply"
                     raise flight.last_error
-                if now - self._heard >= flight.deadline - flight.first_sent:
-                    self.absent, self._declared = True, now
+                self.silence.timed_out(flight.first_sent, flight.deadline)
                 raise GrooveTimeout(no_reply_message(self.endpoint, flight.deadline - flight.first_sent, self.curve))
             if now >= flight.resend_at:
                 if flight.last_error is None:  # a timed-out attempt: the next waits twice as long
                     flight.attempt_timeout = min(flight.attempt_timeout * 2, 10.0)
                 flight.resend_at = min(flight.deadline, now + flight.attempt_timeout)
                 self._send(flight.payload)
-
-    @property
-    def heard(self) -> float:
-        """When (monotonic) the coordinator last said anything."""
-        return self._heard
-
-    @property
-    def declared(self) -> float:
-        """When (monotonic) `absent` was last found."""
-        return self._declared
 
     def _absent(self) -> bool:
         if self.absent_after is None or self._reached or not self._refused:
@@ -227,7 +214,7 @@ class AsyncTransport:
                 frames = self._now.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            self._heard, self.absent = time.monotonic(), False
+            self.silence.hear()
             try:
                 reply = decode_reply(frames[-1])
             except ProtocolError:
@@ -254,7 +241,7 @@ class AsyncTransport:
                 self._dropped = True
             elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._reached = True
-                self._heard, self.absent = time.monotonic(), False
+                self.silence.hear()
                 if self._dropped:  # the peer lost what it had not answered: send it all again now
                     self._dropped = False
                     now = time.monotonic()
@@ -322,13 +309,11 @@ class AsyncGrooveClient(LearningCalls, BoardCalls, AsyncRunner):
     ) -> list[Result]:
         """Up to `window` requests in flight at once; results in request order (errors included)."""
         room, batch = asyncio.Semaphore(window), time.monotonic()
-        transport = self.transport
 
         async def one(op: str, body: dict[str, Any]) -> Result:
             async with room:
                 rid, began = uuid7(), time.monotonic()
-                if transport.absent and transport.declared >= batch:  # silent a whole deadline: not sent
-                    silent = CoordinatorAbsent(silent_message(transport.endpoint, began - transport.heard))
+                if (silent := self.transport.silence.unsent(batch)) is not None:
                     return Result(None, silent, 0.0, rid)
                 try:
                     reply = await self.transport.call(op, body, timeout, request_id=rid)

@@ -75,12 +75,37 @@ def absent_message(endpoint: str, after: float) -> str:
     )
 
 
-def silent_message(endpoint: str, silent: float) -> str:
-    """What the calls still queued say once the coordinator has said nothing for a whole deadline."""
-    return (
-        f"nothing heard from {endpoint} for {silent:.1f} s, a whole deadline: the calls still queued were not "
-        "sent (is the coordinator running?)"
-    )
+class Silence:
+    """When the coordinator last said anything (a reply, a push, a handshake). A call whose whole deadline passed
+    with nothing heard finds it `absent`: the calls of that batch still waiting then fail at once, unsent, rather
+    than wait a deadline each. The next word from the coordinator clears `absent`; the next batch is sent as usual.
+    One per transport, sync or async."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.heard = time.monotonic()
+        self.absent = False
+        self._found = 0.0  # when `absent` was last found
+
+    def hear(self) -> None:
+        """The coordinator said something."""
+        self.heard, self.absent = time.monotonic(), False
+
+    def timed_out(self, first_sent: float, deadline: float) -> None:
+        """A call sent at `first_sent` reached its `deadline` unanswered."""
+        now = time.monotonic()
+        if now - self.heard >= deadline - first_sent:
+            self.absent, self._found = True, now
+
+    def unsent(self, batch_began: float) -> CoordinatorAbsent | None:
+        """What a call of the batch begun at `batch_began` fails with, unsent, if the coordinator was found silent
+        since; None to send it."""
+        if not (self.absent and self._found >= batch_began):
+            return None
+        return CoordinatorAbsent(
+            f"nothing heard from {self.endpoint} for {time.monotonic() - self.heard:.1f} s, a whole deadline: the "
+            "calls still queued were not sent (is the coordinator running?)"
+        )
 
 
 def too_large(op: str, size: int) -> RequestTooLarge:
@@ -153,7 +178,7 @@ class Transport:
         refused for this many seconds with none ever made (a command line's quick answer); None: keep trying
         until each call's deadline (a worker outliving a coordinator's restart). A coordinator that accepts the
         connection and answers slowly is never called absent; one that says nothing for a whole deadline while a
-        call waits is (`absent`): the calls of that batch still queued then fail at once, unsent."""
+        call waits is (`silence`): the calls of that batch still queued then fail at once, unsent."""
         self.endpoint = checked(endpoint)
         self.curve = curve
         self.timeout = timeout
@@ -167,10 +192,7 @@ class Transport:
         self._reached = False  # a connection was ever made (its handshake done)
         self._refused = False  # a connection attempt failed
         self._created = time.monotonic()
-        self._heard = self._created  # when the coordinator last said anything (a reply, a push, a handshake)
-        # nothing heard for a whole deadline: the calls still queued fail at once (cleared by the next word)
-        self.absent = False
-        self._declared = 0.0  # when `absent` was last found
+        self.silence = Silence(self.endpoint)
         # when (monotonic) every request still waiting gives up with `Stopped`, whatever its deadline: a worker told
         # to stop gives one, read between polls (a signal handler may change it)
         self.cutoff: Callable[[], float] | None = None
@@ -240,10 +262,7 @@ class Transport:
         flights: dict[str, _Flight] = {}
         exhausted, began = False, time.monotonic()
         while flights or not exhausted:
-            # a call of this batch went unanswered with the coordinator silent all its deadline: the rest would
-            # wait a deadline each
-            if self.absent and self._declared >= began:
-                silent = CoordinatorAbsent(silent_message(self.endpoint, time.monotonic() - self._heard))
+            if (silent := self.silence.unsent(began)) is not None:
                 self._fail_rest(silent, flights, pending, request_ids, results)
                 break
             if self.cutoff is not None and time.monotonic() >= self.cutoff():
@@ -335,7 +354,7 @@ class Transport:
                 self._dropped = True
             elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._reached = True
-                self._heard, self.absent = time.monotonic(), False
+                self.silence.hear()
             if event == zmq.EVENT_HANDSHAKE_SUCCEEDED and self._dropped:
                 self._dropped = False
                 now = time.monotonic()
@@ -352,7 +371,7 @@ class Transport:
                 return
             received = True
             frames = self.sock.recv_multipart()
-            self._heard, self.absent = time.monotonic(), False
+            self.silence.hear()
             try:
                 reply = decode_reply(frames[-1])
             except ProtocolError:
@@ -389,8 +408,7 @@ class Transport:
             if now >= flight.deadline:
                 del flights[flight.request_id]
                 waited = flight.deadline - flight.first_sent
-                if now - self._heard >= waited:
-                    self.absent, self._declared = True, now
+                self.silence.timed_out(flight.first_sent, flight.deadline)
                 timeout: GrooveError = GrooveTimeout(no_reply_message(self.endpoint, waited, self.curve))
                 results[flight.index] = Result(None, timeout, now - flight.first_sent, flight.request_id)
                 continue

@@ -134,7 +134,12 @@ def run_worker(spec: WorkerSpec, stop: threading.Event | None = None, abort: thr
         limit = spec.count if spec.count is not None else 1 << 62
 
         def more(done: int) -> bool:  # a coordinator silent a whole deadline ends the workload too
-            return done < limit and time.monotonic() < stop_at and not stop.is_set() and not client.transport.absent
+            return (
+                done < limit
+                and time.monotonic() < stop_at
+                and not stop.is_set()
+                and not client.transport.silence.absent
+            )
 
         workload = _workload(spec, client, report, more, stop.is_set)
         heartbeat = Heartbeat(spec, report, lambda: getattr(workload, "holding", None))

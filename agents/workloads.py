@@ -142,7 +142,7 @@ class Workload:
             if stopping():
                 self._unverified(len(calls) - at, "stopped before the read-back ended (a second signal)")
                 return
-            if self.client.transport.absent:  # silent a whole deadline already: each chunk would wait one more
+            if self.client.transport.silence.absent:  # silent a whole deadline already: each chunk would wait one more
                 self._unverified(len(calls) - at, "the coordinator said nothing for a whole deadline")
                 return
             for index, result in enumerate(self.client.call_many(calls[at : at + _READ_BACK_CHUNK], 16), at):

@@ -51,8 +51,8 @@ class ImageError(Exception):
     """A step of making the image's inputs failed; the message is one line that says which and why."""
 
 
-def _run(argv: list[str], *, timeout: float | None = None, quiet: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=quiet, text=True, timeout=timeout, check=False)
+def _run(argv: list[str], *, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def _last_line(proc: subprocess.CompletedProcess[str]) -> str:

@@ -39,10 +39,10 @@ def test_a_silent_coordinator_costs_one_deadline_and_the_calls_queued_behind_fai
     assert all(isinstance(r.error, GrooveTimeout) and not isinstance(r.error, CoordinatorAbsent) for r in first)
     assert all(isinstance(r.error, CoordinatorAbsent) for r in rest)
     assert coordinator.endpoint in str(rest[0].error)
-    assert client.transport.absent
+    assert client.transport.silence.absent
     # awake again: the next call is sent and answered, and the client no longer calls it absent
     assert [r.error for r in client.call_many([("ping", {})] * 20, window=8)] == [None] * 20
-    assert not client.transport.absent
+    assert not client.transport.silence.absent
 
 
 def test_the_async_client_too_fails_the_calls_waiting_for_room_once_its_coordinator_is_silent(
