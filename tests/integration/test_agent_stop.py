@@ -36,7 +36,10 @@ def test_a_silent_coordinator_costs_one_deadline_and_the_calls_queued_behind_fai
         coordinator.proc.send_signal(signal.SIGCONT)
     assert DEADLINE_S <= took < DEADLINE_S + 2.5, took  # one deadline, not 25 of them
     first, rest = results[:8], results[8:]
-    assert all(isinstance(r.error, GrooveTimeout) and not isinstance(r.error, CoordinatorAbsent) for r in first)
+    # the window sent first waited its deadline; one of it to time out first says so (a call sent a moment later,
+    # still waiting when the silence is found, fails unsent like the rest)
+    assert all(isinstance(r.error, GrooveTimeout) for r in first)
+    assert any(not isinstance(r.error, CoordinatorAbsent) for r in first)
     assert all(isinstance(r.error, CoordinatorAbsent) for r in rest)
     assert coordinator.endpoint in str(rest[0].error)
     assert client.transport.silence.absent
@@ -62,7 +65,8 @@ def test_the_async_client_too_fails_the_calls_waiting_for_room_once_its_coordina
 
     took, silent, awake = asyncio.run(batches())
     assert DEADLINE_S <= took < DEADLINE_S + 2.5, took
-    assert all(isinstance(r.error, GrooveTimeout) and not isinstance(r.error, CoordinatorAbsent) for r in silent[:8])
+    assert all(isinstance(r.error, GrooveTimeout) for r in silent[:8])
+    assert any(not isinstance(r.error, CoordinatorAbsent) for r in silent[:8])
     assert all(isinstance(r.error, CoordinatorAbsent) for r in silent[8:])
     assert [r.error for r in awake] == [None] * 20
 
