@@ -76,8 +76,21 @@ class Stack:
         )  # fmt: skip
         took = time.monotonic() - started
         self.steps[name] = round(self.steps.get(name, 0.0) + took, 1)
-        assert done.returncode == 0, f"{name}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, (
+            f"{name}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}\n{self.diagnosis()}"
+        )
         return done.stdout + done.stderr, took
+
+    def diagnosis(self) -> str:
+        """What the coordinator said and its healthchecks' last results: why a step failed, in the failure."""
+        lines = []
+        for cid in self.container("coordinator"):
+            state = json.loads(self.docker("inspect", cid))[0]["State"]
+            checks = state.get("Health", {}).get("Log", [])[-3:]
+            lines.append(f"coordinator {cid}: {state['Status']} exit {state['ExitCode']}, healthchecks: {checks}")
+            logs = subprocess.run(["docker", "logs", "--tail", "30", cid], capture_output=True, text=True, check=False)
+            lines.append((logs.stdout + logs.stderr)[-3000:])
+        return "\n".join(lines)
 
     def docker(self, *args: str) -> str:
         return subprocess.run(["docker", *args], capture_output=True, text=True, check=True, timeout=60).stdout
