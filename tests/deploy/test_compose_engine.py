@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,9 @@ from groove.agents.worker import EXIT_UNVERIFIED
 from groove.protocol import constants as C
 from tests.helpers import ROOT, agent_report, example, wait_for
 
-PROJECT = "groove-compose-test"
+# each test's stack is a compose project of its own, so nothing an earlier run left (a volume, a network, a
+# container that an engine killed with its session restarted) can stand in for this run's
+PROJECT_PREFIX = "groove-compose-test"  # the runs before this change used it alone
 IMAGE = "groove:latest"
 HEALTHY_WITHIN_S = 20.0  # the issue's target, with the image built
 ARTIFACT = ROOT / "test-artifacts" / "compose.json"
@@ -50,10 +53,11 @@ class Stack:
     """Operations' compose commands, run as written in a shell, against this test's project and ports."""
 
     def __init__(self, compose_file: str) -> None:
+        self.project = f"{PROJECT_PREFIX}{uuid.uuid4().hex[:8]}"
         self.port, self.ui_port = _free_port(), _free_port()
         self.env = os.environ | {
             "COMPOSE_FILE": compose_file,
-            "COMPOSE_PROJECT_NAME": PROJECT,
+            "COMPOSE_PROJECT_NAME": self.project,
             "GROOVE_PORT": str(self.port),
             "GROOVE_UI_PORT": str(self.ui_port),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # the host's `groove`
@@ -97,7 +101,7 @@ class Stack:
 
     def container(self, service: str) -> list[str]:
         return self.docker(
-            "ps", "-aq", "--filter", f"label=com.docker.compose.project={PROJECT}",
+            "ps", "-aq", "--filter", f"label=com.docker.compose.project={self.project}",
             "--filter", f"label=com.docker.compose.service={service}",
         ).split()  # fmt: skip
 
@@ -105,16 +109,46 @@ class Stack:
         ids = self.container("coordinator")
         return bool(ids) and self.docker("inspect", "-f", "{{.State.Health.Status}}", ids[0]).strip() == "healthy"
 
+    def wait_healthy(self, what: str) -> None:
+        """Until the coordinator's healthcheck passes; failing, says what it and its healthchecks said."""
+        try:
+            wait_for(self.healthy, what, timeout=120, every=0.2)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.diagnosis()}") from None
+
     def wait_dashboard(self) -> None:
         """Until the dashboard has printed its login URL (it serves from then on)."""
         ui = self.container("ui")[0]
         wait_for(lambda: "groove ui: http://" in self.docker("logs", ui), "the dashboard's login URL", timeout=60)
+
+    def left(self, prefix: str | None = None) -> list[str]:
+        """The containers, volumes and networks of this stack (or of every project named with `prefix`)."""
+        found = []
+        for kind, listing, field in (
+            ("container", ["ps", "-a"], "{{.ID}}"),
+            ("volume", ["volume", "ls"], "{{.Name}}"),
+            ("network", ["network", "ls"], "{{.ID}}"),
+        ):
+            listed = self.docker(*listing, "--format", field + ' {{.Label "com.docker.compose.project"}}')
+            for line in listed.splitlines():
+                ident, _, project = line.partition(" ")
+                if project == self.project or (prefix is not None and project.startswith(prefix)):
+                    found.append(f"{kind} {ident}")
+        return found
+
+    def sweep(self, prefix: str | None = None) -> None:
+        """Removes what `left` finds, by force: what `down` could not (an interrupted run's, a killed engine's)."""
+        for thing in self.left(prefix):
+            kind, ident = thing.split()
+            argv = {"container": ["rm", "-f", "-v"], "volume": ["volume", "rm", "-f"], "network": ["network", "rm"]}
+            subprocess.run(["docker", *argv[kind], ident], capture_output=True, timeout=120, check=False)
 
     def down(self) -> None:
         subprocess.run(
             [*compose(), "--profile", "load", "down", "-v", "--remove-orphans"],
             cwd=ROOT, env=self.env, capture_output=True, timeout=300, check=False,
         )  # fmt: skip
+        self.sweep()
 
 
 @pytest.fixture
@@ -124,12 +158,16 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     except ImageError as exc:
         pytest.fail(str(exc), pytrace=False)  # one line: how to get an engine; it does not skip
     stack = Stack(compose_file)
-    stack.down()  # what an interrupted run left
+    stack.sweep(PROJECT_PREFIX)  # what earlier runs left
+    left = stack.left(PROJECT_PREFIX)
+    if left:
+        pytest.fail(f"earlier compose tests left {', '.join(left)}; `docker rm -f` failed on them", pytrace=False)
     made = [ROOT / "groove-backup", ROOT / "keys", ROOT / "server.key"]  # what Operations' commands leave here
     _remove(made)
     yield stack
     stack.down()
     _remove(made)
+    assert stack.left() == [], "the stack's `down` and a forced removal left these"
 
 
 def _remove(paths: list[Path]) -> None:
@@ -171,7 +209,7 @@ def test_the_stack_builds_comes_up_healthy_keeps_every_acked_write_across_a_stop
     figures["build_s"] = round(took, 1)
     started = time.monotonic()
     out, _ = stack.run("compose-up")
-    wait_for(stack.healthy, "the coordinator healthy", timeout=120, every=0.2)
+    stack.wait_healthy("the coordinator healthy")
     figures["up_to_healthy_s"] = round(time.monotonic() - started, 1)
     figures["image_mb"] = round(int(stack.docker("image", "inspect", "-f", "{{.Size}}", IMAGE)) / 1e6)
     stack.wait_dashboard()
@@ -211,25 +249,23 @@ def test_the_stack_builds_comes_up_healthy_keeps_every_acked_write_across_a_stop
         assert sum(report["ops"].values()) > 0
 
     stack.run("compose-restart")
-    wait_for(stack.healthy, "the coordinator healthy again", timeout=120, every=0.2)
+    stack.wait_healthy("the coordinator healthy again")
     assert _read_back(client, acked) == []  # every acknowledged learning, after the stop and up
     figures["acked_read_back"] = len(acked)
 
     stack.run("compose-backup")
     stack.run("compose-restore")
-    wait_for(stack.healthy, "the restored coordinator healthy", timeout=120, every=0.2)
+    stack.wait_healthy("the restored coordinator healthy")
     assert _read_back(client, acked) == []  # the restored volume has them all
 
     _, took = stack.run("compose-upgrade")
     figures["rebuild_s"] = round(took, 1)  # the cached image: what an upgrade with no change costs
-    wait_for(stack.healthy, "the upgraded coordinator healthy", timeout=120, every=0.2)
+    stack.wait_healthy("the upgraded coordinator healthy")
     assert _read_back(client, acked[:200]) == []
     client.close()
 
     stack.run("compose-down")
-    assert stack.docker("ps", "-aq", "--filter", f"label=com.docker.compose.project={PROJECT}").split() == []
-    volumes = stack.docker("volume", "ls", "-q", "--filter", f"label=com.docker.compose.project={PROJECT}")
-    assert volumes.split() == []
+    assert stack.left() == []
     figures["steps_s"] = stack.steps
     ARTIFACT.parent.mkdir(exist_ok=True)
     ARTIFACT.write_text(json.dumps(figures))
@@ -240,7 +276,7 @@ def test_with_curve_the_stack_answers_the_keys_it_was_given_and_no_other(stack: 
     stack.run("compose-build")
     out, _ = stack.run("compose-curve")  # ends with `groove stats` from the host, over CURVE, with the laptop's key
     assert "learnings" in out
-    wait_for(stack.healthy, "the coordinator healthy (its healthcheck pings with the stack's key)", timeout=120)
+    stack.wait_healthy("the coordinator healthy (its healthcheck pings with the stack's key)")
     stack.wait_dashboard()
     status, page = _get(f"http://127.0.0.1:{stack.ui_port}/metrics")  # the dashboard: a client with that key too
     assert status == 200
