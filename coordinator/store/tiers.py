@@ -46,9 +46,10 @@ _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 # 4 MiB against 16 (performance history, issue 55): 19 % less RSS in a soak over 7 tiers, writes/s the same.
 # CozoDB replaces the table options (bloom filters, a 32 MiB block cache per tier) whatever this file says.
 WRITE_BUFFER_MIB = 4
+WRITE_BUFFERS = 2
 BLOCK_CACHE_MIB = 32  # CozoDB's, per tier
-# what one open tier's RocksDB may hold: its block cache, two memtables and as many flushed ones kept
-ROCKSDB_CEILING_MIB = BLOCK_CACHE_MIB + 4 * WRITE_BUFFER_MIB
+# what one open tier's RocksDB may hold: its block cache, its memtables and as many flushed ones kept
+ROCKSDB_CEILING_MIB = BLOCK_CACHE_MIB + 2 * WRITE_BUFFERS * WRITE_BUFFER_MIB
 _ROCKSDB_OPTIONS = f"""\
 [Version]
   rocksdb_version=8.8.1
@@ -58,7 +59,7 @@ _ROCKSDB_OPTIONS = f"""\
   bytes_per_sync=1048576
 [CFOptions "default"]
   write_buffer_size={WRITE_BUFFER_MIB * 1024 * 1024}
-  max_write_buffer_number=2
+  max_write_buffer_number={WRITE_BUFFERS}
   compression=kLZ4Compression
   bottommost_compression=kZSTD
   level_compaction_dynamic_level_bytes=true
