@@ -27,13 +27,15 @@ from groove.coordinator.net.config import (
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
-    """A `serve` option for the Settings field `name`: env GROOVE_<NAME>, default shown from Settings."""
+def setting(name: str, help_text: str, negatable: bool = False, **kwargs: Any) -> Callable[[F], F]:
+    """A `serve` option for the Settings field `name`: env GROOVE_<NAME>, default shown from Settings; a
+    `negatable` flag also has its --no- form (for a setting on by default)."""
     field = Settings.model_fields[name]
     default = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
     env = ENV_PREFIX + name.upper()
     flag = "--" + name.replace("_", "-")
-    return click.option(flag, envvar=env, help=f"{help_text} [env {env}; default {default}].", **kwargs)
+    flag += f"/--no-{flag[2:]}" if negatable else ""
+    return click.option(flag, name, envvar=env, help=f"{help_text} [env {env}; default {default}].", **kwargs)
 
 
 @click.command(name="serve")
@@ -62,8 +64,9 @@ def setting(name: str, help_text: str, **kwargs: Any) -> Callable[[F], F]:
 )
 @setting(
     "front_checks",
-    "The front process decodes and validates write requests, so the coordinator only rebuilds and routes them",
-    is_flag=True,
+    "The front process decodes and validates write requests and builds the rows of plain puts, so the coordinator "
+    "only routes them and the writer only commits them",
+    negatable=True,
     default=None,
 )
 @setting(

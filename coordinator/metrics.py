@@ -104,15 +104,20 @@ class Metrics:
     def record_op(self, op: str, ms: float, outcome: str = OK) -> None:
         """One request of `op` answered, `ms` after the socket loop received it; `outcome` is "ok" or the
         error code it was answered with."""
+        self.record_ops([(op, ms, outcome)])
+
+    def record_ops(self, answered: list[tuple[str, float, str]]) -> None:
+        """`record_op` for each (op, ms, outcome) of a batch of writes answered, under one take of the lock."""
         with self._lock:
-            window = self._op_ms.get(op)
-            if window is None:
-                window = self._op_ms[op] = deque(maxlen=_WINDOW)
-                self._op_hist[op] = Histogram(MS_BOUNDS)
-            window.append(ms)
-            self._op_hist[op].observe(ms)
-            self.op_counts[op] = self.op_counts.get(op, 0) + 1
-            self._outcomes[op, outcome] = self._outcomes.get((op, outcome), 0) + 1
+            for op, ms, outcome in answered:
+                window = self._op_ms.get(op)
+                if window is None:
+                    window = self._op_ms[op] = deque(maxlen=_WINDOW)
+                    self._op_hist[op] = Histogram(MS_BOUNDS)
+                window.append(ms)
+                self._op_hist[op].observe(ms)
+                self.op_counts[op] = self.op_counts.get(op, 0) + 1
+                self._outcomes[op, outcome] = self._outcomes.get((op, outcome), 0) + 1
 
     def refused(self, op: str, code: str) -> None:
         """A request of `op` ("" if it could not be read) answered with error `code` before any handler ran."""

@@ -55,7 +55,7 @@ class Settings(BaseModel):
     # writer threads, each committing the tiers it was given; opt-in until a measurement keeps it (docs/performance-*)
     writers: int = Field(1, ge=1, le=MOST_WRITERS)
     # the front decodes and validates writes; measured no faster on 2 cores (performance-history.md): opt-in
-    front_checks: bool = False
+    front_checks: bool = True
     # None: from the memory budget (budget.py), as row_cache
     reply_cache: int | None = Field(None, ge=0, le=10_000_000)
     peer_hwm: int = Field(1_000, ge=10, le=1_000_000)

@@ -12,11 +12,12 @@ The link (ipc, in a private temporary directory; one frame per message, msgpack)
     coordinator -> front   ["G"]                                go: bind now (the data dir is the coordinator's)
     front -> coordinator   ["H", endpoint]                      bound: the endpoint clients reach
                            ["E", errno, message]                the bind failed; the front exits
-                           ["B", refused, dropped, entries, checked]
+                           ["B", refused, dropped, entries, checked, built]
                                                                 a batch: each entry [user id or nil, frames...],
                                                                 a client message's frames, its routing id first;
                                                                 with --checks, the writes the front decoded and
-                                                                validated are in `checked` instead (`checks.py`)
+                                                                validated are in `checked` instead, and the puts
+                                                                it built in `built` (`checks.py`)
     coordinator -> front   ["C", n]                             credit: n more batches may be sent
                            ["R", [[routing id, payload], ...]]  replies, sent as [id, "", payload]
                            ["S"]                                stop: send what is queued, then exit
@@ -57,7 +58,7 @@ GO, HELLO, FAILED, BATCH, CREDIT, REPLIES, STOP = "G", "H", "E", "B", "C", "R", 
 _DRAIN = 64  # client messages per batch
 _PARENT_CHECK_MS = 1000
 _LINGER_MS = 2000
-_Check = Callable[[str | None, list[bytes]], list[Any] | None]
+_Check = Callable[[str | None, list[bytes]], tuple[int, list[Any]] | None]
 
 
 class Front:
@@ -69,7 +70,7 @@ class Front:
         self.link = link
         self.router = router
         self.gate = gate
-        self.check = check  # with --checks: `checks.check`
+        self.check = check  # with --checks: `checks.check`, which says which list an entry goes to
         self.credit = 0  # batches the coordinator is ready for
         self.dropped = 0
         self.stopping = False
@@ -97,7 +98,7 @@ class Front:
 
     def _from_clients(self) -> None:
         entries: list[list[Any]] = []
-        checked: list[list[Any]] = []
+        lists: tuple[list[list[Any]], list[list[Any]]] = ([], [])  # checked writes, built puts (checks.py)
         signed = self.gate is not None
         for _ in range(_DRAIN):
             try:
@@ -108,15 +109,15 @@ class Front:
                     user_id, frames = str(parts[-1].get("User-Id")), [part.bytes for part in parts]
             except zmq.Again:
                 break
-            entry = self.check(user_id, frames) if self.check is not None else None
-            if entry is not None:
-                checked.append(entry)
+            found = self.check(user_id, frames) if self.check is not None else None
+            if found is not None:
+                lists[found[0]].append(found[1])
             else:
                 entries.append([user_id, *frames])
-        if entries or checked:
+        if entries or lists[0] or lists[1]:
             self.credit -= 1
             refused = self.gate.refused if self.gate is not None else 0
-            _tell(self.link, [BATCH, refused, self.dropped, entries, checked])
+            _tell(self.link, [BATCH, refused, self.dropped, entries, *lists])
 
     def _from_coordinator(self) -> None:
         while True:
@@ -176,7 +177,7 @@ def _router(context: zmq.Context[Any], hwm: int) -> zmq.Socket[bytes]:
 @click.option("--authorized-keys", type=click.Path(path_type=Path), help="With CURVE: the admitted keys.")
 @click.option("--curve-key", type=click.Path(path_type=Path), help="With CURVE: the server's secret key file.")
 @click.option("--log-level", default="info", help="As the coordinator's.")
-@click.option("--checks", is_flag=True, help="Decode and validate write requests here (`checks.py`).")
+@click.option("--checks", is_flag=True, help="Decode and validate write requests here, and build puts (`checks.py`).")
 def main(
     link: str, bind: str, hwm: int, authorized_keys: Path | None, curve_key: Path | None, log_level: str, checks: bool
 ) -> None:

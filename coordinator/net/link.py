@@ -26,6 +26,8 @@ _START_S = 30.0  # a front that has not bound its socket by then is not going to
 _STOP_S = 10.0
 _FLUSH_AT = 64  # replies held before they go out without waiting for the end of the batch
 _CREDIT = 2  # batches the front may send ahead: one being handled, one waiting
+# a batch from the front: the messages as they came, the writes it checked, the puts it built
+Relayed = tuple[list[tuple[str | None, list[bytes]]], list[list[Any]], list[list[Any]]]
 
 
 class FrontLink:
@@ -146,19 +148,19 @@ class FrontLink:
         """Whether the front process is still running."""
         return self.child is not None and self.child.alive()
 
-    def batches(self, limit: int) -> Iterator[tuple[list[tuple[str | None, list[bytes]]], list[list[Any]]]]:
+    def batches(self, limit: int) -> Iterator[Relayed]:
         """Batches of client messages the front has relayed, up to `limit`, without blocking. Each batch: the
-        messages as they came, each as (the sender's CURVE User-Id or None, its frames, routing id first), and
-        the writes a checking front decoded and validated (`checks.py`, one list each). The front is given credit
-        for another batch as each is taken up, once the caller asks for the next."""
+        messages as they came, each as (the sender's CURVE User-Id or None, its frames, routing id first), the
+        writes a checking front decoded and validated, and the puts it built (`checks.py`, one list each). The
+        front is given credit for another batch as each is taken up, once the caller asks for the next."""
         for _ in range(limit):
             try:
                 raw = self.sock.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            kind, self.refused, self.dropped, entries, checked = msgpack.unpackb(raw)
+            kind, self.refused, self.dropped, entries, checked, built = msgpack.unpackb(raw)
             assert kind == BATCH
-            yield [(entry[0], entry[1:]) for entry in entries], checked
+            yield [(entry[0], entry[1:]) for entry in entries], checked, built
             self.flush()
             self._send([CREDIT, 1])
 

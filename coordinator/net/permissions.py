@@ -28,18 +28,20 @@ def body_refusal(who: Principal, body: Any) -> str | None:
     if isinstance(body, ReviewListRequest | ReviewDecideRequest) and body.org not in who.orgs:
         return f"key {who.name!r} curates {', '.join(sorted(who.orgs))}, not {body.org!r}"
     if isinstance(body, LearningPutRequest):
-        return _put_refusal(who, body)
+        return put_refusal(who, body.tier, [learning.scope for learning in body.learnings])
     return None
 
 
-def _put_refusal(who: Principal, body: LearningPutRequest) -> str | None:
-    tier = body.tier
+def put_refusal(who: Principal, tier: str | None, scopes: list[str]) -> str | None:
+    """Why `who`, not an admin, may not put learnings of these scopes into `tier` (None: each to its scope's tier),
+    or None. A put built in the front is checked by its tier, which names an enterprise only where the request
+    did (a scope's own tier is never one)."""
     if tier is not None and tier.startswith(C.TIER_ENTERPRISE_PREFIX):
         org = tier[len(C.TIER_ENTERPRISE_PREFIX) :]
         if org not in who.orgs:
             return f"writing tier {tier!r} needs the curator role for {org!r}; key {who.name!r} is {who.role}"
     own = C.SCOPE_USER_PREFIX + who.user
-    for learning in body.learnings:
-        if learning.scope.startswith(C.SCOPE_USER_PREFIX) and learning.scope != own:
-            return f"key {who.name!r} may write scope {own!r}, not {learning.scope!r}"
+    for scope in scopes:
+        if scope.startswith(C.SCOPE_USER_PREFIX) and scope != own:
+            return f"key {who.name!r} may write scope {own!r}, not {scope!r}"
     return None

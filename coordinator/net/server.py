@@ -40,15 +40,16 @@ from groove.coordinator.net.config import Settings
 from groove.coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
 from groove.coordinator.net.idle import IdleNudges
 from groove.coordinator.net.link import FrontLink
-from groove.coordinator.net.permissions import body_refusal, op_refusal
+from groove.coordinator.net.permissions import body_refusal, op_refusal, put_refusal
 from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import KEYWORD_FILE, Derived
 from groove.coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
 from groove.coordinator.store.idle import IdleTiers
 from groove.coordinator.store.tiers import TierSet
 from groove.coordinator.write.batcher import Batcher, Outcome
+from groove.coordinator.write.built import Built
 from groove.coordinator.write.internal import relate, store_vectors, writer_busy
-from groove.coordinator.write.ops import WriteItem, WriteOp
+from groove.coordinator.write.ops import BUILT_BODY, PUT, WriteItem, WriteOp
 from groove.protocol import constants as C
 from groove.protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, peek_op, validate_body
 from groove.protocol.digests import body_digest
@@ -91,6 +92,7 @@ class Coordinator:
             settings.max_wait_ms,
             settings.queue_size,
             committed=self.derived.after_batch,
+            settle=self.derived.settle,
             maintain_every_s=settings.maintain_every_s,
             fsync=settings.durability == "fsync",
             gone_agents=self.registry.gone,
@@ -272,7 +274,7 @@ class Coordinator:
     # --- socket loop ---------------------------------------------------------------------------------
 
     def _drain_link(self) -> None:
-        for batch, checked in self.link.batches(_DRAIN_BATCHES):
+        for batch, checked, built in self.link.batches(_DRAIN_BATCHES):
             # `ping`, `hello` and `heartbeat` first: they take microseconds, and must not wait behind the writes
             # the same batch brought (the front reads connections fairly, so they come in the next batch)
             later: list[tuple[list[bytes], Principal]] = []
@@ -290,6 +292,9 @@ class Coordinator:
             for user_id, peer, request_id, op, digest, body in checked:
                 if (who := self._principal(user_id, peer)) is not None:
                     self._handle_checked(peer, who, RequestEnvelope(request_id, op), digest, body)
+            for user_id, peer, *values in built:
+                if (who := self._principal(user_id, peer)) is not None:
+                    self._handle_built(peer, who, Built.from_wire(values))
 
     def _principal(self, user_id: str | None, peer: bytes) -> Principal | None:
         """Who sent a message: its key's principal (everyone is admin without CURVE); None once refused."""
@@ -310,13 +315,16 @@ class Coordinator:
                 peer, request_id, digest, write, prepared, received = self._chosen.get_nowait()
                 # a retry prepared meanwhile on another reader joins the first one's waiters
                 if not self._known(peer, request_id, write.name, digest):
-                    self._write(peer, request_id, digest, write, prepared, received)
+                    self._write(peer, request_id, digest, WriteItem(request_id, write, prepared, digest), received)
                 continue
+            now, answered = time.perf_counter(), []
             for request_id, payload, outcome in msgpack.unpackb(frames[1]):
                 waiting = self.resends.done(request_id, payload, outcome == OK)
-                self.metrics.record_op(waiting.op, (time.perf_counter() - waiting.received) * 1000, outcome)
+                answered.append((waiting.op, (now - waiting.received) * 1000, outcome))
                 for peer in waiting.peers:
-                    self._send(peer, payload)
+                    self.link.send(peer, payload)
+                self.metrics.requests_served += len(waiting.peers)
+            self.metrics.record_ops(answered)  # a batch's acks, counted under one take of the lock
 
     def _send(self, peer: bytes, payload: bytes) -> None:
         self.link.send(peer, payload)
@@ -357,6 +365,18 @@ class Coordinator:
         if self._admitted(peer, request, digest, who):
             self._route(peer, request, digest, rebuild(OPS[request.op].request, dump), who)
 
+    def _handle_built(self, peer: bytes, who: Principal, put: Built) -> None:
+        """A put the front built (write/built.py): `_handle`'s steps, its roles checked on what it stores."""
+        self.metrics.front_checked += 1
+        if not self._admitted(peer, RequestEnvelope(put.request_id, C.OP_LEARNING_PUT), put.digest, who):
+            return
+        scopes = [scope for _, scope, _ in put.hashes]
+        if who.role != C.ROLE_ADMIN and (reason := put_refusal(who, put.tier, scopes)) is not None:
+            self._unauthorized(peer, put.request_id, reason, C.OP_LEARNING_PUT)
+            return
+        item = WriteItem(put.request_id, PUT, BUILT_BODY, put.digest, built=put)
+        self._write(peer, put.request_id, put.digest, item, time.perf_counter())
+
     def _admitted(self, peer: bytes, request: RequestEnvelope, digest: str, who: Principal) -> bool:
         """Whether a request goes on to its handler; False once it is answered (refused, or a resend)."""
         self.registry.touch(peer)
@@ -376,7 +396,8 @@ class Coordinator:
             self._unauthorized(peer, request.id, reason, op)
             return
         if isinstance(handler, Write):
-            self._write(peer, request.id, digest, handler.op, body, time.perf_counter(), who.curates)
+            item = WriteItem(request.id, handler.op, body, digest, curates=who.curates)
+            self._write(peer, request.id, digest, item, time.perf_counter())
         elif isinstance(handler, Control):
             try:
                 self._send(peer, encode_ok(request.id, handler.run(self, peer, body)))
@@ -401,25 +422,16 @@ class Coordinator:
             self._send(peer, answer)
         return answer is not None
 
-    def _write(
-        self,
-        peer: bytes,
-        request_id: str,
-        digest: str,
-        op: WriteOp[Any],
-        body: BaseModel,
-        received: float,
-        curates: frozenset[str] | None = None,
-    ) -> None:
+    def _write(self, peer: bytes, request_id: str, digest: str, item: WriteItem, received: float) -> None:
         """Queue a write whose id is not known yet (callers check `_known` first)."""
         if self._closing:
             closing = "coordinator is shutting down; retry after it restarts"
-            self._error(peer, request_id, ErrorCode.BUSY, closing, retry_after_ms=1000, op=op.name)
+            self._error(peer, request_id, ErrorCode.BUSY, closing, retry_after_ms=1000, op=item.op.name)
             return
-        if not self.batcher.submit(WriteItem(request_id, op, body, digest, curates=curates)):
-            self._refuse_write(peer, request_id, op.name)
+        if not self.batcher.submit(item):
+            self._refuse_write(peer, request_id, item.op.name)
             return
-        self.resends.wait(request_id, op.name, digest, peer, received)
+        self.resends.wait(request_id, item.op.name, digest, peer, received)
 
     def _unauthorized(self, peer: bytes, request_id: str, reason: str, op: str) -> None:
         self.metrics.unauthorized += 1
@@ -459,6 +471,8 @@ class Coordinator:
                     self.metrics.unauthorized += 1
                 payload = encode_error(item.request_id, result.code, result.message, detail=result.detail)
                 answers.append((item.request_id, payload, result.code.value))
+            elif item.built is not None:
+                answers.append((item.request_id, item.built.reply, OK))
             else:
                 answers.append((item.request_id, encode_ok(item.request_id, result), OK))
                 stats.count_write(self.metrics, item, result)

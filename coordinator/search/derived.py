@@ -3,11 +3,11 @@ feeds them.
 
 CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are rebuilt from
 `learning` and `learning_embeddings`, and learnings without an embedding are queued for the worker. After
-each batch the batcher reports what its commits changed (`after_batch`) before the acks go out: keyword entries are
-updated at once; new texts go to the embedding queue, which the embedding pool (`embedpool.py`, worker processes)
-drains in batches, handing the vectors back to the batcher as an internal write, so `learning_embeddings` keeps
-one writer. A failure here never touches a
-source write: it only delays when a learning becomes findable by meaning.
+each batch the batcher reports what its commits changed (`after_batch`) before the acks go out: keyword entries
+are staged, and written once the acks are out (`settle`) or by the next search, whichever comes first; new texts
+go to the embedding queue, which the embedding pool (`embedpool.py`, worker processes) drains in batches, handing
+the vectors back to the batcher as an internal write, so `learning_embeddings` keeps one writer. A failure here
+never touches a source write: it only delays when a learning becomes findable by meaning.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ KEYWORD_FILE = "keywords.sqlite"  # in the data dir: the learnings' keyword inde
 class DerivedChanges:
     """What derived data must learn from a commit (the writer reports it per tier, before the acks)."""
 
-    texts: list[tuple[str, str]]  # learnings put: (id, text to index and embed)
+    texts: list[tuple[str, str]]  # learnings put: (id, text to embed)
+    words: list[tuple[str, str]]  # ... and their texts as the keyword index takes them (`lexical.index_text`)
     vectors: list[tuple[str, VectorBlob]]  # vectors stored
     deleted: list[str]  # learnings gone
     stale: list[str]  # learnings whose stored vector was dropped because their text changed
@@ -175,18 +176,22 @@ class Derived:
         # The keyword index takes the whole batch in one transaction: each of its transactions writes a segment,
         # and one per tier made it cost 21 µs a learning against 13 (a batch spans seven tiers in the benchmark).
         gone: list[str] = []
-        texts: dict[str, tuple[str, str]] = {}  # learning id -> (tier, its text), as the last commit left it
+        words: dict[str, tuple[str, str]] = {}  # learning id -> (tier, its indexed text), as the last commit left it
         for tier, changes in commits:
             try:
                 self._after_commit(tier, changes)
             except Exception:  # derived data must never fail a committed source write
                 log.exception("updating derived data for tier %s failed", tier)
             for lid in changes.deleted:
-                texts.pop(lid, None)
+                words.pop(lid, None)
             gone += changes.deleted
-            texts.update((lid, (tier, text)) for lid, text in changes.texts)
+            words.update((lid, (tier, text)) for lid, text in changes.words)
         self.keywords.remove(gone)
-        self.keywords.upsert_many(texts)
+        self.keywords.stage(words)  # written once the acks are out (`settle`), or by the next search
+
+    def settle(self) -> None:
+        """After a batch's acks: write the keyword entries its commits staged."""
+        self.keywords.flush()
 
     def _after_commit(self, tier: str, changes: DerivedChanges) -> None:
         """One commit's changes to everything but the keyword index."""

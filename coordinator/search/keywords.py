@@ -1,7 +1,9 @@
 """The keyword index: SQLite FTS5 in a file of the data dir, derived from the learnings of every open tier.
 
-It is updated right after each commit, before the acks go out, so a learning is findable by its words the
-moment its write is acknowledged, long before its embedding exists. It is never part of the write
+Each commit's texts are staged before its acks go out (`stage`, a dict update) and written after them (`flush`,
+one SQLite statement per table for the whole batch): a search flushes what is staged before it reads, so a
+learning is findable by its words the moment its write is acknowledged, long before its embedding exists, and
+the acks do not wait for the index. It is never part of the write
 transaction (CozoDB's own FTS index cut bulk writes twentyfold here) and is rebuilt from CozoDB when a
 tier opens.
 
@@ -20,6 +22,8 @@ import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+
+import orjson
 
 from groove.coordinator.search.fusion import words_part
 from groove.coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, specific
@@ -92,6 +96,10 @@ class KeywordIndex:
         self._next_rowid = 1
         self._waiting: dict[str, tuple[str, str]] = {}  # id -> (tier, text) not yet written (its disk full)
         self._failing = False
+        # id -> (tier, text) staged by a commit, written at the next flush; its own lock, so that staging never
+        # waits for a search or a write of the index
+        self._staged: dict[str, tuple[str, str]] = {}
+        self._staging = threading.Lock()
 
     def _db(self) -> sqlite3.Connection:
         """The database, made on first use (call with the lock held)."""
@@ -135,16 +143,32 @@ class KeywordIndex:
 
     def upsert(self, tier: str, entries: list[tuple[str, str]]) -> None:
         """Index (id, text) pairs of one tier, replacing earlier text for the same ids (an id twice: its last)."""
-        self.upsert_many({lid: (tier, text) for lid, text in entries})
+        self.upsert_many({lid: (tier, index_text(text)) for lid, text in entries})
 
     def upsert_many(self, entries: dict[str, tuple[str, str]]) -> None:
-        """Index id -> (tier, text) entries of any tiers in one transaction, replacing earlier text for the same ids.
+        """Index id -> (tier, text as `lexical.index_text` makes it) entries of any tiers now, in one transaction,
+        replacing earlier text for the same ids."""
+        self.stage(entries)
+        self.flush()
+
+    def stage(self, entries: dict[str, tuple[str, str]]) -> None:
+        """Take entries as `upsert_many` does, to be written at the next `flush` (a search flushes first)."""
+        if entries:
+            with self._staging:
+                self._staged.update(entries)
+
+    def flush(self) -> None:
+        """Write what is staged, in one transaction.
 
         When the file cannot be written (its disk full or failing) the entries wait, unsearchable by their words,
         and are indexed with the next ones: the learnings are stored, and their writes stop until the disk is
         mended anyway (the same disk holds the tiers)."""
-        with self._lock:
-            self._waiting.update(entries)
+        if not self._staged and not self._waiting:
+            return
+        with self._lock:  # taken before the staged entries: a search that finds none staged waits for this write
+            with self._staging:
+                staged, self._staged = self._staged, {}
+            self._waiting.update(staged)
             if not self._waiting:
                 return
             counts, changes = dict(self._docs), dict(self._changes)
@@ -167,21 +191,28 @@ class KeywordIndex:
     def _index(self, db: sqlite3.Connection, entries: list[tuple[str, tuple[str, str]]]) -> None:
         first = self._next_rowid
         docs = [(first + i, lid, self._label(tier)) for i, (lid, (tier, _)) in enumerate(entries)]
-        # Most entries are new learnings: looking each up first cost more than indexing it. An id indexed
-        # before (an edit, a rebuild) breaks the insert; then the rows it made go, the old entries too.
+        # One statement per table, its rows in one JSON array: `executemany` lets go of the GIL and takes it back
+        # for every row, and beside a busy writer each take waits. Most entries are new learnings: looking each up
+        # first cost more than indexing it. An id indexed before (an edit, a rebuild) breaks the insert; then the
+        # rows it made go, the old entries too.
+        insert = "INSERT INTO doc (rowid, lid, label) SELECT value->>0, value->>1, value->>2 FROM json_each(?)"
+        rows = orjson.dumps(docs).decode()
         try:
-            db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
+            db.execute(insert, (rows,))
         except sqlite3.IntegrityError:
             db.execute("DELETE FROM doc WHERE rowid >= ?", (first,))
             self._delete_rows(self._rows_of([lid for lid, _ in entries]))
-            db.executemany("INSERT INTO doc (rowid, lid, label) VALUES (?, ?, ?)", docs)
+            db.execute(insert, (rows,))
         by_label: dict[int, list[tuple[int, str]]] = {}
         for (rowid, _, code), (_, (_, text)) in zip(docs, entries, strict=True):
-            by_label.setdefault(code, []).append((rowid, index_text(text)))
-        for code, rows in by_label.items():
-            db.executemany(f"INSERT INTO {self._table(code)} (rowid, body) VALUES (?, ?)", rows)
-            self._docs[code] += len(rows)
-            self._changes[code] += len(rows)
+            by_label.setdefault(code, []).append((rowid, text))
+        for code, texts in by_label.items():
+            db.execute(
+                f"INSERT INTO {self._table(code)} (rowid, body) SELECT value->>0, value->>1 FROM json_each(?)",
+                (orjson.dumps(texts).decode(),),
+            )
+            self._docs[code] += len(texts)
+            self._changes[code] += len(texts)
         self._next_rowid += len(entries)
 
     def remove(self, ids: list[str]) -> None:
@@ -189,6 +220,9 @@ class KeywordIndex:
         if not ids:
             return
         with self._lock, self._db():
+            with self._staging:
+                for lid in ids:
+                    self._staged.pop(lid, None)
             for lid in ids:
                 self._waiting.pop(lid, None)
             self._delete_rows(self._rows_of(ids))
@@ -196,6 +230,8 @@ class KeywordIndex:
     def drop_tier(self, tier: str) -> None:
         """Forget a whole tier (before it is rebuilt)."""
         with self._lock, self._db() as db:
+            with self._staging:
+                self._staged = {lid: entry for lid, entry in self._staged.items() if entry[0] != tier}
             self._waiting = {lid: entry for lid, entry in self._waiting.items() if entry[0] != tier}
             code = self._labels.get(tier)
             if code is not None and code in self._tables:
@@ -233,6 +269,7 @@ class KeywordIndex:
         query = self._query(text)
         if query is None:
             return []
+        self.flush()  # what acked writes staged: read your writes
         found = [hit for tier in tiers for hit in self._rows(query, tier, k, set(also))]
         found.sort(key=lambda hit: -hit[0])
         return [self._match(query, hit) for hit in found]

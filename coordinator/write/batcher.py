@@ -38,7 +38,7 @@ from groove.coordinator.metrics import Metrics
 from groove.coordinator.search.derived import DerivedChanges
 from groove.coordinator.store.faults import probe
 from groove.coordinator.store.tiers import TierSet
-from groove.coordinator.write.batches import Landed, check_curation, check_owner
+from groove.coordinator.write.batches import Landed, check_curation, check_owner, joinable
 from groove.coordinator.write.durability import Syncer
 from groove.coordinator.write.ops import LEASES, MAINTAIN, WriteItem
 from groove.coordinator.write.planning import Planner
@@ -97,11 +97,13 @@ class Batcher:
         owners: tuple[str, ClusterMap] | None = None,
         commit_threads: int = 1,
         writers: int = 1,
+        settle: Callable[[], None] | None = None,
     ) -> None:
         self.tiers = tiers
         self.metrics = metrics
         self.done = done
         self.committed = committed
+        self.settle = settle  # after each batch's acks, on the acker thread: derived work no ack waits for
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000.0
         self.capacity = capacity  # of all the writers' queues together
@@ -165,7 +167,7 @@ class Batcher:
 
     def _lane_for(self, item: WriteItem) -> _Lane:
         """The writer of the write's home tier (given one the first time it is named), else the first."""
-        if len(self._lanes) == 1 or (home := item.op.home(item.body)) is None:
+        if len(self._lanes) == 1 or (home := item.home()) is None:
             return self._lanes[0]
         lane = self._homes.get(home)
         if lane is None:
@@ -267,16 +269,17 @@ class Batcher:
         """Plan, deduplicate and commit one batch (on the first writer's transactions unless `lane` says);
         what is left to do before its acks is in the result."""
         landed = Landed(items, time.perf_counter())
+        planned = [item for item in items if item.built is None]
         planner = Planner(
             self.tiers,
             now,
-            finds=[lid for item in items for lid in item.op.finds(item.body)],
-            claims=[lid for item in items for lid in item.op.claims(item.body)],
-            closes=[iid for item in items for iid in item.op.closes(item.body)],
-            sessions=[sid for item in items for sid in item.op.sessions(item.body)],
+            finds=[lid for item in planned for lid in item.op.finds(item.body)],
+            claims=[lid for item in planned for lid in item.op.claims(item.body)],
+            closes=[iid for item in planned for iid in item.op.closes(item.body)],
+            sessions=[sid for item in planned for sid in item.op.sessions(item.body)],
             boards=self.boards,
         )
-        for item in items:
+        for item in planned:
             try:
                 item.parts = item.op.plan(planner, item.body)
                 check_curation(item)
@@ -284,13 +287,15 @@ class Batcher:
             except Rejected as exc:
                 item.parts = {}
                 item.error = exc
+        built = joinable(self.tiers, items, planned, now, self.owners)
         # A request that cannot be planned now (its learning since deleted, say) may still have been applied
         # before a crash: then its stored reply, not the error, is the answer.
         failed = [item for item in items if item.error is not None]
         if failed:
             recall(self.tiers.opened(), failed)
         committer = (lane or self._lanes[0]).committer
-        committer.commit(list(dict.fromkeys(t for item in items for t in item.parts)), items, now, landed)
+        order = list(dict.fromkeys([*(t for item in items for t in item.parts), *built]))
+        committer.commit(order, [item for item in items if item.built is None], now, landed, built)
         self.tiers.remember(landed.located)
         self.tiers.forget(landed.removed)
         for name in {name for item in items for name in item.replies} - set(landed.dirty):
@@ -323,6 +328,10 @@ class Batcher:
                         self.metrics.count("leases_expired", reply["expired"])
                         self.metrics.count("leases_released", reply["released"])
                 continue
+            if item.built is not None:  # its ack was built with it: sent as it is once its tier committed it
+                unsent = Rejected(ErrorCode.INTERNAL, "the write was not committed inside the coordinator")
+                outcomes.append((item, item.error or ({} if item.replies else unsent)))
+                continue
             if item.error is None and not item.replies and item.parts:  # never ack what no tier committed
                 item.error = Rejected(ErrorCode.INTERNAL, "the write was not committed inside the coordinator")
             if item.error is not None and (
@@ -335,6 +344,11 @@ class Batcher:
         if outcomes:
             self.metrics.record_batch(len(outcomes), committed, (time.perf_counter() - landed.started) * 1000)
             self.done(outcomes)
+        if self.settle is not None:
+            try:
+                self.settle()
+            except Exception:  # derived data must never fail a committed source write
+                log.exception("settling derived data after a batch of %d writes failed", len(landed.items))
 
     def _unsynced(self, landed: Landed, exc: OSError) -> None:
         """The write-ahead log could not be synced: the batch is committed but not known to be on disk, so none

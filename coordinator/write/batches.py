@@ -1,18 +1,23 @@
-"""A batch on its way through the writer: the checks each request passes before it commits, and what the commits
-leave for the acker (`Landed`)."""
+"""A batch on its way through the writer: the checks each request passes before it commits, which built puts join
+their tier's transaction as built (`joinable`), and what the commits leave for the acker (`Landed`)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from groove.coordinator.errors import Rejected, WrongCoordinator
 from groove.coordinator.search.derived import DerivedChanges
-from groove.coordinator.store.tiers import Tier
-from groove.coordinator.write.ops import WriteItem
-from groove.coordinator.write.parts import tidying
+from groove.coordinator.store.records import content_hash
+from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.write.built import Built
+from groove.coordinator.write.ops import WriteItem, unbuild
+from groove.coordinator.write.parts import BoardPart, DecidePart, ImportPart, Part, PromotePart, PutPart, tidying
 from groove.protocol import constants as C
 from groove.protocol.cluster import ClusterMap
 from groove.protocol.errors import ErrorCode
+from groove.protocol.models import LearningIn
 
 
 @dataclass(slots=True)
@@ -51,3 +56,66 @@ def check_owner(item: WriteItem, owners: tuple[str, ClusterMap] | None) -> None:
         if not tidying(item.parts[tier]):
             raise WrongCoordinator(tier, owner, me)
         del item.parts[tier]
+
+
+def joinable(
+    tiers: TierSet, items: list[WriteItem], planned: list[WriteItem], now: int, owners: tuple[str, ClusterMap] | None
+) -> dict[str, list[WriteItem]]:
+    """The batch's built puts whose rows join their tier's transaction as built, by tier, in queue order. The
+    others are unbuilt (planned, `ops.unbuild`): those whose content the tier may hold already (its hash filter
+    says maybe: the planned way reinforces the learning holding it), those whose content another write of the
+    batch stores too (planned together, the later reinforces the earlier), and every one in a cluster (its
+    tier's owner is checked on the planned way). `planned`: the batch's other writes, planned already."""
+    stored = Counter(key for item in planned for tier, part in item.parts.items() for key in _stores(tier, part))
+    stored.update(key for item in items if item.built is not None for key in _built_keys(item.built))
+    maybe: set[tuple[str, str]] = set()  # (tier, content hash) the tier may hold already, asked once per tier
+    for name in {item.built.tier for item in items if item.built is not None}:
+        try:
+            tier = tiers.get(name, create=True)
+        except Rejected:
+            continue  # its puts are refused below
+        assert tier is not None
+        maybe.update((name, h) for h in tier.content_hashes.maybe(k[2] for k in stored if k[0] == name))
+    joined: dict[str, list[WriteItem]] = {}
+    for item in items:
+        put = item.built
+        if put is None:
+            continue
+        try:
+            tiers.get(put.tier, create=True)
+        except Rejected as exc:  # tier_unavailable, answered as the planned way would
+            item.error = exc
+            continue
+        keys = _built_keys(put)
+        if owners is not None or any(stored[key] > 1 or (key[0], key[2]) in maybe for key in keys):
+            unbuild(tiers, item, now)
+            try:
+                check_owner(item, owners)
+            except Rejected as exc:
+                item.parts = {}
+                item.error = exc
+            continue
+        joined.setdefault(put.tier, []).append(item)
+    return joined
+
+
+def _built_keys(put: Built) -> list[tuple[str, str, str]]:
+    """(tier, scope, content hash) of each learning a built put stores (distinct: `built.build` sees to it)."""
+    return [(put.tier, scope, digest) for _, scope, digest in put.hashes]
+
+
+def _stores(tier: str, part: Part) -> Iterator[tuple[str, str, str]]:
+    """(tier, scope, content hash) of each learning a planned part stores."""
+    match part:
+        case PutPart():
+            learnings = [item for _, _, item in part.entries]
+        case BoardPart(put=PutPart() as put):
+            learnings = [item for _, _, item in put.entries]
+        case PromotePart(item=item) | DecidePart(item=LearningIn() as item):
+            learnings = [item]
+        case ImportPart():
+            yield from ((tier, i.scope, content_hash(i.description, i.insight)) for i in part.learnings)
+            return
+        case _:
+            return
+    yield from ((tier, i.scope, content_hash(i.description, i.insight)) for i in learnings)

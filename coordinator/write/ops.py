@@ -16,7 +16,9 @@ from pydantic import BaseModel
 from groove.coordinator.board.state import LeaseExpiry
 from groove.coordinator.errors import Rejected
 from groove.coordinator.loop.injection import InjectRecord
+from groove.coordinator.store.tiers import TierSet
 from groove.coordinator.write import boarding
+from groove.coordinator.write.built import Built
 from groove.coordinator.write.parts import BoardPart, Part
 from groove.coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
 from groove.protocol import constants as C
@@ -34,6 +36,7 @@ from groove.protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
+from groove.protocol.codec import decode_request, validate_body
 from groove.protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from groove.protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
 from groove.protocol.models import (
@@ -114,6 +117,26 @@ class WriteItem:
     # With CURVE, a non-admin sender's organisations (see WriteOp.curated). None: any tier.
     curates: frozenset[str] | None = None
     homed: bool = False  # queued to the writer of its home tier (WriteOp.home), which commits it alone
+    # A put the front built (write/built.py): its rows are joined to its tier's transaction, unplanned, and its
+    # ack was built with it. Its `body` is BUILT_BODY until `unbuild` sends it the planned way.
+    built: Built | None = None
+
+    def home(self) -> str | None:
+        """The one tier this write touches, when that is known before planning (WriteOp.home)."""
+        return self.built.tier if self.built is not None else self.op.home(self.body)
+
+
+def unbuild(tiers: TierSet, item: WriteItem, now: int) -> None:
+    """Send a built put the planned way: its body decoded from the request as it came (it passed the same checks
+    in the front), then planned into parts, with new ids (the built ones were never committed)."""
+    assert item.built is not None
+    item.body = validate_body(decode_request(item.built.raw))
+    item.built = None
+    try:
+        item.parts = item.op.plan(Planner(tiers, now, finds=[], claims=[], closes=[]), item.body)
+    except Rejected as exc:
+        item.parts = {}
+        item.error = exc
 
 
 def _put_reply(body: LearningPutRequest, replies: TierReplies) -> dict[str, Any]:
@@ -155,6 +178,8 @@ def _imported(body: ImportRecord, replies: TierReplies) -> dict[str, Any]:
     return counts | {"tiers": len(body.tiers), "queued_for_embedding": queued}
 
 
+# A built put's body until it is unbuilt: the writer reads a built put's rows, never this.
+BUILT_BODY = LearningPutRequest.model_construct(learnings=[])
 PUT = WriteOp[LearningPutRequest](
     C.OP_LEARNING_PUT,
     Planner.put,

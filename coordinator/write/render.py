@@ -7,11 +7,13 @@ makes that insert, and so the whole transaction, fail (the batcher then answers 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from groove.coordinator.loop.adaptive import to_row
 from groove.coordinator.loop.lifecycle import last_run_row
 from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.search.lexical import index_text
 from groove.coordinator.store.relations import (
     APPLIED,
     ARCHIVED,
@@ -29,12 +31,14 @@ from groove.coordinator.store.relations import (
     REVIEWS,
     USAGE,
 )
+from groove.coordinator.write.built import Built
 from groove.coordinator.write.tierwrite import TierWrite
 from groove.protocol.constants import RELATION_SUPERSEDES
 
 
-def script(w: TierWrite) -> tuple[str, dict[str, Any]]:
-    """The transaction: every block of the final state plus the applied request ids."""
+def script(w: TierWrite, built: Sequence[Built] = ()) -> tuple[str, dict[str, Any]]:
+    """The transaction: every block of the final state plus the applied request ids, with the rows of the puts
+    built outside the writer (`built.py`) joined to their relations' blocks."""
     blocks: list[str] = []
     params: dict[str, Any] = {}
 
@@ -55,15 +59,18 @@ def script(w: TierWrite) -> tuple[str, dict[str, Any]]:
     add(REJECTIONS.put("rejected"), "rejected", w.rejections)
     if w.last_run is not None:
         add(MAINTENANCE.put("run"), "run", [last_run_row(w.last_run)])
-    add(HASHES.put("hashes"), "hashes", list(w.hashes_put.values()))
-    add(LEARNING.put("learning"), "learning", list(w.learning_put.values()))
+    add(HASHES.put("hashes"), "hashes", [*w.hashes_put.values(), *(row for put in built for row in put.hashes)])
+    learnings = [*w.learning_put.values(), *(row for put in built for row in put.learnings)]
+    add(LEARNING.put("learning"), "learning", learnings)
     add(
         LEARNING.update("conf", ("confidence", "updated_at")),
         "conf",
         [[lid, w.confidence[lid], w.now] for lid in sorted(w.confidence_dirty)],
     )
-    add(USAGE.put("usage"), "usage", [w.usage[lid].row(lid) for lid in sorted(w.usage_dirty)])
-    add(EMBEDDINGS.put("vec"), "vec", [[lid, vector] for lid, vector in w.vectors.items() if vector is not None])
+    usage = [w.usage[lid].row(lid) for lid in sorted(w.usage_dirty)]
+    add(USAGE.put("usage"), "usage", usage + [row for put in built for row in put.usage])
+    vectors = [[lid, vector] for lid, vector in w.vectors.items() if vector is not None]
+    add(EMBEDDINGS.put("vec"), "vec", vectors + [row for put in built for row in put.vectors])
     add(NOTE_EMBEDDINGS.put("note_vec"), "note_vec", [[nid, vector] for nid, vector in w.note_vectors.items()])
     add(EMBEDDINGS.rm("vec_gone"), "vec_gone", [[lid] for lid, vector in w.vectors.items() if vector is None])
     add(INJECTIONS.put("inj"), "inj", w.injections)
@@ -79,7 +86,7 @@ def script(w: TierWrite) -> tuple[str, dict[str, Any]]:
         for relation, rows in w.board.take_dirty():
             add(relation.put(relation.name), relation.name, rows)
     # :insert, not :put: the transaction fails if a request id was applied before, and nothing commits
-    add(APPLIED.put("applied", verb="insert"), "applied", w.applied)
+    add(APPLIED.put("applied", verb="insert"), "applied", w.applied + [put.applied for put in built])
     return "\n".join(blocks), params
 
 
@@ -89,12 +96,17 @@ def changes(w: TierWrite) -> tuple[list[str], list[str]]:
     return sorted(now_exist - w.existed), sorted(w.existed - now_exist)
 
 
-def derived_changes(w: TierWrite) -> DerivedChanges:
-    """What the keyword and vector indexes, the row cache and the in-memory maps must take from this commit."""
+def derived_changes(w: TierWrite, built: Sequence[Built] = ()) -> DerivedChanges:
+    """What the keyword and vector indexes, the row cache and the in-memory maps must take from this commit (the
+    built puts' learnings are new: no cached row or stored vector of theirs to drop)."""
     deleted = [lid for lid, created in w.created.items() if created is None]
+    texts = [*w.texts.items(), *((lid, text) for put in built for lid, text, _ in put.texts)]
     return DerivedChanges(
-        texts=list(w.texts.items()),
-        vectors=[(lid, v) for lid, v in w.vectors.items() if v is not None],
+        texts=texts,
+        words=[(lid, index_text(text)) for lid, text in w.texts.items()]
+        + [(lid, words) for put in built for lid, _, words in put.texts],
+        vectors=[(lid, v) for lid, v in w.vectors.items() if v is not None]
+        + [(lid, v) for put in built for lid, v in put.vectors],
         deleted=deleted,
         stale=[lid for lid, v in w.vectors.items() if v is None],
         touched=sorted(set(deleted) | set(w.learning_put) | w.usage_dirty | w.confidence_dirty),

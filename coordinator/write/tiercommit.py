@@ -23,7 +23,7 @@ from groove.coordinator.store.faults import Faults, probe
 from groove.coordinator.store.relations import HASHES
 from groove.coordinator.store.tiers import Tier, TierSet
 from groove.coordinator.write.batches import Landed
-from groove.coordinator.write.ops import WriteItem
+from groove.coordinator.write.ops import WriteItem, unbuild
 from groove.coordinator.write.parts import BoardPart
 from groove.coordinator.write.render import changes, derived_changes, script
 from groove.coordinator.write.tierwrite import TierWrite
@@ -47,6 +47,7 @@ class _Prepared:
     results: list[tuple[WriteItem, dict[str, Any] | Rejected]]
     text: str
     params: dict[str, Any]
+    joined: list[WriteItem]  # puts built outside the writer (write/built.py), their rows joined to the transaction
 
 
 def _run(prepared: _Prepared) -> StorageError | DiskFault | None:
@@ -91,14 +92,18 @@ class TierCommitter:
         if self._behind is not None:
             self._behind.shutdown()
 
-    def commit(self, order: list[str], items: list[WriteItem], now: int, landed: Landed) -> None:
-        """Commit the batch's tiers in `order`, one after the other; with a thread behind, each transaction but the
-        last runs there while this thread reads and applies the next tier's parts."""
+    def commit(
+        self, order: list[str], items: list[WriteItem], now: int, landed: Landed, built: dict[str, list[WriteItem]]
+    ) -> None:
+        """Commit the batch's tiers in `order`, one after the other, each tier's built puts (`built`) joined to its
+        transaction; with a thread behind, each transaction but the last runs there while this thread reads and
+        applies the next tier's parts."""
         behind: tuple[_Prepared, Future[StorageError | DiskFault | None]] | None = None
         try:
             for at, tier_name in enumerate(order):
                 pending = [item for item in items if tier_name in item.parts and tier_name not in item.replies]
-                prepared = self._prepare(tier_name, pending, now) if pending else None
+                joined = built.get(tier_name, [])
+                prepared = self._prepare(tier_name, pending, now, joined) if pending or joined else None
                 if behind is not None:
                     self._land(behind[0], behind[1].result(), now, landed)
                     behind = None
@@ -108,7 +113,7 @@ class TierCommitter:
                     # the tier behind refused a request this one shares: prepared again without it
                     if prepared.board is not None:
                         self.boards.reload(prepared.tier)
-                    self._commit_tier(tier_name, pending, now, landed)
+                    self._commit_tier(tier_name, pending, now, landed, joined)
                 elif self._behind is None or at == len(order) - 1:  # nothing left to prepare meanwhile
                     self._land(prepared, _run(prepared), now, landed)
                 else:
@@ -127,26 +132,33 @@ class TierCommitter:
         except (StorageError, DiskFault):
             return False
 
-    def _commit_tier(self, tier_name: str, items: list[WriteItem], now: int, landed: Landed) -> None:
-        """Commit these requests' parts for one tier in one transaction, on this thread."""
-        prepared = self._prepare(tier_name, items, now)
+    def _commit_tier(
+        self, tier_name: str, items: list[WriteItem], now: int, landed: Landed, joined: list[WriteItem] | None = None
+    ) -> None:
+        """Commit these requests' parts (and the `joined` built puts) for one tier in one transaction, on this
+        thread."""
+        prepared = self._prepare(tier_name, items, now, joined)
         if prepared is not None:
             self._land(prepared, _run(prepared), now, landed)
 
-    def _prepare(self, tier_name: str, items: list[WriteItem], now: int) -> _Prepared | None:
+    def _prepare(
+        self, tier_name: str, items: list[WriteItem], now: int, joined: list[WriteItem] | None = None
+    ) -> _Prepared | None:
         """Read what these requests' parts touch in one tier and apply them to a working copy: the transaction,
-        ready to run. None when the tier cannot take them (each request then has its error)."""
+        ready to run, with the rows of the `joined` built puts. None when the tier cannot take them (each request
+        then has its error)."""
+        joined = joined or []
         try:
             tier = self.tiers.get(tier_name, create=True)
         except Rejected as exc:  # tier_unavailable: these requests fail, the batch's other tiers commit
-            for item in items:
+            for item in items + joined:
                 item.error = exc
             return None
         assert tier is not None
         live = [item for item in items if item.error is None]
         if (why := tier.vanished()) is not None:  # nothing committed now would outlive this process
-            refusal = self.faults.failed(tier_name, ErrorCode.STORAGE_IO, why, len(live))
-            for item in live:
+            refusal = self.faults.failed(tier_name, ErrorCode.STORAGE_IO, why, len(live) + len(joined))
+            for item in live + joined:
                 item.error = refusal
             return None
         parts = [item.parts[tier_name] for item in live]
@@ -154,7 +166,7 @@ class TierCommitter:
         try:
             write = TierWrite(tier, parts, now, board)  # reads what the batch touches
         except (StorageError, DiskFault):
-            if not self._disk_fault(tier, live):
+            if not self._disk_fault(tier, live + joined):
                 raise
             return None
         results: list[tuple[WriteItem, dict[str, Any] | Rejected]] = []
@@ -164,10 +176,12 @@ class TierCommitter:
                 results.append((item, write.apply(item.request_id, item.op.name, part, not item.internal, item.digest)))
             except Rejected as exc:
                 results.append((item, exc))
-        text, params = script(write)
+        built = [item.built for item in joined if item.built is not None]
+        text, params = script(write, built)
         # before the transaction runs: a later batch must look up what this one may store
         tier.content_hashes.add(row[_HASH] for row in write.hashes_put.values())
-        return _Prepared(tier, live, write, board, results, text, params)
+        tier.content_hashes.add(row[_HASH] for put in built for row in put.hashes)
+        return _Prepared(tier, live, write, board, results, text, params, joined)
 
     def _land(self, prepared: _Prepared, failure: StorageError | DiskFault | None, now: int, landed: Landed) -> None:
         """After a tier's transaction ran: its replies and what the acker must know, or, when it failed, the
@@ -182,6 +196,11 @@ class TierCommitter:
         if failure is not None:
             if board is not None:  # it holds this transaction's changes: back to what is stored
                 self.boards.reload(tier)
+            # the built puts go the planned way from here: recalled if applied before (a resend after a crash),
+            # else committed again, one by one if need be
+            for item in prepared.joined:
+                unbuild(self.tiers, item, now)
+            live = live + [item for item in prepared.joined if item.error is None]
             # a resend of a request applied already is not a disk fault, even while one stands (its first
             # commit's log sync may have failed): recalled, it is acked once the log is synced
             if self._recalled(tier, live):
@@ -207,10 +226,14 @@ class TierCommitter:
             board.publish()
         self.faults.committed(tier_name)
         added, removed = changes(write)
+        built = [item.built for item in prepared.joined if item.built is not None]
+        added += [lid for put in built for lid in put.ids]
         tier.learnings += len(added) - len(removed)
         landed.located.update(dict.fromkeys(added, tier_name))  # the location cache: once every tier is done
         landed.removed += removed
-        landed.changes.append((tier_name, derived_changes(write)))
+        landed.changes.append((tier_name, derived_changes(write, built)))
+        for item in prepared.joined:
+            item.replies[tier_name] = {}  # its ack was built with it
         # A request refused now may have been applied before a crash (a resent task.complete finds its task
         # completed): then its stored reply, not the refusal, is the answer.
         refused = [item for item, result in prepared.results if isinstance(result, Rejected)]

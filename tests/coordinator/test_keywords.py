@@ -129,7 +129,8 @@ def test_a_file_backed_index_starts_afresh_replaces_removes_and_drops_a_tier(tmp
 
 
 def _changes(texts: list[tuple[str, str]] = [], deleted: list[str] = []) -> DerivedChanges:  # noqa: B006
-    return DerivedChanges(texts, [], deleted, [], [lid for lid, _ in texts] + deleted, [], [], [], [], [], [])
+    words = [(lid, index_text(text)) for lid, text in texts]
+    return DerivedChanges(texts, words, [], deleted, [], [lid for lid, _ in texts] + deleted, [], [], [], [], [], [])
 
 
 def test_a_batch_of_commits_reaches_the_keyword_index_as_its_last_commit_left_each_learning() -> None:

@@ -40,7 +40,7 @@ class Raw:
         return self.reply()
 
 
-@pytest.fixture(params=[(), ("--front-checks",)], ids=["checked-here", "checked-in-front"])
+@pytest.fixture(params=[("--no-front-checks",), ()], ids=["checked-here", "checked-in-front"])
 def coordinator(
     request: pytest.FixtureRequest, coordinator_factory: Callable[..., RunningCoordinator]
 ) -> RunningCoordinator:
@@ -235,8 +235,8 @@ def test_a_resend_with_another_body_is_refused_and_key_order_does_not_matter(
 ) -> None:
     # --reply-cache 0: every resend is answered by the writer from the reply stored with the data, as after a
     # restart or once the in-memory cache has let the id go; the first coordinator answers from memory
-    # --front-checks: the digest is the front's, and a resend's is compared with it
-    for options in (("--front-checks",), (), ("--reply-cache", "0")):
+    # the front checking (the default): the digest is the front's, and a resend's is compared with it
+    for options in ((), ("--no-front-checks",), ("--reply-cache", "0")):
         coordinator = coordinator_factory(*options)
         client, raw = client_factory(coordinator.endpoint), Raw(coordinator.endpoint)
         first = raw.request(envelope("learning.put", put_body(description="first"), rid="same"))
