@@ -6,10 +6,12 @@
 2. the writer's in-process ceiling: group commits spread over seven tiers, batch 256 (benchmarks.writer);
 3. groove end-to-end: agent processes writing through a coordinator (benchmarks.load), every acked write
    read back;
-4. its peers with the same agents and payloads: a bare ZeroMQ echo and SQLite in WAL mode.
+4. its peers with the same agents and payloads: a bare ZeroMQ echo, SQLite in WAL mode writing one row a write
+   (the floor), and the fair SQLite peer doing per write what groove does (benchmarks/fairpeer.py).
 
-Prints the figures, the ratios `groove ÷ storage` (script, batch 256), `groove ÷ writer`, `groove ÷ echo` and
-`groove ÷ sqlite`, and a JSON line. These machines are shared and noisy: compare ratios, not rates, across runs.
+Prints the figures, the ratios `groove ÷ storage` (script, batch 256), `groove ÷ writer`, `groove ÷ echo`,
+`groove ÷ sqlite` and `groove ÷ sqlite-fair`, and a JSON line. These machines are shared and noisy: compare
+ratios, not rates, across runs.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def main(agents: int, in_flight: int, duration: float, writes: int) -> None:
         click.echo(f"groove: {agents} agents x {in_flight} in flight ...", err=True)
         groove = load.run_groove(args, work / "groove")
         peers = {}
-        for peer in ("echo", "sqlite"):
+        for peer in ("echo", "sqlite", load.FAIR):
             click.echo(f"peer {peer} ...", err=True)
             (work / peer).mkdir()
             peers[peer] = load.run_peer(peer, args, work / peer)
@@ -71,6 +73,7 @@ def main(agents: int, in_flight: int, duration: float, writes: int) -> None:
         "writer": ceiling["writes_per_s"],
         "echo": peers["echo"]["per_s"],
         "sqlite": peers["sqlite"]["per_s"],
+        load.FAIR: peers[load.FAIR]["learn_per_s"],
     }
     columns = ("batch", "script_per_s", "import_per_s")
     click.echo(table(columns, [tuple(r[c] for c in columns) for r in raw]))

@@ -10,7 +10,8 @@ after the run — reads back every acked learning:
 `lost` (acked, not stored), `duplicates` (the same learning stored more than once), `unacked_stored`
 (stored, never acked: a write whose ack a client gave up on) and `miscounted` (learnings whose
 `times_injected` differs from the injections and attributions acked for them). Then, with the same agent
-count, payloads and duration, the peers (benchmarks/peers.py) and the ratios. The last line is JSON.
+count, payloads and duration, the peers (benchmarks/peers.py; the fair SQLite peer, benchmarks/fairpeer.py, at
+the same mix, its learns set beside groove's) and the ratios. The last line is JSON.
 
 `--rest-rss` then restarts a coordinator on the run's data, opens every tier and reports its RSS at rest: what
 the coordinator holds for that data alone, so that the RSS under load minus it is what the load itself cost.
@@ -22,26 +23,30 @@ import contextlib
 import importlib.util
 import json
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 import psutil
 
+from benchmarks import fairpeer
 from benchmarks.cluster import agent_projects, run_cluster
 from benchmarks.common import ProcessTree, latency_summary, machine, ratio
 from benchmarks.evidence import PER_AGENT_S, SETTLE_S, readback, spawn_agent, summarize
 from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
 from groove.agents import GrooveClient, GrooveTimeout
 from groove.agents.fleet import Fleet, stop_process
-from groove.agents.workloads import parse_mix
+from groove.agents.workloads import LEARN, parse_mix
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
 from groove.coordinator.net.config import EMBEDDERS
 
+FAIR = "sqlite-fair"  # the SQLite peer doing what groove does per write, at the same mix (fairpeer.py)
 _PING_EVERY_S = 0.1  # often enough that a tail of ~0.5 % shows in a minute's run
 _PING_TIMEOUT_S = 10.0
 
@@ -187,10 +192,17 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
     """One peer with the same agent count, payloads (seeds) and duration; its acked rate and latencies."""
     n, duration = args["agents"], args["duration"]
     server: subprocess.Popen[bytes] | None = None
+    argv: Callable[..., list[str]] = peer_argv
+    kinds: list[Path] | None = None
     if name == "sqlite":
         db = work / "peer.sqlite"
         create_sqlite(db)
         extra = ["--db", str(db)]
+    elif name == FAIR:
+        db = work / "fair.sqlite"
+        fairpeer.create(db)
+        argv, kinds = _fair_argv, [work / f"{FAIR}-{i}.kinds.json" for i in range(n)]
+        extra = ["--db", str(db), "--mix", args["mix"]]
     elif name == "echo":
         server, endpoint = start_echo_server(work)
         extra = ["--endpoint", endpoint, "--in-flight", str(args["in_flight"])]
@@ -201,9 +213,10 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
     start_at = time.time() + SETTLE_S + PER_AGENT_S * n
     procs = [
         subprocess.Popen(
-            peer_argv(
+            argv(
                 name,
                 *extra,
+                *(("--kinds-file", str(kinds[i])) if kinds is not None else ()),
                 *("--agent-id", f"load-{i}", "--seed", str(i), "--duration", str(duration)),
                 *("--start-at", str(start_at), "--latencies-file", str(work / f"{name}-{i}.lat.json")),
             ),
@@ -219,7 +232,15 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
     latencies = [x for i in range(n) for x in json.loads((work / f"{name}-{i}.lat.json").read_text())]
     acked = sum(o["acked"] for o in outs)
     elapsed = max(o["elapsed_s"] for o in outs)
-    return {"acked": acked, "per_s": round(acked / elapsed, 1)} | latency_summary(latencies)
+    found = {"acked": acked, "per_s": round(acked / elapsed, 1)} | latency_summary(latencies)
+    if kinds is not None:  # its learns alone, to set beside groove's at the same mix
+        learns = sum(json.loads(path.read_text()).get(LEARN, 0) for path in kinds)
+        found |= {"learn_per_s": round(learns / elapsed, 1)}
+    return found
+
+
+def _fair_argv(_: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "benchmarks.fairpeer", *args]
 
 
 @click.command()
@@ -228,7 +249,12 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
 @click.option("--mix", default="learn=1", show_default=True, help="Synthetic mix: KIND=WEIGHT,...")
 @click.option("--in-flight", type=click.IntRange(1, 1024), default=1, show_default=True, help="Per agent.")
 @click.option("--preload", type=click.IntRange(0), default=0, show_default=True, help="Learnings stored first.")
-@click.option("--peers", default="sqlite,echo", show_default=True, help="Comma-separated: sqlite, echo, chroma.")
+@click.option(
+    "--peers",
+    default=f"sqlite,{FAIR},echo",
+    show_default=True,
+    help=f"Comma-separated: sqlite (one row a write), {FAIR} (groove's work a write, the same mix), echo, chroma.",
+)
 @click.option("--embedder", type=click.Choice(EMBEDDERS), default="none", show_default=True)
 @click.option("--serve-arg", multiple=True, help="Extra `groove serve` argument (repeatable), e.g. --max-batch=1.")
 @click.option("--rest-rss", is_flag=True, help="After the run, the RSS of a coordinator restarted on its data.")
@@ -252,7 +278,7 @@ def main(**args: Any) -> None:
             "runs learn and search only (inject and outcome are not split yet)", param_hint="--cluster"
         )
     peers = [p for p in args["peers"].split(",") if p]
-    unknown = set(peers) - {"sqlite", "echo", "chroma"}
+    unknown = set(peers) - {"sqlite", FAIR, "echo", "chroma"}
     if unknown:
         raise click.BadParameter(f"unknown peer(s) {', '.join(sorted(unknown))}", param_hint="--peers")
     if "chroma" in peers and importlib.util.find_spec("chromadb") is None:
@@ -304,7 +330,8 @@ def report(args: dict[str, Any], groove: dict[str, Any], peers: dict[str, dict[s
     if "rss_mb_at_rest" in c:
         click.echo(f"RSS of a coordinator restarted on the same data, every tier open: {c['rss_mb_at_rest']} MB")
     learn = groove["kinds"].get("learn", {"per_s": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "p999_ms": 0.0, "over_1s": 0})
-    ratios = {name: ratio(learn["per_s"], v["per_s"]) for name, v in peers.items() if v["per_s"]}
+    # groove's learns over each peer's writes; over the fair peer's learns, at the same mix
+    ratios = {name: ratio(learn["per_s"], v.get("learn_per_s", v["per_s"])) for name, v in peers.items() if v["per_s"]}
     for name, value in ratios.items():
         click.echo(f"groove writes/s ÷ {name}: {value}")
     line = {
@@ -334,6 +361,9 @@ def report(args: dict[str, Any], groove: dict[str, Any], peers: dict[str, dict[s
     if "sqlite" in peers:
         s = peers["sqlite"]
         line["peers"]["sqlite_wal"] = {k: s[k] for k in ("p99_ms", "p999_ms", "over_1s")} | {"writes_per_s": s["per_s"]}
+    if FAIR in peers:
+        s = peers[FAIR]
+        line["peers"]["sqlite_fair"] = {k: s[k] for k in ("p99_ms", "p999_ms", "over_1s", "per_s", "learn_per_s")}
     if "echo" in peers:
         line["peers"]["zmq_echo"] = {"req_per_s": peers["echo"]["per_s"]}
     if "chroma" in peers:

@@ -59,7 +59,8 @@ def _timed_loop(duration: float, start_at: float, step: Callable[[], float]) -> 
     return len(latencies), time.monotonic() - began, latencies
 
 
-def _finish(latencies_file: Path, acked: int, elapsed: float, latencies: list[float]) -> None:
+def finish(latencies_file: Path, acked: int, elapsed: float, latencies: list[float]) -> None:
+    """Write a client's latencies (ms) and print its one JSON line: acked count and elapsed seconds."""
     latencies_file.write_text(json.dumps([round(x * 1000, 4) for x in latencies]))
     click.echo(json.dumps({"acked": acked, "elapsed_s": elapsed}))
 
@@ -114,7 +115,7 @@ def sqlite_writer(db: Path, agent_id: str, seed: int, duration: float, start_at:
         conn.execute("COMMIT")
         return time.monotonic() - t0
 
-    _finish(latencies_file, *_timed_loop(duration, start_at, write))
+    finish(latencies_file, *_timed_loop(duration, start_at, write))
 
 
 def create_sqlite(db: Path) -> None:
@@ -164,7 +165,7 @@ def echo_client(
         if sock.poll(1000):
             reply = msgpack.unpackb(sock.recv_multipart()[-1], raw=False)
             latencies.append(time.monotonic() - sent.pop(reply["id"]))
-    _finish(latencies_file, len(latencies), time.monotonic() - began, latencies)
+    finish(latencies_file, len(latencies), time.monotonic() - began, latencies)
 
 
 @main.command(name="chroma")
@@ -182,7 +183,7 @@ def chroma_writer(port: int, agent_id: str, seed: int, duration: float, start_at
         collection.add(ids=[uuid7()], documents=[learning["description"] + " " + learning["insight"]])
         return time.monotonic() - t0
 
-    _finish(latencies_file, *_timed_loop(duration, start_at, add))
+    finish(latencies_file, *_timed_loop(duration, start_at, add))
 
 
 def start_echo_server(work: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -58,8 +58,8 @@ class Writer:
         self.tiers = TierSet(root, on_open=self.derived.load_tier)
         self.tiers.open_user()
         self.batcher = Batcher(
-            self.tiers, Metrics(), done, 256, 0.0, 20_000, committed=self.derived.after_batch, settle=self.derived.settle,
-            commit_threads=threads, writers=writers,
+            self.tiers, Metrics(), done, 256, 0.0, 20_000, committed=self.derived.after_batch,
+            settle=self.derived.settle, commit_threads=threads, writers=writers,
         )  # fmt: skip
         for _ in range(20):  # every tier opened and warm before timing
             self.batcher.process(self.items(), now_ms())
