@@ -140,7 +140,7 @@ def bare_rate(texts: int) -> float:
 @click.option("--duration", type=click.FloatRange(1), default=10.0, show_default=True, help="Seconds of each load.")
 @click.option("--commit-threads", "threads", default="1,2", show_default=True, help="Write path: threads to try.")
 @click.option("--writers", default="1", show_default=True, help="Write path: writer threads to try.")
-@click.option("--front-checks", "checks", default="off", show_default=True, help="Write path: off, on or off,on.")
+@click.option("--front-checks", "checks", default="on", show_default=True, help="Write path: off, on or off,on.")
 @click.option("--embed-devices", default="cpu", show_default=True, help="Embedder on: cpu, cuda, or both.")
 @click.option("--layouts", default="", help="CPU pools to time, WORKERSxTHREADS,... (default: the coordinator's).")
 @click.option("--embed-texts", type=click.IntRange(64), default=2048, show_default=True, help="Texts per timing.")
@@ -183,11 +183,19 @@ def main(
                 for front in checked:
                     what = f"{n} commit threads, {w} writers, front checks {'on' if front else 'off'}"
                     click.echo(f"write path, {what} ...", err=True)
-                    serve = [f"--commit-threads={n}", f"--writers={w}", *(["--front-checks"] if front else [])]
+                    serve = [
+                        f"--commit-threads={n}",
+                        f"--writers={w}",
+                        "--front-checks" if front else "--no-front-checks",
+                    ]
                     row = {"commit_threads": n, "writers": w, "front_checks": front}
                     curve.append(row | write_path(args, work / f"threads-{n}-{w}-{front:d}", serve))
                     _step("write_path", curve[-1])
-        defaults = {"commit_threads": default, "writers": one, "front_checks": False}
+        defaults = {
+            "commit_threads": default,
+            "writers": one,
+            "front_checks": Settings.model_fields["front_checks"].default,
+        }
         off = next((r for r in curve if all(r[k] == v for k, v in defaults.items())), None)
         if off is None:
             click.echo("write path, the defaults ...", err=True)

@@ -12,6 +12,10 @@ tier, one transaction per batch, in two ways:
 - `import`: `import_relations` of the same rows (puts only: it cannot refuse a request id seen before, and
   it fires no index maintenance the script would not; shown for how much the script language costs).
 
+Then what pycozo's conversion of the parameters costs, per write, at batch 256 (`conversion`): the same
+parameters handed to a script that reads none of them (CozoDB converts every one first), rows as lists (what
+the writer sends) and as tuples.
+
 Prints a table, then one JSON line.
 """
 
@@ -105,6 +109,30 @@ def commit_rate(work: Path, prepared: list[Prepared], how: str) -> float:
     return writes / elapsed
 
 
+def conversion(work: Path, prepared: list[Prepared]) -> dict[str, float]:
+    """µs per write that converting its parameters costs, rows as lists and as tuples (best of three)."""
+    (work / "conversion").mkdir()
+    tier = Tier(C.TIER_USER, work / "conversion", Faults())
+    writes = sum(len(params["applied"]) for _, params in prepared)
+    shapes = {
+        "lists_us": [params for _, params in prepared],
+        "tuples_us": [{k: [tuple(row) for row in rows] for k, rows in params.items()} for _, params in prepared],
+    }
+    found = {}
+    try:
+        for shape, all_params in shapes.items():
+            best = float("inf")
+            for _ in range(3):
+                started = time.perf_counter()
+                for params in all_params:
+                    tier.run("?[n] := n = 1", params)
+                best = min(best, time.perf_counter() - started)
+            found[shape] = round(best / writes * 1e6, 2)
+    finally:
+        tier.close()
+    return found
+
+
 def measure(writes: int, batches: tuple[int, ...] = BATCHES) -> list[dict[str, Any]]:
     """Per batch size: writes/s by script and by import_relations."""
     results = []
@@ -114,13 +142,14 @@ def measure(writes: int, batches: tuple[int, ...] = BATCHES) -> list[dict[str, A
             # batch 1 commits as many transactions as batch 256 commits writes: fewer writes keep it short
             n = min(writes, 2_000) if batch == 1 else writes
             prepared = prepare(work / f"prep-{batch}", batch, n)
-            results.append(
-                {
-                    "batch": batch,
-                    "script_per_s": round(commit_rate(work, prepared, "script"), 1),
-                    "import_per_s": round(commit_rate(work, prepared, "import"), 1),
-                }
-            )
+            found: dict[str, Any] = {
+                "batch": batch,
+                "script_per_s": round(commit_rate(work, prepared, "script"), 1),
+                "import_per_s": round(commit_rate(work, prepared, "import"), 1),
+            }
+            if batch == max(batches):
+                found["conversion"] = conversion(work, prepared)
+            results.append(found)
     return results
 
 
@@ -131,6 +160,9 @@ def main(writes: int) -> None:
     results = measure(writes)
     columns = ("batch", "script_per_s", "import_per_s")
     click.echo(table(columns, [tuple(r[c] for c in columns) for r in results]))
+    converting = results[-1]["conversion"]
+    lists, tuples = converting["lists_us"], converting["tuples_us"]
+    click.echo(f"parameter conversion per write: rows as lists {lists} µs, as tuples {tuples} µs")
     click.echo(json.dumps({"bench": "storage", "results": results, "machine": machine()}))
 
 

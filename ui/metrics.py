@@ -41,7 +41,7 @@ METRICS = (
     Declared(
         "groove_writes_checked_in_front",
         "counter",
-        "Write requests the front process decoded and validated (--front-checks).",
+        "Write requests the front process decoded and validated (plain puts built there included).",
     ),
     Declared("groove_write_queue_depth", "gauge", "Writes waiting for the group commit."),
     Declared("groove_write_queue_capacity", "gauge", "Writes the queue holds before it answers busy."),

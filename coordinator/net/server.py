@@ -2,8 +2,8 @@
 
 Processes, threads and who owns what:
 - the front process (`front.py`) owns the public ROUTER socket and CURVE, and relays requests and replies
-  in batches over one link (`link.py`); with `--front-checks` it also decodes and validates the writes
-  (`checks.py`); the socket loop starts it again if it dies;
+  in batches over one link (`link.py`); it also decodes and validates the writes and builds the plain puts'
+  rows (`checks.py`, `write/built.py`; not with `--no-front-checks`); the socket loop starts it again if it dies;
 - embedding worker processes (`search/embedworker.py`) hold the model, fed by the pool's thread (`embedpool.py`);
 - the socket loop (the thread that calls `serve`) owns the link, the in-flight write table and the reply
   cache; only it sends to clients;
@@ -33,7 +33,7 @@ from groove.coordinator import release, runtime
 from groove.coordinator.errors import CoordinatorError, Rejected, StorageError, TierUnavailable
 from groove.coordinator.inproc import Pushers, queued
 from groove.coordinator.metrics import OK, Metrics
-from groove.coordinator.net import stats
+from groove.coordinator.net import acks, stats
 from groove.coordinator.net.agents import AgentRegistry
 from groove.coordinator.net.auth import ADMIN, Principal, load_authorized, server_keys
 from groove.coordinator.net.config import Settings
@@ -463,25 +463,10 @@ class Coordinator:
 
     def _writes_done(self, outcomes: list[Outcome]) -> None:
         # one frame for the batch: a frame per reply cost the acker, and the socket loop, a ZeroMQ call each
-        answers: list[tuple[str, bytes, str]] = []
-        pushes = []
-        for item, result in outcomes:
-            if isinstance(result, Rejected):
-                if result.code == ErrorCode.UNAUTHORIZED:
-                    self.metrics.unauthorized += 1
-                payload = encode_error(item.request_id, result.code, result.message, detail=result.detail)
-                answers.append((item.request_id, payload, result.code.value))
-            elif item.built is not None:
-                answers.append((item.request_id, item.built.reply, OK))
-            else:
-                answers.append((item.request_id, encode_ok(item.request_id, result), OK))
-                stats.count_write(self.metrics, item, result)
-                handler = HANDLERS.get(item.op.name)  # internal writes have none
-                if isinstance(handler, Write) and handler.acked is not None:
-                    pushes += [[_PUSH, peer, push] for peer, push in handler.acked(self, item.body, result)]
-        send_frames(self.outbox.socket(), (_WRITE, msgpack.packb(answers)))
-        for message in pushes:  # after the acks: the sender hears first that its nudge was stored
-            send_frames(self.outbox.socket(), message)
+        answered, pushes = acks.answers(self, self.metrics, outcomes)
+        send_frames(self.outbox.socket(), (_WRITE, msgpack.packb(answered)))
+        for peer, push in pushes:  # after the acks: the sender hears first that its nudge was stored
+            send_frames(self.outbox.socket(), (_PUSH, peer, push))
 
     def _read(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, received: float) -> None:
         handler = HANDLERS[request.op]

@@ -105,6 +105,19 @@ def test_upsert_replaces_remove_and_drop_tier_forget() -> None:
     assert len(kw) == 0
 
 
+def test_staged_texts_are_found_by_the_next_search_and_a_removal_or_a_dropped_tier_unstages_them() -> None:
+    kw = index(("a", "user", "retry with backoff"))
+    kw.stage({"b": ("user", index_text("retry with jitter")), "c": ("project:/x", "retry later")})
+    assert len(kw) == 1  # staged: not written yet...
+    assert {h.lid for h in kw.search("retry", ["user", "project:/x"], 10)} == {"a", "b", "c"}  # ...until a search
+    kw.stage({"d": ("user", "pin the proxy"), "e": ("project:/x", "pin the version")})
+    kw.remove(["d"])
+    kw.drop_tier("project:/x")
+    kw.flush()
+    assert kw.search("pin", ["user", "project:/x"], 10) == []
+    assert len(kw) == 2
+
+
 def test_a_file_backed_index_starts_afresh_replaces_removes_and_drops_a_tier(tmp_path: Path) -> None:
     path = tmp_path / "data" / "keywords.sqlite"
     path.parent.mkdir()
