@@ -34,7 +34,8 @@ from groove.coordinator.store.records import content_hash
 from groove.protocol import constants as C
 from groove.protocol.ids import uuid7
 
-_SCHEMA = """
+# made by `peers.create_sqlite` before the agents start
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS learning (id TEXT PRIMARY KEY, scope TEXT NOT NULL, category TEXT NOT NULL,
     description TEXT NOT NULL, pattern_json TEXT NOT NULL, insight TEXT NOT NULL, confidence REAL NOT NULL,
     created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source_type TEXT NOT NULL, source_json TEXT NOT NULL);
@@ -49,15 +50,6 @@ CREATE TABLE IF NOT EXISTS outcome_log (learning_id TEXT NOT NULL, at INTEGER NO
 CREATE VIRTUAL TABLE IF NOT EXISTS learning_fts USING fts5(lid UNINDEXED, body, tokenize='porter unicode61');
 """
 _WORD_RE = re.compile(r"\w+")
-
-
-def create(db: Path) -> None:
-    """Create the peer's file and tables (WAL mode) before its agents start."""
-    conn = sqlite3.connect(db)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.executescript(_SCHEMA)
-    conn.commit()
-    conn.close()
 
 
 class FairPeer:

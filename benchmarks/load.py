@@ -200,7 +200,7 @@ def run_peer(name: str, args: dict[str, Any], work: Path) -> dict[str, Any]:
         extra = ["--db", str(db)]
     elif name == FAIR:
         db = work / "fair.sqlite"
-        fairpeer.create(db)
+        create_sqlite(db, fairpeer.SCHEMA)
         argv, kinds = _fair_argv, [work / f"{FAIR}-{i}.kinds.json" for i in range(n)]
         extra = ["--db", str(db), "--mix", args["mix"]]
     elif name == "echo":

@@ -118,11 +118,11 @@ def sqlite_writer(db: Path, agent_id: str, seed: int, duration: float, start_at:
     finish(latencies_file, *_timed_loop(duration, start_at, write))
 
 
-def create_sqlite(db: Path) -> None:
-    """Create the SQLite peer's file and table (WAL mode) before its writers start."""
+def create_sqlite(db: Path, schema: str = _SCHEMA) -> None:
+    """Create a SQLite peer's file and tables (WAL mode) before its writers start: the bare peer's, or `schema`."""
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(_SCHEMA)
+    conn.executescript(schema)
     conn.commit()
     conn.close()
 

@@ -54,7 +54,8 @@ class Settings(BaseModel):
     commit_threads: int = Field(1, ge=1, le=MOST_THREADS)
     # writer threads, each committing the tiers it was given; opt-in until a measurement keeps it (docs/performance-*)
     writers: int = Field(1, ge=1, le=MOST_WRITERS)
-    # the front decodes and validates writes; measured no faster on 2 cores (performance-history.md): opt-in
+    # the front decodes and validates writes and builds plain puts: 1.22 x the writes/s on 2 cores in an A/B
+    # (performance.md); off only for that A/B
     front_checks: bool = True
     # None: from the memory budget (budget.py), as row_cache
     reply_cache: int | None = Field(None, ge=0, le=10_000_000)

@@ -315,15 +315,14 @@ class Coordinator:
                 peer, request_id, digest, write, prepared, received = self._chosen.get_nowait()
                 # a retry prepared meanwhile on another reader joins the first one's waiters
                 if not self._known(peer, request_id, write.name, digest):
-                    self._write(peer, request_id, digest, WriteItem(request_id, write, prepared, digest), received)
+                    self._write(peer, WriteItem(request_id, write, prepared, digest), received)
                 continue
             now, answered = time.perf_counter(), []
             for request_id, payload, outcome in msgpack.unpackb(frames[1]):
                 waiting = self.resends.done(request_id, payload, outcome == OK)
                 answered.append((waiting.op, (now - waiting.received) * 1000, outcome))
                 for peer in waiting.peers:
-                    self.link.send(peer, payload)
-                self.metrics.requests_served += len(waiting.peers)
+                    self._send(peer, payload)
             self.metrics.record_ops(answered)  # a batch's acks, counted under one take of the lock
 
     def _send(self, peer: bytes, payload: bytes) -> None:
@@ -374,8 +373,7 @@ class Coordinator:
         if who.role != C.ROLE_ADMIN and (reason := put_refusal(who, put.tier, scopes)) is not None:
             self._unauthorized(peer, put.request_id, reason, C.OP_LEARNING_PUT)
             return
-        item = WriteItem(put.request_id, PUT, BUILT_BODY, put.digest, built=put)
-        self._write(peer, put.request_id, put.digest, item, time.perf_counter())
+        self._write(peer, WriteItem(put.request_id, PUT, BUILT_BODY, put.digest, built=put), time.perf_counter())
 
     def _admitted(self, peer: bytes, request: RequestEnvelope, digest: str, who: Principal) -> bool:
         """Whether a request goes on to its handler; False once it is answered (refused, or a resend)."""
@@ -396,8 +394,7 @@ class Coordinator:
             self._unauthorized(peer, request.id, reason, op)
             return
         if isinstance(handler, Write):
-            item = WriteItem(request.id, handler.op, body, digest, curates=who.curates)
-            self._write(peer, request.id, digest, item, time.perf_counter())
+            self._write(peer, WriteItem(request.id, handler.op, body, digest, curates=who.curates), time.perf_counter())
         elif isinstance(handler, Control):
             try:
                 self._send(peer, encode_ok(request.id, handler.run(self, peer, body)))
@@ -422,16 +419,16 @@ class Coordinator:
             self._send(peer, answer)
         return answer is not None
 
-    def _write(self, peer: bytes, request_id: str, digest: str, item: WriteItem, received: float) -> None:
+    def _write(self, peer: bytes, item: WriteItem, received: float) -> None:
         """Queue a write whose id is not known yet (callers check `_known` first)."""
         if self._closing:
             closing = "coordinator is shutting down; retry after it restarts"
-            self._error(peer, request_id, ErrorCode.BUSY, closing, retry_after_ms=1000, op=item.op.name)
+            self._error(peer, item.request_id, ErrorCode.BUSY, closing, retry_after_ms=1000, op=item.op.name)
             return
         if not self.batcher.submit(item):
-            self._refuse_write(peer, request_id, item.op.name)
+            self._refuse_write(peer, item.request_id, item.op.name)
             return
-        self.resends.wait(request_id, item.op.name, digest, peer, received)
+        self.resends.wait(item.request_id, item.op.name, item.digest, peer, received)
 
     def _unauthorized(self, peer: bytes, request_id: str, reason: str, op: str) -> None:
         self.metrics.unauthorized += 1

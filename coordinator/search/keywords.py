@@ -94,10 +94,9 @@ class KeywordIndex:
         # label -> (its size and its changes when these were read, how many of its texts hold each stem)
         self._counts: dict[int, tuple[int, int, dict[str, int]]] = {}
         self._next_rowid = 1
-        self._waiting: dict[str, tuple[str, str]] = {}  # id -> (tier, text) not yet written (its disk full)
         self._failing = False
-        # id -> (tier, text) staged by a commit, written at the next flush; its own lock, so that staging never
-        # waits for a search or a write of the index
+        # id -> (tier, text) staged by a commit (or kept while the file cannot be written), written at the next
+        # flush; its own lock, so that staging never waits for a search or a write of the index
         self._staged: dict[str, tuple[str, str]] = {}
         self._staging = threading.Lock()
 
@@ -163,30 +162,28 @@ class KeywordIndex:
         When the file cannot be written (its disk full or failing) the entries wait, unsearchable by their words,
         and are indexed with the next ones: the learnings are stored, and their writes stop until the disk is
         mended anyway (the same disk holds the tiers)."""
-        if not self._staged and not self._waiting:
+        if not self._staged:
             return
         with self._lock:  # taken before the staged entries: a search that finds none staged waits for this write
             with self._staging:
                 staged, self._staged = self._staged, {}
-            self._waiting.update(staged)
-            if not self._waiting:
+            if not staged:
                 return
             counts, changes = dict(self._docs), dict(self._changes)
             try:
                 with self._db() as db:
-                    self._index(db, list(self._waiting.items()))
+                    self._index(db, list(staged.items()))
             except sqlite3.OperationalError as exc:
                 self._docs, self._changes = counts, changes  # the transaction was rolled back
+                with self._staging:  # back to wait, behind any newer text staged meanwhile
+                    self._staged = staged | self._staged
                 if not self._failing:
-                    log.error(
-                        "the keyword index cannot be written (%s): %d learnings wait for it", exc, len(self._waiting)
-                    )
+                    log.error("the keyword index cannot be written (%s): %d learnings wait for it", exc, len(staged))
                 self._failing = True
                 return
             if self._failing:
                 log.warning("the keyword index is written again")
             self._failing = False
-            self._waiting.clear()
 
     def _index(self, db: sqlite3.Connection, entries: list[tuple[str, tuple[str, str]]]) -> None:
         first = self._next_rowid
@@ -223,8 +220,6 @@ class KeywordIndex:
             with self._staging:
                 for lid in ids:
                     self._staged.pop(lid, None)
-            for lid in ids:
-                self._waiting.pop(lid, None)
             self._delete_rows(self._rows_of(ids))
 
     def drop_tier(self, tier: str) -> None:
@@ -232,7 +227,6 @@ class KeywordIndex:
         with self._lock, self._db() as db:
             with self._staging:
                 self._staged = {lid: entry for lid, entry in self._staged.items() if entry[0] != tier}
-            self._waiting = {lid: entry for lid, entry in self._waiting.items() if entry[0] != tier}
             code = self._labels.get(tier)
             if code is not None and code in self._tables:
                 db.execute("DELETE FROM doc WHERE label = ?", (code,))

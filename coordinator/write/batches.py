@@ -4,7 +4,7 @@ their tier's transaction as built (`joinable`), and what the commits leave for t
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from groove.coordinator.errors import Rejected, WrongCoordinator
@@ -18,6 +18,7 @@ from groove.protocol import constants as C
 from groove.protocol.cluster import ClusterMap
 from groove.protocol.errors import ErrorCode
 from groove.protocol.models import LearningIn
+from groove.protocol.portability import ExportedLearning
 
 
 @dataclass(slots=True)
@@ -69,11 +70,13 @@ def joinable(
     stored = Counter(key for item in planned for tier, part in item.parts.items() for key in _stores(tier, part))
     stored.update(key for item in items if item.built is not None for key in _built_keys(item.built))
     maybe: set[tuple[str, str]] = set()  # (tier, content hash) the tier may hold already, asked once per tier
+    refused: dict[str, Rejected] = {}  # tiers that cannot be opened (tier_unavailable), answered as planned would
     for name in {item.built.tier for item in items if item.built is not None}:
         try:
             tier = tiers.get(name, create=True)
-        except Rejected:
-            continue  # its puts are refused below
+        except Rejected as exc:
+            refused[name] = exc
+            continue
         assert tier is not None
         maybe.update((name, h) for h in tier.content_hashes.maybe(k[2] for k in stored if k[0] == name))
     joined: dict[str, list[WriteItem]] = {}
@@ -81,10 +84,8 @@ def joinable(
         put = item.built
         if put is None:
             continue
-        try:
-            tiers.get(put.tier, create=True)
-        except Rejected as exc:  # tier_unavailable, answered as the planned way would
-            item.error = exc
+        if put.tier in refused:
+            item.error = refused[put.tier]
             continue
         keys = _built_keys(put)
         if owners is not None or any(stored[key] > 1 or (key[0], key[2]) in maybe for key in keys):
@@ -106,6 +107,7 @@ def _built_keys(put: Built) -> list[tuple[str, str, str]]:
 
 def _stores(tier: str, part: Part) -> Iterator[tuple[str, str, str]]:
     """(tier, scope, content hash) of each learning a planned part stores."""
+    learnings: Sequence[LearningIn | ExportedLearning]
     match part:
         case PutPart():
             learnings = [item for _, _, item in part.entries]
@@ -114,8 +116,7 @@ def _stores(tier: str, part: Part) -> Iterator[tuple[str, str, str]]:
         case PromotePart(item=item) | DecidePart(item=LearningIn() as item):
             learnings = [item]
         case ImportPart():
-            yield from ((tier, i.scope, content_hash(i.description, i.insight)) for i in part.learnings)
-            return
+            learnings = part.learnings
         case _:
             return
     yield from ((tier, i.scope, content_hash(i.description, i.insight)) for i in learnings)

@@ -4,6 +4,7 @@ tiers, replacement, and a batch of commits taken in one transaction."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,24 @@ def test_a_tier_whose_derived_update_fails_leaves_the_others_and_the_keyword_ind
     derived.after_batch([("user", bad), ("project:/x", _changes([("c", "retry later")]))])
     assert {h.lid for h in derived.keywords.search("retry", ["user", "project:/x"], 10)} == {"a", "c"}
     assert [r.exc_info is not None for r in caplog.records if r.levelno == logging.ERROR] == [True]
+
+
+def test_texts_that_could_not_be_written_wait_and_are_written_with_the_next_newer_text_winning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kw = index(("a", "user", "retry with backoff"))
+    failing = KeywordIndex._index
+
+    def full(self: KeywordIndex, db: object, entries: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(KeywordIndex, "_index", full)
+    kw.upsert("user", [("b", "pin the proxy"), ("c", "old words")])
+    assert len(kw) == 1  # nothing written, nothing lost
+    kw.stage({"c": ("user", "new words")})
+    monkeypatch.setattr(KeywordIndex, "_index", failing)
+    kw.flush()  # the disk mended: what waited and what came since, in one go
+    assert len(kw) == 3
+    assert [h.lid for h in kw.search("pin", ["user"], 10)] == ["b"]
+    assert [h.lid for h in kw.search("new", ["user"], 10)] == ["c"]
+    assert kw.search("old", ["user"], 10) == []
