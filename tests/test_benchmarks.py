@@ -174,7 +174,8 @@ def test_the_dashboard_benchmark_times_every_page_the_scrape_and_the_writer_both
 # --- every benchmark, run as users run it, at sizes of seconds -----------------------------------------------------
 
 # Modules with a `__main__` run by another benchmark rather than on their own.
-RUN_BY_OTHERS = {"peers": "load"}  # the SQLite and echo peers are subprocesses of the load harness
+# the SQLite and echo peers are subprocesses of the load harness; the fair SQLite peer's agents run in limits'
+RUN_BY_OTHERS = {"peers": "load", "fairpeer": "limits"}
 
 
 def test_every_benchmark_module_has_a_smoke_test() -> None:
@@ -233,7 +234,10 @@ def test_rss_by_writes_takes_the_first_reading_past_each_mark() -> None:
 @pytest.mark.slow
 def test_the_limits_benchmark_puts_groove_beside_storage_the_writer_and_the_peers() -> None:
     _, result = benchmark("limits", "--agents", "2", "--in-flight", "1", "--duration", "1", "--writes", "256")
-    assert {"groove/storage", "groove/writer", "groove/echo", "groove/sqlite"} <= set(result["ratios"])
+    assert {"groove/storage", "groove/writer", "groove/echo", "groove/sqlite", "groove/sqlite-fair"} <= set(
+        result["ratios"]
+    )
+    assert result["figures"]["sqlite-fair"] > 0  # the fair peer's agents ran and learned
     assert result["readback"]["lost"] == result["readback"]["duplicates"] == 0
     assert result["errors"] == 0
 

@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from groove.agents import BadRequest, GrooveClient
 from groove.agents.fleet import stop_process
+from groove.coordinator.net.checks import CHECKED
 from groove.protocol import constants as C
 from groove.protocol.keys import CurveClient, generate_key_pair
 from groove.ui.metrics import METRICS
@@ -154,7 +155,10 @@ def test_metrics_parse_as_prometheus_and_count_the_operations_just_made(
     assert after[("groove_learnings", (("tier", "user"),))] >= 4
     assert after[("groove_vector_work_seconds", ())] >= 0  # no vectors stored in this run: present, and 0
     assert after[("groove_embedding_duty", ())] == 1.0  # no embedder in this run: nothing slowed
-    assert after[("groove_writes_checked_in_front_total", ())] == 0  # this coordinator checks its requests itself
+    # the front checks every write it can (the default): each one made here, and nothing else
+    checked = sum(grew("groove_requests_total", op=op, outcome="ok") for op in CHECKED)
+    assert checked >= 8  # two puts, an outcome, the board's writes and three nudge writes at least
+    assert grew("groove_writes_checked_in_front_total") == checked
 
 
 def test_under_curve_the_dashboards_own_key_decides_what_it_may_do(
