@@ -19,14 +19,15 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from groove.coordinator.search.fusion import words_part
-from groove.coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, specific
+from groove.coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, specific, stemming_to
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,8 @@ _OR_TERMS = 8
 _WALK = 3000  # entries of the words' lists a search walks at most (the rarest word always)
 _DRIFT = 0.01  # a label's word counts are read again once this share of its texts changed
 _COUNTS_KEPT = 50_000  # word counts kept per label at most
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
 _CACHE_KIB = 8192  # SQLite's page cache for a file-backed index; the operating system caches the rest
+_READ_CACHE_KIB = 2048  # ... and for each reading thread's connection (SQLite's default)
 _CHUNK = 500  # ids per `IN (...)` lookup
 # FTS5's `automerge`: segments merged per level (4 by default). Each transaction writes a segment; merging 8 at
 # a time made indexing 7-11 % cheaper here, with the same query time at 40,000 learnings (5.6-6.2 ms).
@@ -70,6 +71,8 @@ class _Query:
     terms: list[str]  # the query's words
     stems: list[str]  # ... as the index stores them
     named: frozenset[str]  # the stems of those that name something
+    wanted: frozenset[str]  # the stems, as a set
+    stemming: re.Pattern[str]  # finds the words of a text that could stem to one of them
 
 
 class KeywordIndex:
@@ -78,7 +81,10 @@ class KeywordIndex:
     In memory, or in a file: the learnings' index lives in the data dir, so that what a stored learning costs in
     RAM does not grow with its words (SQLite keeps `_CACHE_KIB` of its pages, the operating system the rest).
     The file is derived data, made afresh when the coordinator starts and filled as tiers open; it is never
-    trusted across a crash, so it is written without a journal on disk and without syncing.
+    trusted across a crash, so it is written without syncing. A file-backed index is read by each searching
+    thread through a connection of its own, in WAL mode: searches run side by side and beside a write, SQLite
+    letting go of the GIL meanwhile (through the writer's one connection, under its lock, the four reader
+    threads took turns: under the default mix a search waited 2.7 s at p50, most of it for that lock).
     """
 
     def __init__(self, path: Path | None = None) -> None:
@@ -99,17 +105,19 @@ class KeywordIndex:
         # flush; its own lock, so that staging never waits for a search or a write of the index
         self._staged: dict[str, tuple[str, str]] = {}
         self._staging = threading.Lock()
+        self._readers = threading.local()  # a file-backed index's connection for each thread that searches it
 
     def _db(self) -> sqlite3.Connection:
         """The database, made on first use (call with the lock held)."""
         if self._conn is None:
             if self._path is not None:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
-                self._path.unlink(missing_ok=True)  # what a previous run left: rebuilt as the tiers open
+                for left in (self._path, *(self._path.with_name(self._path.name + end) for end in ("-wal", "-shm"))):
+                    left.unlink(missing_ok=True)  # what a previous run left: rebuilt as the tiers open
             self._conn = sqlite3.connect(":memory:" if self._path is None else str(self._path), check_same_thread=False)
             self._conn.executescript(
                 f"""
-                PRAGMA journal_mode = MEMORY;
+                PRAGMA journal_mode = {"MEMORY" if self._path is None else "WAL"};
                 PRAGMA synchronous = OFF;
                 PRAGMA cache_size = -{_CACHE_KIB};
                 CREATE TABLE doc (lid TEXT PRIMARY KEY, label INTEGER NOT NULL);
@@ -117,6 +125,21 @@ class KeywordIndex:
                 """
             )
         return self._conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection to search through: this thread's own for a file (made at its first search), else the
+        one connection, with the lock held."""
+        if self._path is None:
+            with self._lock:
+                yield self._db()
+            return
+        conn: sqlite3.Connection | None = getattr(self._readers, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(str(self._path), check_same_thread=False)
+            conn.execute(f"PRAGMA cache_size = -{_READ_CACHE_KIB}")
+            self._readers.conn = conn
+        yield conn
 
     def _label(self, name: str) -> int:
         code = self._labels.get(name)
@@ -198,7 +221,7 @@ class KeywordIndex:
             db.execute(insert, (rows,))
         except sqlite3.IntegrityError:
             db.execute("DELETE FROM doc WHERE rowid >= ?", (first,))
-            self._delete_rows(self._rows_of([lid for lid, _ in entries]))
+            self._delete_rows(self._rows_of(db, [lid for lid, _ in entries]))
             db.execute(insert, (rows,))
         by_label: dict[int, list[tuple[int, str]]] = {}
         for (rowid, _, code), (_, (_, text)) in zip(docs, entries, strict=True):
@@ -220,7 +243,7 @@ class KeywordIndex:
             with self._staging:
                 for lid in ids:
                     self._staged.pop(lid, None)
-            self._delete_rows(self._rows_of(ids))
+            self._delete_rows(self._rows_of(self._db(), ids))
 
     def drop_tier(self, tier: str) -> None:
         """Forget a whole tier (before it is rebuilt)."""
@@ -236,13 +259,13 @@ class KeywordIndex:
                 del self._docs[code], self._changes[code]
                 self._counts.pop(code, None)
 
-    def _rows_of(self, ids: list[str]) -> list[tuple[int, int]]:
+    def _rows_of(self, db: sqlite3.Connection, ids: list[str]) -> list[tuple[int, int]]:
         """(rowid, label) of these ids' entries."""
         found: list[tuple[int, int]] = []
         for at in range(0, len(ids), _CHUNK):
             chunk = ids[at : at + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            found += self._db().execute(f"SELECT rowid, label FROM doc WHERE lid IN ({marks})", chunk).fetchall()
+            found += db.execute(f"SELECT rowid, label FROM doc WHERE lid IN ({marks})", chunk).fetchall()
         return found
 
     def _delete_rows(self, rows: list[tuple[int, int]]) -> None:
@@ -274,7 +297,8 @@ class KeywordIndex:
             return None
         stems = self._stemmer.stems(terms)
         named = specific(text)
-        return _Query(terms, stems, frozenset(s for t, s in zip(terms, stems, strict=True) if t in named))
+        named_stems = frozenset(s for t, s in zip(terms, stems, strict=True) if t in named)
+        return _Query(terms, stems, named_stems, frozenset(stems), stemming_to(stems))
 
     def _rows(self, query: _Query, tier: str, k: int, also: set[str]) -> list[_Hit]:
         """The tier's `k` texts holding the query's rarest words, strongest first, and those of `also` holding any.
@@ -283,42 +307,64 @@ class KeywordIndex:
             code = self._labels.get(tier)
             if code is None or code not in self._tables or not self._docs[code]:
                 return []
-            db = self._db()
             docs = self._docs[code]
-            counts = self._holding(code, query.stems)
-            rare = {t: counts[s] for t, s in zip(query.terms, query.stems, strict=True) if s in counts}
-            chosen = sorted(rare, key=rare.__getitem__)[:_OR_TERMS]
-            # the rarest words first: past `_WALK` entries of their lists walked, the commoner ones are left out (a
-            # word most texts hold costs a walk over most of the index for next to no BM25; in a tier of 500
-            # learnings that never happens)
-            walked, kept = 0, list[str]()
-            for term in chosen:
-                if kept and walked + rare[term] > _WALK:
-                    break
-                walked += rare[term]
-                kept.append(term)
-            chosen = kept
-            if not chosen:
-                return []
-            match = " OR ".join('"' + t.replace('"', '""') + '"' for t in chosen)
-            table = f"kw_{code}"
-            extra = [rowid for rowid, _ in self._rows_of(sorted(also))] if also else []
-            rows = db.execute(
-                # equal scores (copies of one text) in id order: rowids differ from one coordinator to another
-                f"WITH b AS (SELECT {table}.rowid AS id, bm25({table}) AS r, doc.lid AS lid FROM {table} "
-                f"JOIN doc ON doc.rowid = {table}.rowid WHERE {table} MATCH ?), "
-                "m AS (SELECT id, r, lid, row_number() OVER (ORDER BY r, lid) AS n FROM b) "
-                f"SELECT m.lid, m.r, {table}.body FROM m JOIN {table} ON {table}.rowid = m.id "
-                f"WHERE m.n <= ? OR m.id IN ({','.join('?' * len(extra))}) ORDER BY m.n",
-                (match, k, *extra),
-            ).fetchall()
+            known, missing = self._known_counts(code, query.stems)
+        try:
+            with self._reading() as db:
+                if missing:
+                    marks = ",".join("?" * len(missing))
+                    found = dict(db.execute(f"SELECT term, doc FROM kw_{code}_v WHERE term IN ({marks})", missing))
+                    known.update((s, found.get(s, 0)) for s in missing)
+                counts = {s: known[s] for s in query.stems if known[s]}
+                rows = self._best(db, code, query, counts, k, also)
+        except sqlite3.OperationalError:  # the tier's table was dropped meanwhile (it is being rebuilt)
+            return []
         idf = {s: _idf(docs, n) for s, n in counts.items()}
         scale = math.log(max(docs, 2))
         return [(-float(rank) / scale, lid, tier, body, idf) for lid, rank, body in rows]
 
-    def _holding(self, code: int, stems: list[str]) -> dict[str, int]:
-        """How many of the label's texts hold each of these stems (those no text holds are left out). Call with
-        the lock held.
+    def _best(
+        self, db: sqlite3.Connection, code: int, query: _Query, counts: dict[str, int], k: int, also: set[str]
+    ) -> list[tuple[str, float, str]]:
+        """(id, FTS5's BM25, text) of the label's best `k` texts holding the query's rarest words, then of those of
+        `also` that hold any, each part in score order."""
+        rare = {t: counts[s] for t, s in zip(query.terms, query.stems, strict=True) if s in counts}
+        chosen = sorted(rare, key=rare.__getitem__)[:_OR_TERMS]
+        # the rarest words first: past `_WALK` entries of their lists walked, the commoner ones are left out (a
+        # word most texts hold costs a walk over most of the index for next to no BM25; in a tier of 500
+        # learnings that never happens)
+        walked, kept = 0, list[str]()
+        for term in chosen:
+            if kept and walked + rare[term] > _WALK:
+                break
+            walked += rare[term]
+            kept.append(term)
+        if not kept:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in kept)
+        table = f"kw_{code}"
+        # The best `k` by a sort that keeps only them (a window over every match, then a join for the texts,
+        # took 1.5 x as long at 20,000 learnings); the texts are read for those alone. Equal scores (copies of
+        # one text) in id order: rowids differ from one coordinator to another.
+        top = (
+            f"SELECT {table}.rowid AS id, bm25({table}) AS r, doc.lid AS lid FROM {table} "
+            f"JOIN doc ON doc.rowid = {table}.rowid WHERE {table} MATCH ?"
+        )
+        texts = f"SELECT t.lid, t.r, {table}.body FROM t JOIN {table} ON {table}.rowid = t.id ORDER BY t.r, t.lid"
+        rows: list[tuple[str, float, str]] = db.execute(
+            f"WITH t AS ({top} ORDER BY r, lid LIMIT ?) {texts}", (match, k)
+        ).fetchall()
+        # those found otherwise, past the best `k` (with fewer, every text holding the words is there already)
+        extra = sorted(set(also) - {row[0] for row in rows}) if also and len(rows) == k else []
+        rowids = [rowid for rowid, _ in self._rows_of(db, extra)] if extra else []
+        if rowids:
+            marks = ",".join("?" * len(rowids))
+            rows += db.execute(f"WITH t AS ({top} AND {table}.rowid IN ({marks})) {texts}", (match, *rowids)).fetchall()
+        return rows
+
+    def _known_counts(self, code: int, stems: list[str]) -> tuple[dict[str, int], list[str]]:
+        """How many of the label's texts hold each stem, as far as known, and the stems to count (the caller reads
+        them and adds them to the first). Call with the lock held.
 
         FTS5 counts a word's texts by walking its list (0.5 ms for nine words over 1,300 texts here, growing
         with the tier), so the counts are kept until texts numbering `_DRIFT` of the label's size have been
@@ -329,18 +375,13 @@ class KeywordIndex:
         if changes - since > size * _DRIFT or len(known) > _COUNTS_KEPT:
             size, since, known = docs, changes, {}
         self._counts[code] = (size, since, known)
-        missing = [s for s in dict.fromkeys(stems) if s not in known]
-        if missing:
-            marks = ",".join("?" * len(missing))
-            found = dict(self._db().execute(f"SELECT term, doc FROM kw_{code}_v WHERE term IN ({marks})", missing))
-            known.update((s, found.get(s, 0)) for s in missing)
-        return {s: known[s] for s in stems if known[s]}
+        return known, [s for s in dict.fromkeys(stems) if s not in known]
 
     def _match(self, query: _Query, hit: _Hit) -> WordMatch:
         """A hit's words: which of the query's it holds, and their share of the query's IDF mass."""
         strength, lid, tier, body, idf = hit
         # the body as indexed holds its identifiers' parts already: its plain words are all there is to stem
-        held = self._stemmer.among(set(_WORD_RE.findall(body.lower())), set(query.stems))
+        held = self._stemmer.among(query.stemming.findall(body.lower()), query.wanted)
         matched = [t for t, s in zip(query.terms, query.stems, strict=True) if s in held]
         mass = sum(idf.values())
         # summed in the query's order: a set's order differs from one process to another, and so would the last bits

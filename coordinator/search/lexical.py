@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from collections.abc import Collection, Iterable
 
 # FTS5's tokenizer for every keyword table: Porter stems over unicode61 words, `_` kept inside a word
 TOKENIZER = "porter unicode61 tokenchars '_'"
@@ -82,6 +83,18 @@ def specific(text: str) -> set[str]:
     return found - STOPWORDS
 
 
+def stemming_to(stems: Collection[str]) -> re.Pattern[str]:
+    """Finds the words of a lower-cased text that could stem to one of these stems: those whose first letter
+    begins one, and those that begin with a letter outside ASCII. Porter's rules replace a word's ending and keep
+    its first letter (checked over every word of the corpus and made-up ones, in the tests); only unicode61's
+    folding of diacritics (`élan` to `elan`) changes a first letter, and only one outside ASCII. Stemming just
+    these, a text's numbers and ids (`session 482913`), new to the stems' cache, cost no round trip to the
+    tokenizer each: that was a third of a search's time over 20,000 learnings."""
+    firsts = "".join(sorted({re.escape(stem[0]) for stem in stems if stem}))
+    outside = r"(?=[^\x00-\x7f])\w"
+    return re.compile(rf"(?<!\w)(?:[{firsts}]|{outside})\w*" if firsts else rf"(?<!\w){outside}\w*")
+
+
 def query_terms(text: str) -> list[str]:
     """The distinct words of a query that carry meaning, in order (at most MAX_TERMS); a query of stop words
     only keeps them."""
@@ -114,12 +127,12 @@ class Stemmer:
                 self._cache.update(zip(missing, self._ask(missing), strict=True))
         return [self._cache[w] for w in given]
 
-    def among(self, given: set[str], wanted: set[str]) -> set[str]:
+    def among(self, given: Iterable[str], wanted: Collection[str]) -> set[str]:
         """Those of the `wanted` stems that some of these words stem to."""
-        missing = [word for word in given if word not in self._cache]
+        cache = self._cache
+        missing = [word for word in given if word not in cache]
         if missing:
             self.stems(missing)
-        cache = self._cache
         return {stem for word in given if (stem := cache.get(word, word)) in wanted}
 
     def _ask(self, given: list[str]) -> list[str]:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 
+from groove.agents.corpus import load
 from groove.coordinator.search.derived import Derived, DerivedChanges
 from groove.coordinator.search.keywords import KeywordIndex
-from groove.coordinator.search.lexical import index_text, query_terms, specific, words
+from groove.coordinator.search.lexical import Stemmer, index_text, query_terms, specific, stemming_to, words
 
 
 def index(*entries: tuple[str, str, str]) -> KeywordIndex:
@@ -82,6 +84,53 @@ def test_strength_is_bm25_over_the_tier_and_coverage_the_share_of_the_query_s_id
     # another tier's texts change nothing of this one's statistics
     kw.upsert("project:/x", [(f"m{i}", "mooring") for i in range(30)])
     assert kw.search("zeppelin mooring common", ["user"], 1)[0] == hits[0]
+
+
+def test_the_best_k_come_first_then_those_found_otherwise_as_their_scores_put_them() -> None:
+    texts = [(f"t{i}", "user", "retry " * (1 + i % 4) + f"filler text {i}") for i in range(12)]
+    kw = index(*texts, ("other", "user", "nothing to see"))
+    every = kw.search("retry", ["user"], 12)
+    assert [h.lid for h in kw.search("retry", ["user"], 3)] == [h.lid for h in every[:3]]
+    also = [every[9].lid, "other", every[5].lid, every[1].lid]  # one among the best, one holding no word
+    assert kw.search("retry", ["user"], 3, also=also) == [*every[:3], every[5], every[9]]
+
+
+def test_porter_keeps_a_word_s_first_letter_so_only_words_that_could_are_stemmed() -> None:
+    # the claim `stemming_to` finds words by: every ASCII word of the corpus, and some made up
+    found = {w for e in load().entries for w in words(f"{e.description} {e.insight}")}
+    found |= {"sensibility", "relational", "happy", "ies", "sses", "eing", "ytterbium", "a", "zz"}
+    pairs = zip(sorted(found), Stemmer().stems(sorted(found)), strict=True)
+    assert [(w, s) for w, s in pairs if w.isascii() and s[:1] != w[:1]] == []
+    stems = {"zebra", "graze", "elan"}
+    text = "zebras, 482913 grazing élans in session-7 (agent_zed)"
+    assert stemming_to(stems).findall(text) == ["zebras", "grazing", "élans"]  # not the number, nor agent_zed
+    stemmer = Stemmer()
+    assert stemmer.among(stemming_to(stems).findall(text), stems) == stems
+    assert "482913" not in stemmer._cache  # not asked of the tokenizer
+    assert stemming_to(["42"]).findall("4 42nd 7") == ["4", "42nd"]
+
+
+def test_threads_search_a_file_backed_index_side_by_side_each_finding_what_was_staged_before(tmp_path: Path) -> None:
+    kw = KeywordIndex(tmp_path / "keywords.sqlite")
+    kw.upsert("user", [(f"c{i}", f"common zeppelin words {i}") for i in range(300)])
+    failures: list[str] = []
+
+    def agent(n: int) -> None:
+        for i in range(40):
+            lid = f"a{n}x{i}"
+            kw.stage({lid: ("user", f"zeppelin marker{lid} noted")})  # as a commit stages it before its ack
+            if [h.lid for h in kw.search(f"marker{lid}", ["user"], 5)] != [lid]:
+                failures.append(lid)
+            if len(kw.search("common zeppelin", ["user"], 50)) != 50:
+                failures.append(f"{lid}: common")
+
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(kw) == 300 + 4 * 40
 
 
 def test_a_tier_too_small_for_a_rare_word_covers_by_the_share_of_words() -> None:
