@@ -317,8 +317,11 @@ class KeywordIndex:
                     known.update((s, found.get(s, 0)) for s in missing)
                 counts = {s: known[s] for s in query.stems if known[s]}
                 rows = self._best(db, code, query, counts, k, also)
-        except sqlite3.OperationalError:  # the tier's table was dropped meanwhile (it is being rebuilt)
-            return []
+        except sqlite3.OperationalError:
+            with self._lock:
+                if code not in self._tables:  # the tier's table was dropped meanwhile (it is being rebuilt)
+                    return []
+            raise
         idf = {s: _idf(docs, n) for s, n in counts.items()}
         scale = math.log(max(docs, 2))
         return [(-float(rank) / scale, lid, tier, body, idf) for lid, rank, body in rows]

@@ -3,9 +3,11 @@ tiers, replacement, and a batch of commits taken in one transaction."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -131,6 +133,29 @@ def test_threads_search_a_file_backed_index_side_by_side_each_finding_what_was_s
         thread.join()
     assert failures == []
     assert len(kw) == 300 + 4 * 40
+
+
+def test_a_search_meeting_its_tier_dropped_midway_finds_nothing_and_a_broken_file_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kw = KeywordIndex(tmp_path / "keywords.sqlite")
+    kw.upsert("user", [("a", "retry with backoff")])
+    reading = kw._reading
+
+    @contextlib.contextmanager
+    def dropped_meanwhile() -> Iterator[sqlite3.Connection]:
+        kw.drop_tier("user")  # a reindex, between the search's look at the tables and its read
+        with reading() as db:
+            yield db
+
+    monkeypatch.setattr(kw, "_reading", dropped_meanwhile)
+    assert kw.search("retry", ["user"], 5) == []
+    monkeypatch.setattr(kw, "_reading", reading)
+    kw.upsert("user", [("a", "retry with backoff")])
+    with kw._reading() as db:
+        db.execute("DROP TABLE kw_1")  # the table gone under the index, not by a drop: an error, not silence
+    with pytest.raises(sqlite3.OperationalError):
+        kw.search("retry", ["user"], 5)
 
 
 def test_a_tier_too_small_for_a_rare_word_covers_by_the_share_of_words() -> None:
