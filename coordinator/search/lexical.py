@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 
 # FTS5's tokenizer for every keyword table: Porter stems over unicode61 words, `_` kept inside a word
 TOKENIZER = "porter unicode61 tokenchars '_'"
@@ -127,7 +127,7 @@ class Stemmer:
                 self._cache.update(zip(missing, self._ask(missing), strict=True))
         return [self._cache[w] for w in given]
 
-    def among(self, given: Iterable[str], wanted: Collection[str]) -> set[str]:
+    def among(self, given: Collection[str], wanted: Collection[str]) -> set[str]:
         """Those of the `wanted` stems that some of these words stem to."""
         cache = self._cache
         missing = [word for word in given if word not in cache]
