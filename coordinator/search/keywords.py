@@ -302,7 +302,7 @@ class KeywordIndex:
 
     def _rows(self, query: _Query, tier: str, k: int, also: set[str]) -> list[_Hit]:
         """The tier's `k` texts holding the query's rarest words, strongest first, and those of `also` holding any.
-        One pass over the words' lists: BM25 is reckoned for every text matched anyway, to rank them."""
+        BM25 is reckoned for every text matched, to rank them; the texts are read for those returned alone."""
         with self._lock:
             code = self._labels.get(tier)
             if code is None or code not in self._tables or not self._docs[code]:

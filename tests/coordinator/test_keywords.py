@@ -135,7 +135,7 @@ def test_threads_search_a_file_backed_index_side_by_side_each_finding_what_was_s
     assert len(kw) == 300 + 4 * 40
 
 
-def test_a_search_meeting_its_tier_dropped_midway_finds_nothing_and_a_broken_file_says_so(
+def test_a_search_meeting_its_tier_dropped_midway_finds_nothing_and_a_table_gone_otherwise_raises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kw = KeywordIndex(tmp_path / "keywords.sqlite")
