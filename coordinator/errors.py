@@ -22,6 +22,10 @@ class EmbeddingUnavailable(CoordinatorError):
     """No embedding worker could embed a query in time: the search goes on by its words."""
 
 
+class DamagedIndex(CoordinatorError):
+    """A saved derived index's files do not make the index they claim to (`search/saved.py`): it is rebuilt."""
+
+
 class DataDirLocked(StorageError):
     """Another process (a coordinator, or an offline restore) holds the data directory."""
 

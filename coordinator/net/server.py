@@ -258,6 +258,8 @@ class Coordinator:
             self.pool.stop()
         if self._neighbours.is_alive():
             self._neighbours.join(_DERIVED_JOIN_S)
+        if self.failure is None:  # every commit reached the derived indexes: they can be saved for the next start
+            self.derived.save(_DERIVED_JOIN_S)
         self.close()
 
     def close(self) -> None:

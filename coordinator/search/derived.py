@@ -1,8 +1,9 @@
 """Derived data: the keyword index, one vector index per tier, the notes' indexes, and the embedding queue that
 feeds them.
 
-CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are rebuilt from
-`learning` and `learning_embeddings`, and learnings without an embedding are queued for the worker. After
+CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are loaded as the last clean
+stop saved them where the tier says they still match (`saved.py`), else rebuilt from `learning` and
+`learning_embeddings`; learnings without an embedding are queued for the worker. After
 each batch the batcher reports what its commits changed (`after_batch`) before the acks go out: keyword entries
 are staged, and written once the acks are out (`settle`) or by the next search, whichever comes first; new texts
 go to the embedding queue, which the embedding pool (`embedpool.py`, worker processes) drains in batches, handing
@@ -29,6 +30,7 @@ from groove.coordinator.search.neighbours import NearDuplicates
 from groove.coordinator.search.notes import NoteIndex
 from groove.coordinator.search.queries import QueryVectors
 from groove.coordinator.search.rowcache import Archive, RowCache, Supersessions
+from groove.coordinator.search.saved import KEYWORDS, VECTORS, load_vectors, save_indexes, take_tokens
 from groove.coordinator.search.vectors import VectorIndex, WorkCost
 from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
@@ -49,7 +51,7 @@ _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier lo
 # they like: past this bound new entries are not queued, and once the queue drains the worker looks up the
 # learnings still without a vector in CozoDB. Memory stays bounded and nothing is forgotten.
 _QUEUE_LIMIT = 50_000
-KEYWORD_FILE = "keywords.sqlite"  # in the data dir: the learnings' keyword index, made afresh at each start
+KEYWORD_FILE = "keywords.sqlite"  # in the data dir: the learnings' keyword index (kept across a clean stop)
 
 
 @dataclass(slots=True)
@@ -124,10 +126,13 @@ class Derived:
     # --- loading and change tracking ---------------------------------------------------------------
 
     def load_tier(self, tier: Tier) -> None:
-        """Rebuild a tier's keyword entries and vectors from CozoDB; queue learnings lacking a vector."""
+        """Load a tier's keyword entries and vectors as a clean stop saved them where the tier says they match it,
+        else rebuild them from CozoDB; queue learnings lacking a vector."""
         started = time.monotonic()
         self._tiers[tier.name] = tier
-        self.keywords.drop_tier(tier.name)
+        tokens = take_tokens(tier)  # before any write can reach the tier
+        kept_words = self.keywords.adopt(tier.name, tokens.get(KEYWORDS))
+        loaded = load_vectors(tier, tokens.get(VECTORS), self.exact_limit)
         self.rows.drop_tier(tier.name)
         pairs = tier.run(
             "?[from_id, to_id] := *learning_relations{from_id, relation_type, to_id}, relation_type = $type",
@@ -136,39 +141,59 @@ class Derived:
         self.supersessions.load(tier.name, [(f, t) for f, t in pairs])
         self.archive.load(tier.name, tier.archived())
         self.votes.load_tier(tier)
-        index = VectorIndex(self.exact_limit)
+        index = loaded or VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
         texts: dict[str, str] = {}
-        # One pass over the learnings feeds the keyword index and, as far as it has room, the row cache.
+        if kept_words and loaded is not None:
+            # Both saved: no page of the tier is read. Learnings still without a vector are looked up in CozoDB
+            # when the embedding queue is next empty, and the row cache fills as learnings are read.
+            with self._ready:
+                if self.embeddings:
+                    self._behind.add(tier.name)
+        else:
+            self._read_pages(tier, index, texts, kept_words, loaded is not None)
+        missing = [lid for lid in texts if lid not in index]
+        self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
+        notes = self.notes.load_tier(tier)
+        self.enqueue(tier.name, notes, since=None, note=True)
+        log.info(
+            "derived data for tier %s: keyword entries %s, %d vectors (%s, %s), %d to embed (and %d notes), %.0f ms",
+            tier.name,
+            "kept" if kept_words else f"{len(texts)} indexed",
+            len(index),
+            "hnsw" if index.uses_hnsw else "exact",
+            "kept" if loaded is not None else "read",
+            len(missing),
+            len(notes),
+            (time.monotonic() - started) * 1000,
+        )
+
+    def _read_pages(self, tier: Tier, index: VectorIndex, texts: dict[str, str], words: bool, vectors: bool) -> None:
+        """Rebuild from CozoDB what was not kept: keyword entries unless `words` were, vectors unless `vectors`
+        were. One pass over the learnings fills `texts`, feeds the keyword index and, as far as it has room, the
+        row cache."""
         room = self.rows.capacity - len(self.rows)
         stamp = self.rows.stamp()  # before reading: a commit meanwhile keeps its learnings out of the cache
         for page in _pages(tier, f"?[{JOINED_HEAD}] := {JOINED_BODY}"):
             entries = [(row[0], embedding_text(row[_DESCRIPTION], row[_INSIGHT])) for row in page]
-            self.keywords.upsert(tier.name, entries)
+            if not words:
+                self.keywords.upsert(tier.name, entries)
             texts.update(entries)
             if room > 0:
                 self.rows.fill(tier.name, page[:room], stamp)
                 room -= len(page)
+        if vectors:
+            return
         for page in _pages(tier, "?[id, embedding] := *learning_embeddings{learning_id: id, embedding}"):
             live = [(lid, v) for lid, v in page if lid in texts]
             if live:
                 index.upsert([lid for lid, _ in live], blob_vectors([v for _, v in live]))
             if len(index) % _PROGRESS_EVERY < len(live):
                 log.info("tier %s: %d of %d vectors loaded", tier.name, len(index), len(texts))
-        missing = [lid for lid in texts if lid not in index]
-        self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
-        notes = self.notes.load_tier(tier)
-        self.enqueue(tier.name, notes, since=None, note=True)
-        log.info(
-            "derived data for tier %s: %d keyword entries, %d vectors (%s), %d to embed (and %d notes), %.0f ms",
-            tier.name,
-            len(texts),
-            len(index),
-            "hnsw" if index.uses_hnsw else "exact",
-            len(missing),
-            len(notes),
-            (time.monotonic() - started) * 1000,
-        )
+
+    def save(self, build_wait_s: float) -> None:
+        """At a clean stop, once nothing writes: save what each loaded tier derived (`saved.save_indexes`)."""
+        save_indexes(self._tiers, self.vectors, self.keywords, build_wait_s)
 
     def after_batch(self, commits: list[tuple[str, DerivedChanges]]) -> None:
         """What a batch's commits changed, tier by tier in commit order: rows, new or edited texts, vectors stored

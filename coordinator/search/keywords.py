@@ -4,8 +4,9 @@ Each commit's texts are staged before its acks go out (`stage`, a dict update) a
 one SQLite statement per table for the whole batch): a search flushes what is staged before it reads, so a
 learning is findable by its words the moment its write is acknowledged, long before its embedding exists, and
 the acks do not wait for the index. It is never part of the write
-transaction (CozoDB's own FTS index cut bulk writes twentyfold here) and is rebuilt from CozoDB when a
-tier opens.
+transaction (CozoDB's own FTS index cut bulk writes twentyfold here). A tier's entries are kept from one run to
+the next only where a clean stop marked them and the tier says they match it (`adopt`, `mark`, `search/saved.py`);
+otherwise they are indexed again from CozoDB as the tier opens.
 
 Each tier (or working memory, for notes) has an FTS5 table of its own, so a learning's BM25 is reckoned over
 its own tier's statistics: the same learning scores the same whichever coordinator holds its tier, and
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import sqlite3
 import threading
+import uuid
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +47,13 @@ _CHUNK = 500  # ids per `IN (...)` lookup
 # FTS5's `automerge`: segments merged per level (4 by default). Each transaction writes a segment; merging 8 at
 # a time made indexing 7-11 % cheaper here, with the same query time at 40,000 learnings (5.6-6.2 ms).
 _AUTOMERGE = 8
+_FILE_PRAGMAS = f"PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -{_CACHE_KIB};"
+# doc: each text's id and label; label: each tier's (or memory's) number, and the token of a clean stop's save
+_SCHEMA = """
+CREATE TABLE doc (lid TEXT PRIMARY KEY, label INTEGER NOT NULL);
+CREATE INDEX doc_label ON doc (label);
+CREATE TABLE label (code INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, token TEXT);
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +90,8 @@ class KeywordIndex:
 
     In memory, or in a file: the learnings' index lives in the data dir, so that what a stored learning costs in
     RAM does not grow with its words (SQLite keeps `_CACHE_KIB` of its pages, the operating system the rest).
-    The file is derived data, made afresh when the coordinator starts and filled as tiers open; it is never
-    trusted across a crash, so it is written without syncing. A file-backed index is read by each searching
+    The file is derived data: kept across a clean stop (then synced, and marked), never trusted across a crash,
+    so it is written without syncing. A file-backed index is read by each searching
     thread through a connection of its own, in WAL mode: searches run side by side and beside a write, SQLite
     letting go of the GIL meanwhile (through the writer's one connection, under its lock, the four reader
     threads took turns: under the default mix a search waited 2.7 s at p50, most of it for that lock).
@@ -110,21 +120,90 @@ class KeywordIndex:
     def _db(self) -> sqlite3.Connection:
         """The database, made on first use (call with the lock held)."""
         if self._conn is None:
-            if self._path is not None:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
-                for left in (self._path, *(self._path.with_name(self._path.name + end) for end in ("-wal", "-shm"))):
-                    left.unlink(missing_ok=True)  # what a previous run left: rebuilt as the tiers open
-            self._conn = sqlite3.connect(":memory:" if self._path is None else str(self._path), check_same_thread=False)
-            self._conn.executescript(
-                f"""
-                PRAGMA journal_mode = {"MEMORY" if self._path is None else "WAL"};
-                PRAGMA synchronous = OFF;
-                PRAGMA cache_size = -{_CACHE_KIB};
-                CREATE TABLE doc (lid TEXT PRIMARY KEY, label INTEGER NOT NULL);
-                CREATE INDEX doc_label ON doc (label);
-                """
-            )
+            self._conn = self._connect()
         return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        """The file a previous run left, its labels read back (`adopt` says which tiers' entries are kept), or a
+        new database: in memory, or a file made afresh when there is none or it cannot be read."""
+        if self._path is None:
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            conn.executescript(f"PRAGMA journal_mode = MEMORY; {_SCHEMA}")
+            return conn
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        if self._path.exists():
+            conn = sqlite3.connect(str(self._path), check_same_thread=False)
+            try:
+                conn.executescript(_FILE_PRAGMAS)
+                self._read_back(conn)
+                return conn
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                log.warning(
+                    "the keyword file %s cannot be read (%s): every tier's entries are rebuilt", self._path, exc
+                )
+                self._labels, self._names, self._tables, self._docs, self._next_rowid = {}, {}, set(), {}, 1
+        for left in (self._path, *(self._path.with_name(self._path.name + end) for end in ("-wal", "-shm"))):
+            left.unlink(missing_ok=True)
+        conn = sqlite3.connect(str(self._path), check_same_thread=False)
+        conn.executescript(f"{_FILE_PRAGMAS} {_SCHEMA}")
+        return conn
+
+    def _read_back(self, conn: sqlite3.Connection) -> None:
+        """What a previous run's file holds: its labels, their tables and their texts' counts."""
+        made = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for code, name in conn.execute("SELECT code, name FROM label").fetchall():
+            self._labels[name], self._names[code] = code, name
+            if f"kw_{code}" in made and f"kw_{code}_v" in made:
+                self._tables.add(code)
+                self._docs[code], self._changes[code] = 0, 0
+        for code, count in conn.execute("SELECT label, count(*) FROM doc GROUP BY label").fetchall():
+            if code in self._tables:
+                self._docs[code] = count
+        self._next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM doc").fetchone()[0]) + 1
+
+    def adopt(self, tier: str, token: str | None) -> bool:
+        """Whether the entries a previous run saved for `tier` were marked with `token` (what the tier says its
+        saved keyword entries are): then they are kept, else dropped, to be indexed again. The mark goes either
+        way: from now on the tier's writes change what it holds (`search/saved.py`)."""
+        with self._lock:
+            db = self._db()
+            code = self._labels.get(tier)
+            if code is None:
+                return False
+            row = db.execute("SELECT token FROM label WHERE code = ?", (code,)).fetchone()
+            if row is not None and row[0] is not None:
+                with db:
+                    db.execute("UPDATE label SET token = NULL WHERE code = ?", (code,))
+            kept = token is not None and row is not None and row[0] == token and code in self._tables
+        if not kept:
+            self.drop_tier(tier)
+        return kept
+
+    def mark(self, tiers: list[str]) -> dict[str, str]:
+        """Write what is staged, mark these tiers' entries with fresh tokens and put the file on disk: the tokens
+        to record in each tier (none if the file cannot be written, or is in memory)."""
+        self.flush()
+        if self._path is None or self._failing or self._staged:
+            return {}
+        tokens = {tier: uuid.uuid4().hex for tier in tiers if tier in self._labels}
+        try:
+            with self._lock:
+                db = self._db()
+                with db:
+                    db.executemany("UPDATE label SET token = ? WHERE name = ?", [(t, n) for n, t in tokens.items()])
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                for path in (self._path, self._path.with_name(self._path.name + "-wal")):
+                    if path.exists():
+                        fd = os.open(path, os.O_RDONLY)
+                        try:
+                            os.fsync(fd)
+                        finally:
+                            os.close(fd)
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("the keyword file cannot be saved (%s): its entries are indexed again at the next start", exc)
+            return {}
+        return tokens
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -158,6 +237,7 @@ class KeywordIndex:
                 INSERT INTO kw_{code} (kw_{code}, rank) VALUES ('automerge', {_AUTOMERGE});
                 """
             )
+            self._db().execute("INSERT OR REPLACE INTO label (code, name) VALUES (?, ?)", (code, self._names[code]))
             self._tables.add(code)
             self._docs[code] = 0
             self._changes[code] = 0

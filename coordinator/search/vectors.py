@@ -1,12 +1,13 @@
-"""The in-memory vector index of one tier: derived from `learning_embeddings`, rebuilt at start-up.
+"""The in-memory vector index of one tier: derived from `learning_embeddings`, saved at a clean stop
+(`search/saved.py`) and loaded at the next start, rebuilt otherwise.
 
 Small tiers are searched exactly (one matrix product, recall 1.0: ≈ 0.9 ms at 10k vectors here on one
 BLAS thread). Past `exact_limit` vectors an HNSW graph (usearch, inner product on unit vectors) answers
 instead, because an exact scan grows faster than linearly once the matrix leaves the cache while HNSW stays
-near a millisecond (figures in docs/performance-history.md, `benchmarks.ann`). The matrix is kept in both
-cases: it is what the graph is built from, what exact search uses while the graph is being built, and what
-removals move rows within. usearch was chosen over hnswlib (no wheels, unmaintained) and faiss (its HNSW
-cannot remove a vector).
+near a millisecond (figures in docs/performance-history.md, `benchmarks.ann`). Each vector is held once: in the
+f32 matrix while the tier is searched exactly (and while its graph is built from the matrix), then in the graph
+alone, which stores it in half precision and answers cosines from it. usearch was chosen over hnswlib (no wheels,
+unmaintained) and faiss (its HNSW cannot remove a vector).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import logging
 import os
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from groove.coordinator.errors import DamagedIndex
 from groove.coordinator.search.embedder import Vectors
 from groove.protocol import constants as C
 
@@ -27,9 +30,10 @@ if TYPE_CHECKING:  # usearch is imported with the first graph: a start, and a ti
     from usearch.index import BatchMatches, Index, Matches
 
 _HNSW_M = 16
-# The graph stores its vectors in half precision and its answers are re-scored from the f32 matrix: on 100k real
-# MiniLM vectors the same recall@10 as f32 (0.984 at k=10, 0.990 at k=50), 41 % less memory (110 vs 187 MB),
-# 33 % faster builds, queries within 5 % of f32 (benchmarks.ann, docs/performance-history.md), and cosines exact.
+# The graph stores its vectors in half precision: on 100k real MiniLM vectors the same recall@10 as f32 (0.984 at
+# k=10, 0.990 at k=50), 41 % less memory (110 vs 187 MB), 33 % faster builds, queries within 5 % of f32
+# (benchmarks.ann, docs/performance-history.md). Its cosines are the half-precision vectors' (within 1e-3): the
+# f32 matrix they were once re-scored from doubled a large tier's memory (1.5 KB a learning beside the graph's 0.9).
 _GRAPH_DTYPE = "f16"
 _HNSW_EF_CONSTRUCTION = 100
 _HNSW_EF_MIN = 64
@@ -43,7 +47,8 @@ log = logging.getLogger(__name__)
 _COST_WEIGHT = 0.2  # of the latest call in `WorkCost`'s moving average
 
 
-_FIRST_ROWS = 1024  # rows of a new index's matrix; it doubles when full
+_FIRST_ROWS = 1024  # rows of a new index's matrix; it doubles when full (up to the graph's taking over)
+GRAPH_FILE, MATRIX_FILE, IDS_FILE = "graph.usearch", "matrix.npy", "ids.txt"  # a saved index's files
 
 
 class WorkCost:
@@ -65,39 +70,42 @@ class WorkCost:
 class VectorIndex:
     """Learning id -> unit vector, searchable by inner product. Thread-safe: one lock guards it all.
 
-    Rows of the matrix are the graph's keys. The graph is built on a background thread from a snapshot of the
-    matrix, while searches stay exact; rows written or moved meanwhile are recorded in `_dirty` and replayed
-    into the graph before it takes over. So neither opening a large tier nor crossing `exact_limit` in the
-    middle of a write burst stalls the coordinator.
+    Keys of the graph are rows. While the tier is searched exactly its rows are those of the matrix, kept dense
+    (a removal moves the last row into the freed one). The graph is built on a background thread from a snapshot
+    of the matrix, while searches stay exact; rows written or moved meanwhile are recorded in `_dirty` and
+    replayed into the graph before it takes over and the matrix goes. From then on a removal frees its row for
+    the next new vector. So neither opening a large tier nor crossing `exact_limit` in the middle of a write
+    burst stalls the coordinator.
     """
 
     def __init__(self, exact_limit: int = 10_000, dim: int = C.EMBEDDING_DIM) -> None:
         self.dim = dim
         self.exact_limit = exact_limit
         self._lock = threading.Lock()
-        self._matrix: Vectors = np.zeros((_FIRST_ROWS, dim), dtype=np.float32)
-        self._ids: list[str] = []  # row -> id
+        self._matrix: Vectors | None = np.zeros((_FIRST_ROWS, dim), dtype=np.float32)  # None once the graph answers
+        self._ids: list[str | None] = []  # row -> id (None: a row freed in the graph)
         self._rows: dict[str, int] = {}  # id -> row
+        self._free: list[int] = []  # the graph's freed rows
         self._hnsw: Index | None = None
         self._dirty: set[int] | None = None  # while a graph is being built: rows changed since its snapshot
         self._builder: threading.Thread | None = None
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._rows)
 
     def memory_bytes(self) -> int:
         """What it holds: the matrix, the id maps (about 170 B an id) and any graph. The first matrix's untouched
         rows are not resident (numpy asks for zeroed pages, which the system gives on first write); a grown one
         was copied whole, spare rows too."""
-        rows = len(self._ids) if len(self._matrix) == _FIRST_ROWS else len(self._matrix)
-        graph = self._hnsw
+        matrix, graph = self._matrix, self._hnsw
+        rows = 0 if matrix is None else len(self._ids) if len(matrix) == _FIRST_ROWS else len(matrix)
         return rows * self.dim * 4 + 170 * len(self._ids) + (int(graph.memory_usage) if graph is not None else 0)
 
     def heap_bytes(self) -> int:
         """What it took from the C heap, resident or not: the whole matrix (numpy's zeroed pages count there before
         they are touched) and any graph."""
-        graph = self._hnsw
-        return int(self._matrix.nbytes) + (int(graph.memory_usage) if graph is not None else 0)
+        matrix, graph = self._matrix, self._hnsw
+        return (0 if matrix is None else int(matrix.nbytes)) + (int(graph.memory_usage) if graph is not None else 0)
 
     def __contains__(self, learning_id: object) -> bool:
         return learning_id in self._rows
@@ -128,65 +136,91 @@ class VectorIndex:
             for lid in ids:
                 row = self._rows.get(lid)
                 if row is None:
-                    row = len(self._ids)
-                    if row == len(self._matrix):
-                        self._matrix = np.concatenate([self._matrix, np.zeros_like(self._matrix)])
-                    self._ids.append(lid)
+                    row = self._free.pop() if self._free else len(self._ids)
+                    if row == len(self._ids):
+                        self._ids.append(lid)
+                    else:
+                        self._ids[row] = lid
                     self._rows[lid] = row
                 rows.append(row)
-            self._matrix[rows] = vectors
             if self._hnsw is not None:
-                _put(self._hnsw, self._matrix[rows], rows, threads=_BUILD_THREADS)
-            elif self._dirty is not None:
+                _put(self._hnsw, vectors, rows, threads=_BUILD_THREADS)
+                return
+            matrix = self._matrix
+            assert matrix is not None  # the exact regime's
+            if len(self._ids) > len(matrix):
+                grown = np.zeros((max(len(self._ids), 2 * len(matrix)), self.dim), dtype=np.float32)
+                grown[: len(matrix)] = matrix
+                self._matrix = matrix = grown
+            matrix[rows] = vectors
+            if self._dirty is not None:
                 self._dirty.update(rows)
             elif len(self._ids) > self.exact_limit:
                 self._start_build()
 
     def remove(self, ids: list[str]) -> None:
-        """Forget these learnings' vectors (unknown ids are ignored). The last row fills the freed one."""
+        """Forget these learnings' vectors (unknown ids are ignored)."""
         with self._lock:
             for lid in ids:
                 row = self._rows.pop(lid, None)
                 if row is None:
                     continue
-                last = len(self._ids) - 1
+                if self._hnsw is not None:  # the row is freed for the next new vector
+                    self._hnsw.remove(row)
+                    self._ids[row] = None
+                    self._free.append(row)
+                    continue
+                matrix = self._matrix
+                assert matrix is not None
+                last = len(self._ids) - 1  # the last row fills the freed one: the matrix stays dense
                 if row != last:
                     moved = self._ids[last]
-                    self._matrix[row] = self._matrix[last]
+                    assert moved is not None
+                    matrix[row] = matrix[last]
                     self._ids[row] = moved
                     self._rows[moved] = row
-                    if self._hnsw is not None:
-                        # the graph's keys are rows: key `row` now holds the moved vector
-                        _put(self._hnsw, self._matrix[row].reshape(1, -1), [row], threads=1)
-                if self._hnsw is not None:
-                    self._hnsw.remove(last)
-                elif self._dirty is not None:
+                if self._dirty is not None:
                     self._dirty.update((row, last))
                 self._ids.pop()
+
+    def _vectors(self, rows: list[int] | npt.NDArray[np.intp]) -> Vectors:
+        """These rows' vectors, as f32 (call with the lock held)."""
+        if self._hnsw is None:
+            assert self._matrix is not None
+            return self._matrix[rows]
+        if not len(rows):
+            return np.zeros((0, self.dim), dtype=np.float32)
+        got = self._hnsw.get(np.asarray(rows, dtype=np.uint64))  # a tuple of rows (None for a key not held)
+        held = [np.asarray(row, dtype=np.float32) for row in (got if isinstance(got, tuple) else [got])]
+        return np.vstack(held).reshape(-1, self.dim)
 
     def similarity(self, learning_id: str, query: Vectors) -> float | None:
         """Cosine similarity of one learning to the query; None if it has no vector."""
         with self._lock:
             row = self._rows.get(learning_id)
-            return None if row is None else float(self._matrix[row] @ query.reshape(-1))
+            return None if row is None else float(self._vectors([row])[0] @ query.reshape(-1))
 
     def search(self, query: Vectors, k: int) -> list[tuple[str, float]]:
         """The `k` nearest learnings by cosine similarity, best first."""
         with self._lock:
             n = len(self._ids)
-            if n == 0 or k <= 0:
+            if not self._rows or k <= 0:
                 return []
-            k = min(k, n)
+            k = min(k, len(self._rows))
             if self._hnsw is not None:
                 _search_depth(self._hnsw, 2 * k)
-                rows = self._hnsw.search(query.reshape(-1), k, threads=1).keys.astype(np.intp)
-                exact = self._matrix[rows] @ query.reshape(-1)
-                order = np.argsort(-exact)
-                return [(self._ids[int(rows[i])], float(exact[i])) for i in order]
+                found = self._hnsw.search(query.reshape(-1), k, threads=1)
+                return [(self._id(key), 1.0 - float(d)) for key, d in zip(found.keys, found.distances, strict=True)]
+            assert self._matrix is not None
             scores = self._matrix[:n] @ query.reshape(-1)
             top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
             top = top[np.argsort(-scores[top])]
-            return [(self._ids[int(i)], float(scores[i])) for i in top]
+            return [(self._id(i), float(scores[i])) for i in top]
+
+    def _id(self, row: object) -> str:
+        lid = self._ids[int(row)]  # type: ignore[call-overload]
+        assert lid is not None  # a freed row is no longer in the graph
+        return lid
 
     def neighbours(self, ids: list[str], threshold: float, k: int = 4) -> list[tuple[str, str, float]]:
         """(id, other id, cosine) for each of these learnings' `k` nearest others, those at least `threshold`
@@ -199,31 +233,76 @@ class VectorIndex:
         for start in range(0, len(ids), _NEIGHBOUR_CHUNK):
             with self._lock:
                 rows = [self._rows[lid] for lid in ids[start : start + _NEIGHBOUR_CHUNK] if lid in self._rows]
-                if not rows or len(self._ids) < 2:
+                if not rows or len(self._rows) < 2:
                     continue
-                queries = self._matrix[rows]
-                want = min(k + 1, len(self._ids))  # each one itself and its k nearest, searched exactly or not
+                queries = self._vectors(rows)
+                want = min(k + 1, len(self._rows))  # each one itself and its k nearest, searched exactly or not
                 if self._hnsw is not None:
                     _search_depth(self._hnsw, 2 * want)
                     answers = _per_query(self._hnsw.search(queries, want, threads=1))
-                    for row, keys in zip(rows, answers, strict=True):
-                        exact = self._matrix[keys] @ self._matrix[row]
+                    for row, (keys, distances) in zip(rows, answers, strict=True):
                         found += [
-                            (self._ids[row], self._ids[int(key)], float(c)) for key, c in zip(keys, exact, strict=True)
+                            (self._id(row), self._id(key), 1.0 - float(d))
+                            for key, d in zip(keys, distances, strict=True)
                         ]
                     continue
+                assert self._matrix is not None
                 scores = queries @ self._matrix[: len(self._ids)].T
                 for row, row_scores in zip(rows, scores, strict=True):
                     nearest = np.argpartition(-row_scores, want - 1)[:want]
                     found += [
-                        (self._ids[row], self._ids[int(other)], float(row_scores[other]))
+                        (self._id(row), self._id(other), float(row_scores[other]))
                         for other in nearest
                         if row_scores[other] >= threshold
                     ]
         return [(a, b, score) for a, b, score in found if a != b and score >= threshold]
 
+    # --- saving and loading (search/saved.py says when) ----------------------------------------------
+
+    def save(self, folder: Path) -> None:
+        """Write the index into `folder` (made; files there replaced). Call once no build runs."""
+        with self._lock:
+            if self._dirty is not None:
+                raise RuntimeError("a graph is being built")
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / IDS_FILE).write_text("\n".join(lid or "" for lid in self._ids))
+            if self._hnsw is not None:
+                self._hnsw.save(str(folder / GRAPH_FILE))
+            else:
+                assert self._matrix is not None
+                np.save(folder / MATRIX_FILE, self._matrix[: len(self._ids)])
+
+    @classmethod
+    def load(cls, folder: Path, exact_limit: int, dim: int = C.EMBEDDING_DIM) -> VectorIndex:
+        """An index as `save` wrote it; DamagedIndex (or OSError) if its files do not make one."""
+        index = cls(exact_limit, dim)
+        text = (folder / IDS_FILE).read_text()
+        ids: list[str | None] = [lid or None for lid in text.split("\n")] if text else []
+        if (folder / GRAPH_FILE).exists():
+            from usearch.index import Index  # noqa: PLC0415 - see the imports
+
+            graph = Index.restore(str(folder / GRAPH_FILE))
+            if graph is None or graph.ndim != dim or len(graph) != sum(1 for lid in ids if lid is not None):
+                raise DamagedIndex(f"{folder / GRAPH_FILE} does not hold the graph of {folder / IDS_FILE}")
+            index._hnsw, index._matrix = graph, None
+        else:
+            matrix = np.load(folder / MATRIX_FILE)
+            if matrix.shape != (len(ids), dim) or None in ids:
+                raise DamagedIndex(f"{folder / MATRIX_FILE} does not hold the vectors of {folder / IDS_FILE}")
+            index._matrix = np.zeros((max(_FIRST_ROWS, len(ids)), dim), dtype=np.float32)
+            index._matrix[: len(ids)] = matrix
+        index._ids = ids
+        index._rows = {lid: row for row, lid in enumerate(ids) if lid is not None}
+        index._free = [row for row, lid in enumerate(ids) if lid is None]
+        if len(index._rows) != sum(1 for lid in ids if lid is not None):
+            raise DamagedIndex(f"{folder / IDS_FILE} names a learning twice")
+        return index
+
+    # --- building the graph --------------------------------------------------------------------------
+
     def _start_build(self) -> None:
         """Start building the graph from a snapshot of the matrix (called with the lock held)."""
+        assert self._matrix is not None
         snapshot = self._matrix[: len(self._ids)].copy()
         self._dirty = set()
         self._builder = threading.Thread(target=self._build, args=(snapshot,), name="groove-hnsw-build", daemon=True)
@@ -248,6 +327,7 @@ class VectorIndex:
         while True:
             with self._lock:
                 assert self._dirty is not None
+                assert self._matrix is not None
                 rows, self._dirty = self._dirty, set()
                 n = len(self._ids)
                 live = sorted(r for r in rows if r < n)
@@ -258,7 +338,7 @@ class VectorIndex:
                     held = past[index.contains(past)] if len(past) else past
                     if len(held):
                         index.remove(held)
-                    self._hnsw, self._dirty, self._builder = index, None, None
+                    self._hnsw, self._matrix, self._dirty, self._builder = index, None, None, None
                     break
                 vectors = self._matrix[live].copy()
             # Many rows changed while building: add them without blocking searches. Rows changed again from now
@@ -267,13 +347,16 @@ class VectorIndex:
         log.info("HNSW graph of %d vectors built in %.1f s", len(snapshot), time.monotonic() - started)
 
 
-def _per_query(found: Matches | BatchMatches) -> list[npt.NDArray[np.intp]]:
-    """The rows found for each query: usearch answers a batch of one query as one `Matches`."""
+def _per_query(found: Matches | BatchMatches) -> list[tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]]:
+    """The rows found for each query and their distances: usearch answers a batch of one query as one `Matches`."""
     from usearch.index import Matches  # noqa: PLC0415 - loaded already: the graph answered
 
     if isinstance(found, Matches):
-        return [found.keys.astype(np.intp)]
-    return [keys[:n].astype(np.intp) for keys, n in zip(found.keys, found.counts, strict=True)]
+        return [(found.keys.astype(np.intp), found.distances)]
+    return [
+        (keys[:n].astype(np.intp), distances[:n])
+        for keys, distances, n in zip(found.keys, found.distances, found.counts, strict=True)
+    ]
 
 
 def _search_depth(index: Index, depth: int) -> None:

@@ -212,6 +212,9 @@ HASHES = Relation(
 )
 ARCHIVED = Relation("archived", "learning_id: String => archived_at: Int, reason: String")
 MAINTENANCE = Relation("maintenance", "name: String => at: Int")
+# Which saved derived index (`search/saved.py`: "keywords", "vectors") matches this tier: the token its files were
+# saved with at the last clean stop. Removed as the tier opens, so only a clean stop's save can match again.
+DERIVED_SAVED = Relation("derived_saved", "name: String => token: String, saved_at: Int")
 REVIEWS = Relation(
     "pending_reviews",
     "review_id: String => status: String, learning_json: String, from_tier: String, from_id: String, "
@@ -286,6 +289,7 @@ ALL = (
     HASHES,
     ARCHIVED,
     MAINTENANCE,
+    DERIVED_SAVED,
     REVIEWS,
     REJECTIONS,
     MEMORIES,

@@ -23,6 +23,7 @@ from groove.coordinator.store.relations import (
     ARTIFACTS,
     CHECKPOINTS,
     DECISIONS,
+    DERIVED_SAVED,
     EMBEDDINGS,
     HASHES,
     INJECTION_TASKS,
@@ -215,6 +216,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         14, "each injection's task, as a vector: what outcome votes are reckoned by", (Step.create(INJECTION_TASKS),)
+    ),
+    Migration(
+        15,
+        "derived indexes saved at a clean stop, and the token that says they match this tier",
+        (Step.create(DERIVED_SAVED),),
     ),
 )
 

@@ -266,3 +266,22 @@ def test_texts_that_could_not_be_written_wait_and_are_written_with_the_next_newe
     assert [h.lid for h in kw.search("pin", ["user"], 10)] == ["b"]
     assert [h.lid for h in kw.search("new", ["user"], 10)] == ["c"]
     assert kw.search("old", ["user"], 10) == []
+
+
+def test_a_marked_file_keeps_a_tier_s_entries_for_its_token_once_and_drops_them_otherwise(tmp_path: Path) -> None:
+    path = tmp_path / "keywords.sqlite"
+    index = KeywordIndex(path)
+    index.upsert("user", [("a", "flaky tests under load")])
+    index.upsert("project:x", [("b", "flaky deploys")])
+    tokens = index.mark(["user", "project:x", "never-opened"])
+    assert set(tokens) == {"user", "project:x"}
+    again = KeywordIndex(path)
+    assert again.adopt("user", tokens["user"])
+    assert [m.lid for m in again.search("flaky", ["user"], 5)] == ["a"]
+    assert not again.adopt("project:x", "another token")  # not what the tier says: dropped, to be indexed again
+    assert again.search("flaky", ["project:x"], 5) == []
+    again.upsert("project:x", [("c", "flaky deploys again")])
+    assert [m.lid for m in again.search("flaky", ["user", "project:x"], 5)] == ["a", "c"]
+    third = KeywordIndex(path)  # the marks went at the first adopt: the tier has changed since, as far as it knows
+    assert not third.adopt("user", tokens["user"])
+    assert KeywordIndex().mark(["user"]) == {}  # an index in memory is never saved

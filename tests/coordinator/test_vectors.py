@@ -1,11 +1,15 @@
-"""The vector index: exact and HNSW search agree, removals move rows, and a background graph build keeps
-every change made while it runs."""
+"""The vector index: exact and HNSW search agree, removals move rows (free them, in the graph), a background
+graph build keeps every change made while it runs, and a saved index loads as it was."""
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
 
-from groove.coordinator.search.vectors import VectorIndex
+import numpy as np
+import pytest
+
+from groove.coordinator.errors import DamagedIndex
+from groove.coordinator.search.vectors import IDS_FILE, VectorIndex
 
 
 def unit_rows(n: int, seed: int) -> np.ndarray:
@@ -86,3 +90,41 @@ def test_near_duplicates_are_a_learnings_k_nearest_not_every_similar_one_searche
         assert all(1 <= len(others) <= 4 for others in per_learning.values()), per_learning
         assert all(other.startswith("n") and other != a and score >= 0.9 for a, other, score in found)
         assert not [pair for pair in found if pair[0] == "f0"]  # nothing near it
+
+
+def test_past_the_limit_each_vector_lives_in_the_graph_alone_and_a_removal_frees_its_row() -> None:
+    index = VectorIndex(exact_limit=10)
+    vectors = unit_rows(40, seed=5)
+    index.upsert([f"v{i}" for i in range(40)], vectors)
+    assert index.wait_built(30)
+    assert index.uses_hnsw
+    assert index.heap_bytes() == int(index._hnsw.memory_usage)  # type: ignore[union-attr] # no matrix beside it
+    index.remove(["v3"])
+    index.upsert(["new"], vectors[3:4])
+    assert len(index) == 40
+    assert index.search(vectors[3], 1)[0][0] == "new"
+    similarity = index.similarity("v5", vectors[5])
+    assert similarity is not None
+    assert abs(similarity - 1.0) < 2e-3
+
+
+def test_a_saved_index_loads_as_it_was_in_either_regime_and_damaged_files_are_refused(tmp_path: Path) -> None:
+    vectors = unit_rows(40, seed=6)
+    for limit in (100, 10):
+        index = VectorIndex(exact_limit=limit)
+        index.upsert([f"v{i}" for i in range(40)], vectors)
+        assert index.wait_built(30)
+        index.remove(["v0", "v17"])
+        folder = tmp_path / f"limit{limit}"
+        index.save(folder)
+        loaded = VectorIndex.load(folder, exact_limit=limit)
+        assert len(loaded) == 38
+        assert loaded.uses_hnsw == (limit == 10)
+        assert "v0" not in loaded
+        for i in (1, 16, 39):
+            assert loaded.search(vectors[i], 3) == index.search(vectors[i], 3)
+        loaded.upsert(["more"], vectors[0:1])  # a loaded index takes writes as any other
+        assert loaded.search(vectors[0], 1)[0][0] == "more"
+        (folder / IDS_FILE).write_text("v1\nv2")  # ids that do not match the vectors beside them
+        with pytest.raises(DamagedIndex):
+            VectorIndex.load(folder, exact_limit=limit)

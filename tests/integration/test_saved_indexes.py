@@ -1,0 +1,75 @@
+"""Derived indexes across restarts: a clean stop's are loaded, never a crash's or a damaged one's, and every
+learning stays findable by its words and by its vector either way (real coordinators, real RocksDB dirs)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from groove.agents import GrooveClient
+from groove.coordinator.search.saved import VECTOR_DIR
+from groove.coordinator.search.vectors import MATRIX_FILE
+from groove.coordinator.store.tiers import tier_dir
+from groove.protocol import constants as C
+from tests.helpers import RunningCoordinator
+
+
+def _put(client: GrooveClient, word: str, seed: int) -> tuple[str, list[float]]:
+    vector = np.random.default_rng(seed).standard_normal(C.EMBEDDING_DIM)
+    vector = (vector / np.linalg.norm(vector)).tolist()
+    learning = {"scope": "global", "category": "solution", "description": f"the {word} case", "insight": "x"}
+    return client.put_learnings([{**learning, "embedding": vector}]).ids[0], vector
+
+
+def _found(client: GrooveClient, lid: str, word: str, vector: list[float]) -> bool:
+    by_words = client.search(word, mode="keyword")
+    by_meaning = client.search(vector=vector, mode="semantic", limit=1)
+    return [hit.learning.id for hit in by_words] == [lid] and by_meaning[0].learning.id == lid
+
+
+def _loads(log: str) -> list[str]:
+    """How each start's user tier came by its keyword entries and vectors: 'kept/kept', '3 indexed/read', ..."""
+    found = re.findall(
+        r"derived data for tier user: keyword entries (kept|\d+ indexed), \d+ vectors \(\w+, (\w+)\)", log
+    )
+    return [f"{words}/{vectors}" for words, vectors in found]
+
+
+def test_a_clean_stop_keeps_the_indexes_and_a_crash_after_a_write_rebuilds_them(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+) -> None:
+    client = client_factory(coordinator.endpoint)
+    first = _put(client, "alpha", 1)
+    coordinator.stop()
+    coordinator.restart()
+    client = client_factory(coordinator.endpoint)
+    assert _found(client, first[0], "alpha", first[1])
+    second = _put(client, "beta", 2)  # then a crash: what was saved no longer matches the tier
+    coordinator.kill()
+    coordinator.restart()
+    client = client_factory(coordinator.endpoint)
+    assert _found(client, first[0], "alpha", first[1])
+    assert _found(client, second[0], "beta", second[1])
+    coordinator.stop()
+    coordinator.restart()
+    client = client_factory(coordinator.endpoint)
+    assert _found(client, second[0], "beta", second[1])
+    assert _loads(coordinator.log()) == ["0 indexed/read", "kept/kept", "2 indexed/read", "kept/kept"]
+
+
+def test_a_damaged_saved_index_is_rebuilt_and_loses_nothing(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+) -> None:
+    client = client_factory(coordinator.endpoint)
+    saved = [_put(client, word, seed) for seed, word in enumerate(("gamma", "delta"))]
+    coordinator.stop()
+    (tier_dir(coordinator.data_dir, C.TIER_USER) / VECTOR_DIR / MATRIX_FILE).write_bytes(b"not a matrix")
+    (coordinator.data_dir / "keywords.sqlite").write_bytes(b"not a database either")
+    coordinator.restart()
+    client = client_factory(coordinator.endpoint)
+    for (lid, vector), word in zip(saved, ("gamma", "delta"), strict=True):
+        assert _found(client, lid, word, vector)
+    assert _loads(coordinator.log())[-1] == "2 indexed/read"
+    assert "its saved vectors cannot be loaded" in coordinator.log()
