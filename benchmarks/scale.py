@@ -143,9 +143,11 @@ def restart(data: Path, proc: Any, probes: dict[str, tuple[str, str, list[float]
 
         poll(settled, _FINDABLE_S)
         done = time.perf_counter() - started
-    figures = {"serving_s": round(serving, 2), "findable_s": findable and round(findable, 2)}
+        memory = client.stats().memory_mb
+    figures: dict[str, Any] = {"serving_s": round(serving, 2), "findable_s": findable and round(findable, 2)}
     figures["settled_s"] = round(done, 2)
     figures["rss_mb_settled"] = round(ProcessTree(proc.pid).rss_mb(), 1)
+    figures["memory_mb"] = memory
     return figures, (proc, endpoint)
 
 
@@ -178,6 +180,8 @@ def main(marks: str, threads: int, restarts: bool) -> None:
                 rate = (mark - rows[-1]["learnings"] if rows else mark) / (time.perf_counter() - started)
                 row: dict[str, Any] = {"learnings": filler.done, "fill_per_s": round(rate)}
                 row["rss_mb"] = round(ProcessTree(proc.pid).rss_mb(), 1)
+                with GrooveClient(endpoint, timeout=60) as client:
+                    row["memory_mb"] = client.stats().memory_mb  # the coordinator's RSS by part (PROTOCOL.md)
                 row.update(searches(endpoint, corpus, filler.sample, list(filler.probes)))
                 if restarts:
                     figures, (proc, endpoint) = restart(data, proc, filler.probes)

@@ -18,32 +18,24 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import sqlite3
 import threading
 import uuid
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
-from groove.coordinator.search.fusion import words_part
-from groove.coordinator.search.lexical import TOKENIZER, Stemmer, index_text, query_terms, specific, stemming_to
+from groove.coordinator.search.lexical import TOKENIZER, Stemmer, index_text
+from groove.coordinator.search.wordquery import Hit, Query, WordMatch, best, idf, make_query, match, rows_of
 
 log = logging.getLogger(__name__)
 
-# The query's words matched are its rarest few: OR over every word of a long query matched most of a
-# 12k-learning index and cost 14 ms (under the lock writers need) against 2.4 ms for the four rarest, which
-# carry most of the BM25 weight anyway. Four and six cost LoCoMo dev 0.011 and 0.006 of hit@1 against eight.
-_OR_TERMS = 8
-_WALK = 3000  # entries of the words' lists a search walks at most (the rarest word always)
 _DRIFT = 0.01  # a label's word counts are read again once this share of its texts changed
 _COUNTS_KEPT = 50_000  # word counts kept per label at most
 _CACHE_KIB = 8192  # SQLite's page cache for a file-backed index; the operating system caches the rest
 _READ_CACHE_KIB = 2048  # ... and for each reading thread's connection (SQLite's default)
-_CHUNK = 500  # ids per `IN (...)` lookup
 # FTS5's `automerge`: segments merged per level (4 by default). Each transaction writes a segment; merging 8 at
 # a time made indexing 7-11 % cheaper here, with the same query time at 40,000 learnings (5.6-6.2 ms).
 _AUTOMERGE = 8
@@ -54,35 +46,6 @@ CREATE TABLE doc (lid TEXT PRIMARY KEY, label INTEGER NOT NULL);
 CREATE INDEX doc_label ON doc (label);
 CREATE TABLE label (code INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, token TEXT);
 """
-
-
-@dataclass(frozen=True, slots=True)
-class WordMatch:
-    """How a learning holds a query's words."""
-
-    lid: str
-    tier: str
-    strength: float  # its BM25 (FTS5's: k1 1.2, b 0.75, its tier's statistics) over ln of its tier's size
-    coverage: float  # the share of the query's IDF mass (in its tier) it holds, 0 to 1
-    matched: list[str]  # the query's words it holds, in the query's order
-    specific: bool = False  # whether it holds a word of the query that names something (lexical.specific)
-
-    def part(self) -> float:
-        """What these words add to a cosine (fusion.py)."""
-        return words_part(self.strength, self.coverage, self.specific)
-
-
-# a text found by its words, before they are read: (strength, id, tier, the text as indexed, the query's stems' IDF)
-_Hit = tuple[float, str, str, str, dict[str, float]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Query:
-    terms: list[str]  # the query's words
-    stems: list[str]  # ... as the index stores them
-    named: frozenset[str]  # the stems of those that name something
-    wanted: frozenset[str]  # the stems, as a set
-    stemming: re.Pattern[str]  # finds the words of a text that could stem to one of them
 
 
 class KeywordIndex:
@@ -301,7 +264,7 @@ class KeywordIndex:
             db.execute(insert, (rows,))
         except sqlite3.IntegrityError:
             db.execute("DELETE FROM doc WHERE rowid >= ?", (first,))
-            self._delete_rows(self._rows_of(db, [lid for lid, _ in entries]))
+            self._delete_rows(rows_of(db, [lid for lid, _ in entries]))
             db.execute(insert, (rows,))
         by_label: dict[int, list[tuple[int, str]]] = {}
         for (rowid, _, code), (_, (_, text)) in zip(docs, entries, strict=True):
@@ -323,7 +286,7 @@ class KeywordIndex:
             with self._staging:
                 for lid in ids:
                     self._staged.pop(lid, None)
-            self._delete_rows(self._rows_of(self._db(), ids))
+            self._delete_rows(rows_of(self._db(), ids))
 
     def drop_tier(self, tier: str) -> None:
         """Forget a whole tier (before it is rebuilt)."""
@@ -338,15 +301,6 @@ class KeywordIndex:
                 self._tables.discard(code)
                 del self._docs[code], self._changes[code]
                 self._counts.pop(code, None)
-
-    def _rows_of(self, db: sqlite3.Connection, ids: list[str]) -> list[tuple[int, int]]:
-        """(rowid, label) of these ids' entries."""
-        found: list[tuple[int, int]] = []
-        for at in range(0, len(ids), _CHUNK):
-            chunk = ids[at : at + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            found += db.execute(f"SELECT rowid, label FROM doc WHERE lid IN ({marks})", chunk).fetchall()
-        return found
 
     def _delete_rows(self, rows: list[tuple[int, int]]) -> None:
         db = self._db()
@@ -363,24 +317,15 @@ class KeywordIndex:
         those of `also` (ids of learnings found otherwise) that hold any of those words, found by the same pass.
         Each tier's own `k`: a search of tiers that two coordinators hold between them then weighs what one holding
         both weighs (a cut over both tiers would leave out of one's pool what the other's found)."""
-        query = self._query(text)
+        query = make_query(text, self._stemmer)
         if query is None:
             return []
         self.flush()  # what acked writes staged: read your writes
         found = [hit for tier in tiers for hit in self._rows(query, tier, k, set(also))]
         found.sort(key=lambda hit: -hit[0])
-        return [self._match(query, hit) for hit in found]
+        return [match(query, hit, self._stemmer) for hit in found]
 
-    def _query(self, text: str) -> _Query | None:
-        terms = query_terms(text)
-        if not terms:
-            return None
-        stems = self._stemmer.stems(terms)
-        named = specific(text)
-        named_stems = frozenset(s for t, s in zip(terms, stems, strict=True) if t in named)
-        return _Query(terms, stems, named_stems, frozenset(stems), stemming_to(stems))
-
-    def _rows(self, query: _Query, tier: str, k: int, also: set[str]) -> list[_Hit]:
+    def _rows(self, query: Query, tier: str, k: int, also: set[str]) -> list[Hit]:
         """The tier's `k` texts holding the query's rarest words, strongest first, and those of `also` holding any.
         BM25 is reckoned for every text matched, to rank them; the texts are read for those returned alone."""
         with self._lock:
@@ -396,54 +341,15 @@ class KeywordIndex:
                     found = dict(db.execute(f"SELECT term, doc FROM kw_{code}_v WHERE term IN ({marks})", missing))
                     known.update((s, found.get(s, 0)) for s in missing)
                 counts = {s: known[s] for s in query.stems if known[s]}
-                rows = self._best(db, code, query, counts, k, also)
+                rows = best(db, code, query, counts, k, also)
         except sqlite3.OperationalError:
             with self._lock:
                 if code not in self._tables:  # the tier's table was dropped meanwhile (it is being rebuilt)
                     return []
             raise
-        idf = {s: _idf(docs, n) for s, n in counts.items()}
+        weights = {s: idf(docs, n) for s, n in counts.items()}
         scale = math.log(max(docs, 2))
-        return [(-float(rank) / scale, lid, tier, body, idf) for lid, rank, body in rows]
-
-    def _best(
-        self, db: sqlite3.Connection, code: int, query: _Query, counts: dict[str, int], k: int, also: set[str]
-    ) -> list[tuple[str, float, str]]:
-        """(id, FTS5's BM25, text) of the label's best `k` texts holding the query's rarest words, then of those of
-        `also` that hold any, each part in score order."""
-        rare = {t: counts[s] for t, s in zip(query.terms, query.stems, strict=True) if s in counts}
-        chosen = sorted(rare, key=rare.__getitem__)[:_OR_TERMS]
-        # the rarest words first: past `_WALK` entries of their lists walked, the commoner ones are left out (a
-        # word most texts hold costs a walk over most of the index for next to no BM25; in a tier of 500
-        # learnings that never happens)
-        walked, kept = 0, list[str]()
-        for term in chosen:
-            if kept and walked + rare[term] > _WALK:
-                break
-            walked += rare[term]
-            kept.append(term)
-        if not kept:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in kept)
-        table = f"kw_{code}"
-        # The best `k` by a sort that keeps only them (a window over every match, then a join for the texts,
-        # took 1.5 x as long at 20,000 learnings); the texts are read for those alone. Equal scores (copies of
-        # one text) in id order: rowids differ from one coordinator to another.
-        top = (
-            f"SELECT {table}.rowid AS id, bm25({table}) AS r, doc.lid AS lid FROM {table} "
-            f"JOIN doc ON doc.rowid = {table}.rowid WHERE {table} MATCH ?"
-        )
-        texts = f"SELECT t.lid, t.r, {table}.body FROM t JOIN {table} ON {table}.rowid = t.id ORDER BY t.r, t.lid"
-        rows: list[tuple[str, float, str]] = db.execute(
-            f"WITH t AS ({top} ORDER BY r, lid LIMIT ?) {texts}", (match, k)
-        ).fetchall()
-        # those found otherwise, past the best `k` (with fewer, every text holding the words is there already)
-        extra = sorted(set(also) - {row[0] for row in rows}) if also and len(rows) == k else []
-        rowids = [rowid for rowid, _ in self._rows_of(db, extra)] if extra else []
-        if rowids:
-            marks = ",".join("?" * len(rowids))
-            rows += db.execute(f"WITH t AS ({top} AND {table}.rowid IN ({marks})) {texts}", (match, *rowids)).fetchall()
-        return rows
+        return [(-float(rank) / scale, lid, tier, body, weights) for lid, rank, body in rows]
 
     def _known_counts(self, code: int, stems: list[str]) -> tuple[dict[str, int], list[str]]:
         """How many of the label's texts hold each stem, as far as known, and the stems to count (the caller reads
@@ -460,24 +366,5 @@ class KeywordIndex:
         self._counts[code] = (size, since, known)
         return known, [s for s in dict.fromkeys(stems) if s not in known]
 
-    def _match(self, query: _Query, hit: _Hit) -> WordMatch:
-        """A hit's words: which of the query's it holds, and their share of the query's IDF mass."""
-        strength, lid, tier, body, idf = hit
-        # the body as indexed holds its identifiers' parts already: its plain words are all there is to stem
-        held = self._stemmer.among(query.stemming.findall(body.lower()), query.wanted)
-        matched = [t for t, s in zip(query.terms, query.stems, strict=True) if s in held]
-        mass = sum(idf.values())
-        # summed in the query's order: a set's order differs from one process to another, and so would the last bits
-        coverage = sum(v for s, v in idf.items() if s in held) / mass if mass > 0 else 0.0
-        return WordMatch(lid, tier, strength, coverage, matched, bool(held & query.named))
-
     def __len__(self) -> int:
         return sum(self._docs.values())
-
-
-def _idf(docs: int, holding: int) -> float:
-    """A word's inverse document frequency in a tier of `docs` texts, `holding` of which hold it, as Lucene's BM25
-    reckons it: never below 0, so that in a small tier a word most texts hold still weighs something (FTS5's
-    own, which BM25's strength uses, is 0 for a word half the texts hold: in a tier of three learnings, two
-    about http, 'http' would have covered nothing)."""
-    return math.log(1 + (docs - holding + 0.5) / (holding + 0.5))

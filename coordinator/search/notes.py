@@ -15,8 +15,9 @@ from typing import Any
 
 from groove.coordinator.search.embedder import Vectors
 from groove.coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
-from groove.coordinator.search.keywords import KeywordIndex, WordMatch
+from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.vectors import VectorIndex
+from groove.coordinator.search.wordquery import WordMatch
 from groove.coordinator.store.records import VectorBlob, blob_vectors
 from groove.coordinator.store.relations import NOTE_EMBEDDINGS, NOTES
 from groove.coordinator.store.tiers import Tier

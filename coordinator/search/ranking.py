@@ -20,7 +20,7 @@ from groove.coordinator.search import votes
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.embedder import Vectors, normalise
 from groove.coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
-from groove.coordinator.search.keywords import WordMatch
+from groove.coordinator.search.wordquery import WordMatch
 from groove.coordinator.store.records import learning_wire
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD, NOTES
 from groove.coordinator.store.tiers import Tier, TierSet

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from groove.coordinator.search.keywords import WordMatch
 from groove.coordinator.search.ranking import Candidate, _passes
+from groove.coordinator.search.wordquery import WordMatch
 from groove.coordinator.store.records import UsageRow
 from groove.coordinator.store.relations import LEARNING
 from groove.protocol.search import SearchRequest
