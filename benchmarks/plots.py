@@ -7,7 +7,8 @@ tables give.
 Writes `<name>-writes.svg` (writes/s by commit threads and with the embedder off / on the CPU / on the GPU,
 beside the storage limit and the SQLite-WAL peer) and `<name>-embedding.svg` (texts/s through the coordinator by
 pool, beside the bare model); for `relevance`, `<name>-hit1.svg`, `<name>-recall5.svg` and, with `--learn`,
-`<name>-learn.svg`; for `soak`, `<name>-memory.svg` (the coordinator's memory by part over time). Then it
+`<name>-learn.svg`; for `soak`, `<name>-memory.svg` (the coordinator's memory by part over time); for `scale`,
+`<name>-memory.svg` and `<name>-p99.svg` (RSS and search p99 against learnings stored). Then it
 prints one JSON line naming them. `tests/test_benchmarks.py` draws them again
 and compares: a chart cannot drift from its data.
 """
@@ -149,6 +150,60 @@ def soak_charts(line: dict[str, Any]) -> dict[str, str]:
     return {"memory": "\n".join(parts) + "\n"}
 
 
+def lines(title: str, series: list[tuple[str, str, list[tuple[float, float]]]], unit: str) -> str:
+    """A line chart against learnings: (label, colour, points) per series, both axes from 0."""
+    width, height, left, top, plot_w, plot_h = 760, 300, 70, 30, 500, 220
+    x_top = max((x for _, _, points in series for x, _ in points), default=1.0) or 1.0
+    y_top = max((y for _, _, points in series for _, y in points), default=1.0) * 1.1 or 1.0
+
+    def xy(x: float, y: float) -> str:
+        return f"{left + plot_w * x / x_top:.1f},{top + plot_h * (1 - y / y_top):.1f}"
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}" font-family="sans-serif" font-size="12">',
+        f'<text x="0" y="16" font-weight="bold">{escape(title)}</text>',
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#9aa5b1"/>',
+    ]
+    for i, (label, colour, points) in enumerate(series):
+        parts.append(
+            f'<polyline points="{" ".join(xy(x, y) for x, y in points)}" fill="none" stroke="{colour}" '
+            'stroke-width="2"/>'
+        )
+        for x, y in points:
+            x_px, y_px = xy(x, y).split(",")
+            parts.append(f'<circle cx="{x_px}" cy="{y_px}" r="3" fill="{colour}"/>')
+            parts.append(f'<text x="{x_px}" y="{float(y_px) - 7:.1f}" text-anchor="middle">{y:,.0f}</text>')
+        parts.append(f'<rect x="{left + plot_w + 20}" y="{top + 18 * i}" width="12" height="12" fill="{colour}"/>')
+        parts.append(f'<text x="{left + plot_w + 38}" y="{top + 18 * i + 11}">{escape(label)}</text>')
+    for x in sorted({x for _, _, points in series for x, _ in points}):
+        parts.append(
+            f'<text x="{left + plot_w * x / x_top:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{x:,.0f}</text>'
+        )
+    parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h + 34}" text-anchor="middle">learnings</text>')
+    parts.append(f'<text x="{left - 8}" y="{top + 4}" text-anchor="end">{escape(unit)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def scale_charts(line: dict[str, Any]) -> dict[str, str]:
+    """`benchmarks.scale`: the process tree's RSS against learnings (filling, and restarted once settled), and
+    search p99 by words and by meaning."""
+    marks = line["marks"]
+    rss = [("while filling", _COLOURS["groove"], [(m["learnings"], m["rss_mb"]) for m in marks])]
+    restarted = [(m["learnings"], m["restart"]["rss_mb_settled"]) for m in marks if "restart" in m]
+    if restarted:
+        rss.append(("restarted, settled", _COLOURS["embedder"], restarted))
+    p99 = [
+        ("by words", _COLOURS["groove"], [(m["learnings"], m["words_ms"]["p99_ms"]) for m in marks]),
+        ("by meaning", _COLOURS["embedder"], [(m["learnings"], m["meaning_ms"]["p99_ms"]) for m in marks]),
+    ]
+    return {
+        "memory": lines("Process tree RSS against learnings stored (MB)", rss, "MB"),
+        "p99": lines("Search p99 against learnings stored (ms)", p99, "ms"),
+    }
+
+
 def _learned(line: dict[str, Any]) -> dict[str, dict[str, float]]:
     """recall@5 before and after the sessions, LoCoMo's conversations pooled (each held question once)."""
     out: dict[str, dict[str, float]] = {}
@@ -179,9 +234,11 @@ def main(data: Path, out: Path, leave_out: tuple[str, ...]) -> None:
     kind = line.get("bench", line.get("benchmark"))
     drawers = {"cores": lambda: cores_charts(line, frozenset(leave_out)), "relevance": lambda: relevance_charts(line)}
     drawers["soak"] = lambda: soak_charts(line)
+    drawers["scale"] = lambda: scale_charts(line)
     if kind not in drawers:
         raise click.BadParameter(
-            f"{data} is a {kind!r} line; charts are drawn for `cores`, `relevance` and `soak`", param_hint="DATA"
+            f"{data} is a {kind!r} line; charts are drawn for `cores`, `relevance`, `soak` and `scale`",
+            param_hint="DATA",
         )
     out.mkdir(parents=True, exist_ok=True)
     written = []

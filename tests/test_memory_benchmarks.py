@@ -31,3 +31,28 @@ def test_the_soak_memory_chart_is_drawn_from_its_data_and_cannot_drift(tmp_path:
     line = json.loads(data.read_text())
     assert len(line["samples"]) >= 100  # an hour, a sample every 30 s
     assert "RocksDB (estimated)" in drawn.read_text()
+
+
+def test_the_scale_benchmark_fills_to_each_mark_and_finds_every_probe_after_each_restart() -> None:
+    _, result = benchmark("scale", "--marks", "300,600", "--threads", "2")
+    assert [m["learnings"] for m in result["marks"]] == [300, 600]
+    for mark in result["marks"]:
+        assert mark["rss_mb"] > 0
+        assert mark["disk_mb"] > 0
+        assert mark["memory_mb"]["vectors"] > 0
+        assert 0 < mark["words_ms"]["p50_ms"] <= mark["words_ms"]["p99_ms"]
+        assert 0 < mark["meaning_ms"]["p50_ms"] <= mark["meaning_ms"]["p99_ms"]
+        restart = mark["restart"]
+        assert restart["findable_s"] is not None  # every tier's newest learning, by its words and by its vector
+        assert 0 < restart["serving_s"] <= restart["findable_s"] <= restart["settled_s"]
+
+
+def test_the_scale_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:
+    data = Path("docs/data/scale-2cpu-2026-12-01.json")
+    _, result = benchmark("plots", str(data), "--out", str(tmp_path))
+    assert len(result["written"]) == 2
+    for drawn in map(Path, result["written"]):
+        assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
+    line = json.loads(data.read_text())
+    memory = (tmp_path / "scale-2cpu-2026-12-01-memory.svg").read_text()
+    assert f"{line['marks'][-1]['rss_mb']:,.0f}" in memory

@@ -100,6 +100,7 @@ def reply(c: Observed) -> dict[str, Any]:
         "near_duplicate_backlog": derived.near.backlog(),
         "vector_work_ms": round(derived.vector_seconds() * 1000, 3),
         "vector_index": {name: index.state for name, index in sorted(derived.vectors.items())},
+        "index_loads": dict(sorted(derived.loads.items())),
         "row_cache": {"rows": len(derived.rows), "hits": derived.rows.hits, "misses": derived.rows.misses},
         "op_ms": c.metrics.op_summaries(),
         "op_counts": c.metrics.op_totals(),

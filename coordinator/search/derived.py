@@ -122,6 +122,7 @@ class Derived:
         self._rate: deque[tuple[float, int]] = deque(maxlen=64)
         self._tiers: dict[str, Tier] = {}
         self._behind: set[str] = set()  # tiers with learnings left out of a full queue
+        self.loads: dict[str, str] = {}  # tier -> how its indexes came to be at its opening (`stats.index_loads`)
 
     # --- loading and change tracking ---------------------------------------------------------------
 
@@ -130,6 +131,7 @@ class Derived:
         else rebuild them from CozoDB; queue learnings lacking a vector."""
         started = time.monotonic()
         self._tiers[tier.name] = tier
+        self.loads[tier.name] = "opening"
         tokens = take_tokens(tier)  # before any write can reach the tier
         kept_words = self.keywords.adopt(tier.name, tokens.get(KEYWORDS))
         loaded = load_vectors(tier, tokens.get(VECTORS), self.exact_limit)
@@ -154,6 +156,7 @@ class Derived:
             self._read_pages(tier, index, texts, kept_words, loaded is not None)
         missing = [lid for lid in texts if lid not in index]
         self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
+        self.loads[tier.name] = _how(kept_words, loaded is not None)
         notes = self.notes.load_tier(tier)
         self.enqueue(tier.name, notes, since=None, note=True)
         log.info(
@@ -179,6 +182,7 @@ class Derived:
             if not words:
                 self.keywords.upsert(tier.name, entries)
             texts.update(entries)
+            self.loads[tier.name] = f"rebuilding: {len(texts):,} learnings read"
             if room > 0:
                 self.rows.fill(tier.name, page[:room], stamp)
                 room -= len(page)
@@ -190,6 +194,7 @@ class Derived:
                 index.upsert([lid for lid, _ in live], blob_vectors([v for _, v in live]))
             if len(index) % _PROGRESS_EVERY < len(live):
                 log.info("tier %s: %d of %d vectors loaded", tier.name, len(index), len(texts))
+                self.loads[tier.name] = f"rebuilding: {len(index):,} of {len(texts):,} vectors read"
 
     def save(self, build_wait_s: float) -> None:
         """At a clean stop, once nothing writes: save what each loaded tier derived (`saved.save_indexes`)."""
@@ -365,6 +370,15 @@ class Derived:
         with self._ready:
             samples = list(self._lags) + [(now - since) * 1000 for since in self._since.values()]
         return summarize(samples)
+
+
+def _how(words: bool, vectors: bool) -> str:
+    """What `stats.index_loads` says of a tier opened: which of its indexes were kept from the last clean stop."""
+    if words and vectors:
+        return "kept"
+    if words or vectors:
+        return f"{'keywords' if words else 'vectors'} kept, {'vectors' if words else 'keywords'} rebuilt"
+    return "rebuilt"
 
 
 def _texts(tier: Tier) -> Iterator[list[tuple[str, str]]]:

@@ -103,9 +103,10 @@ class VectorIndex:
 
     def heap_bytes(self) -> int:
         """What it took from the C heap, resident or not: the whole matrix (numpy's zeroed pages count there before
-        they are touched) and any graph."""
-        matrix, graph = self._matrix, self._hnsw
-        return (0 if matrix is None else int(matrix.nbytes)) + (int(graph.memory_usage) if graph is not None else 0)
+        they are touched). The graph's memory is not the C heap's: usearch maps its own (at 60,000 vectors the heap
+        grew 112 B a vector, the id maps, against the graph's 1.4 KB)."""
+        matrix = self._matrix
+        return 0 if matrix is None else int(matrix.nbytes)
 
     def __contains__(self, learning_id: object) -> bool:
         return learning_id in self._rows

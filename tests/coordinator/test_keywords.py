@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from groove.agents.corpus import load
+from groove.coordinator.search import wordquery
 from groove.coordinator.search.derived import Derived, DerivedChanges
 from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.lexical import Stemmer, index_text, query_terms, specific, stemming_to, words
@@ -285,3 +286,15 @@ def test_a_marked_file_keeps_a_tier_s_entries_for_its_token_once_and_drops_them_
     third = KeywordIndex(path)  # the marks went at the first adopt: the tier has changed since, as far as it knows
     assert not third.adopt("user", tokens["user"])
     assert KeywordIndex().mark(["user"]) == {}  # an index in memory is never saved
+
+
+def test_a_word_most_texts_hold_ranks_its_newest_holders_and_still_finds_those_found_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(wordquery, "_WALK", 4)  # ten texts hold "deploy": more than a search ranks
+    index = KeywordIndex()
+    index.upsert("t", [(f"d{i}", "deploy " + "filler " * i) for i in range(10)])  # the shortest, d0, is the oldest
+    assert [m.lid for m in index.search("deploy", ["t"], 2)] == ["d6", "d7"]  # the best of the newest four
+    found = index.search("deploy", ["t"], 2, also={"d0"})  # found by meaning: its words are still read
+    assert [m.lid for m in found] == ["d0", "d6", "d7"]
+    assert found[0].matched == ["deploy"]
