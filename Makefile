@@ -59,7 +59,7 @@ test: $(STAMP)
 PACKAGES := groove/__init__.py protocol agents coordinator cli integrations ui benchmarks tests
 FAST_TESTS := tests/protocol tests/coordinator tests/test_house.py tests/ui/test_parts.py tests/cli/test_output.py \
 	tests/cli/test_entry.py tests/agents/test_coding.py tests/integrations/test_install.py \
-	tests/integrations/test_scripted_model.py tests/integrations/test_plugin.py
+	tests/test_scripted_model.py tests/integrations/test_plugin.py
 check: $(STAMP)
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck
 	$(BIN)/pytest -q -n 3 $(FAST_TESTS)

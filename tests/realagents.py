@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from groove.integrations.scripted_model import Scene, Script, ScriptedModel
+from benchmarks.scripted_model import Scene, Script, ScriptedModel
 from tests.helpers import ROOT
 
 BIN = ROOT / "coding-agents" / "node_modules" / ".bin"

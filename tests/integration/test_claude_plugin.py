@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.scripted_model import Scene, Script, ScriptedModel
 from groove.agents import GrooveClient
 from groove.integrations.plugin import PLUGIN_DIR, TOOL_PREFIX
-from groove.integrations.scripted_model import Scene, Script, ScriptedModel
 from tests.helpers import ROOT, RunningCoordinator
 from tests.realagents import FIELDS, agent_env, binary, git_repo
 

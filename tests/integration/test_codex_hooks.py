@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.scripted_model import Scene, Script, ScriptedModel
 from groove.agents import GrooveClient
 from groove.agents.coding import groove_argv
-from groove.integrations.scripted_model import Scene, Script, ScriptedModel
 from tests.helpers import RunningCoordinator, run_groove
 from tests.realagents import agent_env, binary, git_repo
 

@@ -16,9 +16,9 @@ from typing import Any
 import psutil
 import pytest
 
+from benchmarks.scripted_model import Scene, ScriptedModel
 from groove.agents import GrooveClient
 from groove.agents.coding import groove_argv
-from groove.integrations.scripted_model import Scene, ScriptedModel
 from groove.protocol.keys import CurveClient, generate_key_pair
 from tests.helpers import RunningCoordinator, wait_for
 from tests.realagents import agent_env, binary, complete, git_repo, script

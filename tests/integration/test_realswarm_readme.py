@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from groove.integrations.scripted_model import Scene, Script, ScriptedModel
+from benchmarks.scripted_model import Scene, Script, ScriptedModel
 from tests.helpers import ROOT, example
 from tests.realagents import FIELDS, agent_env, binary, complete, git_repo
 

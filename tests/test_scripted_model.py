@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from groove.integrations.scripted_model import (
+from benchmarks.scripted_model import (
     MESSAGES_PATH,
     RESPONSES_PATH,
     Scene,
