@@ -58,7 +58,7 @@ test: $(STAMP)
 ## browser, agent or coordinator process of their own
 PACKAGES := groove benchmarks tests
 FAST_TESTS := tests/protocol tests/coordinator tests/test_house.py tests/ui/test_parts.py tests/cli/test_output.py \
-	tests/cli/test_entry.py tests/agents/test_coding.py tests/integrations/test_install.py \
+	tests/cli/test_entry.py tests/swarm/test_coding.py tests/integrations/test_install.py \
 	tests/test_scripted_model.py tests/integrations/test_plugin.py
 check: $(STAMP)
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck

@@ -31,9 +31,9 @@ import numpy.typing as npt
 import psutil
 
 from benchmarks.common import machine
-from groove.agents.corpus import load
 from groove.cli.output import table
 from groove.coordinator.metrics import percentile
+from groove.swarm.corpus import load
 
 Matrix = npt.NDArray[np.float32]
 _M, _EF_CONSTRUCTION, _EF_MIN = 16, 100, 64

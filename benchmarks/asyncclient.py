@@ -22,9 +22,9 @@ from typing import Any
 import click
 
 from benchmarks.common import latency_summary, machine, ratio
-from groove.agents import AsyncGrooveClient, GrooveClient
-from groove.agents.fleet import stop_process
 from groove.cli.processes import start_coordinator
+from groove.client import AsyncGrooveClient, GrooveClient
+from groove.swarm.fleet import stop_process
 
 
 def _threads(endpoint: str, ids: list[str], concurrency: int, rounds: int) -> list[float]:

@@ -25,11 +25,11 @@ from typing import Any
 import click
 
 from benchmarks.common import ProcessTree, latency_summary, machine, ratio
-from groove.agents import GrooveClient
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
 from groove.protocol import constants as C
+from groove.swarm.fleet import stop_process
 
 _LEASE_MS = 60_000
 _IDLE_S = 0.005  # an agent that found nothing ready polls again after this

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.evidence import PER_AGENT_S, SETTLE_S, readback, spawn_agent, summarize
-from groove.agents import GrooveClient
-from groove.agents.corpus import PROJECT_ROOT, load
-from groove.agents.fleet import Fleet, stop_process
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.corpus import PROJECT_ROOT, load
+from groove.swarm.fleet import Fleet, stop_process
 
 
 def plan(n: int) -> tuple[list[str], dict[str, list[str]]]:

@@ -28,14 +28,14 @@ from typing import Any
 import click
 
 from benchmarks.common import latency_summary, machine
-from groove.agents import GrooveClient
-from groove.agents.cluster import GrooveCluster
-from groove.agents.corpus import Corpus, load
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.client.cluster import GrooveCluster
 from groove.coordinator.net.config import EMBEDDERS
 from groove.protocol.search import SearchHit
+from groove.swarm.corpus import Corpus, load
+from groove.swarm.fleet import stop_process
 
 PROJECT = "/srv/bench"
 

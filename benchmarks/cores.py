@@ -31,14 +31,14 @@ from benchmarks import load, storage
 from benchmarks.cluster import run_cluster
 from benchmarks.common import machine, poll, ratio
 from benchmarks.limits import load_args
-from groove.agents import GrooveClient
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
 from groove.coordinator.net.config import Settings
 from groove.coordinator.search.embedpool import default_workers
 from groove.coordinator.write.batcher import MOST_WRITERS
 from groove.coordinator.write.tiercommit import MOST_THREADS
+from groove.swarm.fleet import stop_process
 
 _READY_S = 300.0  # for every embedding worker to load the model
 _EMBED_TEXTS_TIMEOUT_S = 600.0

@@ -31,10 +31,10 @@ import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from benchmarks.common import machine
-from groove.agents.corpus import load
 from groove.cli.output import table
 from groove.coordinator.search.embedder import CPU_BATCH, MiniLM, Vectors, embedding_text
 from groove.protocol import constants as C
+from groove.swarm.corpus import load
 
 _SINGLES = 20  # one-text encodes timed for the query latency (their median)
 

@@ -22,10 +22,10 @@ import psutil
 
 from benchmarks.common import machine
 from benchmarks.search import wait_for
-from groove.agents import GrooveClient
-from groove.agents.corpus import load as load_corpus
-from groove.agents.fleet import stop_process
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.corpus import load as load_corpus
+from groove.swarm.fleet import stop_process
 
 _PER_REQUEST = 100
 _TARGET_MB = 250  # the lean issue's bound on a worker after 2,000 texts

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import latency_summary
-from groove.agents import GrooveClient
-from groove.agents.fleet import Fleet
-from groove.agents.workloads import KINDS
+from groove.client import GrooveClient
+from groove.swarm.fleet import Fleet
+from groove.swarm.workloads import KINDS
 
 SETTLE_S = 2.0  # workers start this long after being spawned, plus PER_AGENT_S each, so all start together
 PER_AGENT_S = 0.25  # a worker process takes ~0.3 s of CPU to start: on 2 cores, 32 of them take ~5 s

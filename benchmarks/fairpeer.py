@@ -28,11 +28,11 @@ from typing import Any
 import click
 
 from benchmarks.peers import client_options, finish, payloads
-from groove.agents.corpus import load
-from groove.agents.workloads import INJECT, LEARN, OUTCOME, SEARCH, parse_mix
 from groove.coordinator.store.records import content_hash
 from groove.protocol import constants as C
 from groove.protocol.ids import uuid7
+from groove.swarm.corpus import load
+from groove.swarm.workloads import INJECT, LEARN, OUTCOME, SEARCH, parse_mix
 
 # made by `peers.create_sqlite` before the agents start
 SCHEMA = """

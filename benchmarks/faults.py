@@ -38,10 +38,10 @@ import click
 from benchmarks.common import machine, ms_between, poll
 from benchmarks.disks import Ext4
 from benchmarks.swarmfaults import cluster_cut, hung_agent, stopped_for
-from groove.agents import GrooveClient, GrooveError, StorageFull, StorageIO
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient, GrooveError, StorageFull, StorageIO
+from groove.swarm.fleet import stop_process
 
 _SERVE = ["--embedder", "none"]
 _FILLER = "x" * 800  # 1.7 KB learnings: a 6 MiB disk fills in seconds

@@ -17,9 +17,9 @@ from typing import Any
 import click
 
 from benchmarks.common import machine
-from groove.agents.coding import groove_argv
-from groove.agents.workloads import KINDS
 from groove.cli.output import table
+from groove.swarm.coding import groove_argv
+from groove.swarm.workloads import KINDS
 
 
 def swarm(backend: str, agents: int, duration: float) -> dict[str, Any]:

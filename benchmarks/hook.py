@@ -26,11 +26,11 @@ import click
 from benchmarks.common import latency_summary, machine
 from benchmarks.inject import PROJECT, preload
 from benchmarks.search import wait_for
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.coding import groove_argv
+from groove.swarm.fleet import stop_process
 
 _WARM = 5
 _MEASURED = ("session_start_hook", "session_end_hook", "python_start", "inject_prepare_in_process")

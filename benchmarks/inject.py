@@ -22,12 +22,12 @@ import click
 
 from benchmarks.common import machine
 from benchmarks.search import settle, unit, wait_for
-from groove.agents import GrooveClient
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
 from groove.coordinator.metrics import percentile
 from groove.protocol import constants as C
+from groove.swarm.fleet import stop_process
 
 PROJECT = "/srv/bench"
 TOPICS = ["retries", "caching", "logging", "migrations", "fixtures", "timeouts", "packaging", "profiling"]

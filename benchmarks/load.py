@@ -39,12 +39,12 @@ from benchmarks.cluster import agent_projects, run_cluster
 from benchmarks.common import ProcessTree, latency_summary, machine, ratio
 from benchmarks.evidence import PER_AGENT_S, SETTLE_S, readback, spawn_agent, summarize
 from benchmarks.peers import create_sqlite, peer_argv, start_echo_server
-from groove.agents import GrooveClient, GrooveTimeout
-from groove.agents.fleet import Fleet, stop_process
-from groove.agents.workloads import LEARN, parse_mix
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient, GrooveTimeout
 from groove.coordinator.net.config import EMBEDDERS
+from groove.swarm.fleet import Fleet, stop_process
+from groove.swarm.workloads import LEARN, parse_mix
 
 FAIR = "sqlite-fair"  # the SQLite peer doing what groove does per write, at the same mix (fairpeer.py)
 _PING_EVERY_S = 0.1  # often enough that a tail of ~0.5 % shows in a minute's run

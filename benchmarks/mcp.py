@@ -25,10 +25,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from benchmarks.common import latency_summary, machine
 from benchmarks.inject import TOPICS, preload
 from benchmarks.search import wait_for
-from groove.agents import GrooveClient
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.fleet import stop_process
 
 _WARM = 20
 

@@ -25,11 +25,11 @@ import click
 
 from benchmarks.common import ProcessTree, machine
 from benchmarks.load import rest_rss
-from groove.agents import GrooveClient
-from groove.agents.corpus import load as load_corpus
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.corpus import load as load_corpus
+from groove.swarm.fleet import stop_process
 
 _PER_REQUEST = 100
 _SERVE = ["--embedder", "none"]

@@ -27,10 +27,10 @@ import click
 import msgpack
 import zmq
 
-from groove.agents.corpus import load
 from groove.protocol import constants as C
 from groove.protocol.envelope import encode_request
 from groove.protocol.ids import uuid7
+from groove.swarm.corpus import load
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS learnings (
     id TEXT PRIMARY KEY, scope TEXT NOT NULL, category TEXT NOT NULL, description TEXT NOT NULL,

@@ -25,10 +25,10 @@ from typing import Any
 import click
 
 from benchmarks.common import ProcessTree, machine
-from groove.agents import GrooveClient
-from groove.agents.corpus import load as load_corpus
-from groove.agents.fleet import stop_process
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.corpus import load as load_corpus
+from groove.swarm.fleet import stop_process
 
 _SERVE = ["--embedder", "none"]
 

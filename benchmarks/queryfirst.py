@@ -24,11 +24,11 @@ import click
 
 from benchmarks.common import machine, ratio
 from benchmarks.search import wait_for
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
-from groove.agents.fleet import stop_process
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
 from groove.coordinator.metrics import percentile
+from groove.swarm.coding import groove_argv
+from groove.swarm.fleet import stop_process
 
 
 def _load(endpoint: str, agents: int, in_flight: int, duration: float, mix: str, work: Path) -> dict[str, Any]:

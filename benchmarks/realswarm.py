@@ -34,12 +34,12 @@ import psutil
 
 from benchmarks.common import latency_summary, machine
 from benchmarks.scripted_model import Scene, Script, ScriptedModel
-from groove.agents import GrooveClient
-from groove.agents.coding import find_binary, groove_argv
-from groove.agents.fleet import stop_process
-from groove.agents.orchestrator import Orchestrator
 from groove.cli.output import pairs
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.coding import find_binary, groove_argv
+from groove.swarm.fleet import stop_process
+from groove.swarm.orchestrator import Orchestrator
 
 AGENTS_BIN = Path(__file__).resolve().parents[1] / "coding-agents" / "node_modules" / ".bin"
 NUDGE = "NUDGE {n}: check the totals before you finish"

@@ -30,11 +30,11 @@ from benchmarks import relscore
 from benchmarks.common import machine
 from benchmarks.relsets import Question, RelSet, coding, locomo
 from benchmarks.search import settle, wait_for
-from groove.agents import GrooveClient
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
 from groove.coordinator.search.embedder import MiniLM, embedding_text
+from groove.swarm.fleet import stop_process
 
 _PUT = 250  # learnings per learning.put
 

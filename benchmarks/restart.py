@@ -18,10 +18,10 @@ from pathlib import Path
 import click
 
 from benchmarks.common import latency_summary, machine
-from groove.agents import GrooveClient
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.fleet import stop_process
 
 _POLL_S = 0.002
 

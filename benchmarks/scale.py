@@ -26,13 +26,13 @@ import click
 import numpy as np
 
 from benchmarks.common import ProcessTree, latency_summary, machine, poll
-from groove.agents import GrooveClient
-from groove.agents.corpus import Corpus
-from groove.agents.corpus import load as load_corpus
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
 from groove.protocol import constants as C
+from groove.swarm.corpus import Corpus
+from groove.swarm.corpus import load as load_corpus
+from groove.swarm.fleet import stop_process
 
 _SERVE = ["--embedder", "none"]
 _PER_REQUEST = 100

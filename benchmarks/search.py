@@ -22,13 +22,13 @@ from typing import Any
 import click
 
 from benchmarks.common import machine, ratio
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
 from groove.coordinator.metrics import percentile
 from groove.protocol import constants as C
+from groove.swarm.coding import groove_argv
+from groove.swarm.fleet import stop_process
 
 PAIRS = json.loads((Path(__file__).parent / "data" / "paraphrases.json").read_text())
 

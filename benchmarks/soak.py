@@ -28,10 +28,10 @@ import click
 
 from benchmarks.common import ProcessTree, machine
 from benchmarks.search import wait_for
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
-from groove.agents.fleet import stop_process
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.coding import groove_argv
+from groove.swarm.fleet import stop_process
 
 _MIX = "learn=40,outcome=30,search=20,inject=10"
 

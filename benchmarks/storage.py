@@ -31,7 +31,6 @@ from typing import Any
 import click
 
 from benchmarks.common import machine
-from groove.agents.corpus import load
 from groove.cli.output import table
 from groove.coordinator.store.faults import Faults
 from groove.coordinator.store.relations import APPLIED, HASHES, LEARNING, USAGE, Relation
@@ -44,6 +43,7 @@ from groove.protocol import constants as C
 from groove.protocol.digests import body_digest
 from groove.protocol.ids import now_ms, uuid7
 from groove.protocol.models import LearningPutRequest
+from groove.swarm.corpus import load
 
 BATCHES = (1, 16, 256)
 # the script's parameter names for the four relations a new learning's write stores (render.script)

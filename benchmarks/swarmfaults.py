@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.common import ms_between, poll
-from groove.agents import GrooveClient, GrooveError, GrooveTimeout
-from groove.agents.cluster import GrooveCluster
-from groove.agents.coding import groove_argv
-from groove.agents.fleet import stop_process
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient, GrooveError, GrooveTimeout
+from groove.client.cluster import GrooveCluster
 from groove.protocol import constants as C
+from groove.swarm.coding import groove_argv
+from groove.swarm.fleet import stop_process
 
 _SERVE = ["--embedder", "none"]
 _TASKS = 5000

@@ -30,12 +30,12 @@ import click
 from benchmarks.board import graph
 from benchmarks.common import latency_summary, machine
 from benchmarks.inject import preload
-from groove.agents import GrooveClient
-from groove.agents.fleet import stop_process
 from groove.cli.output import table
 from groove.cli.processes import start_coordinator
 from groove.cli.ui import spawn_dashboard
+from groove.client import GrooveClient
 from groove.protocol import constants as C
+from groove.swarm.fleet import stop_process
 
 _DASHBOARDS = 5
 _WRITERS = 4

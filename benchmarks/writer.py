@@ -25,7 +25,6 @@ from typing import Any
 import click
 
 from benchmarks.common import machine
-from groove.agents.corpus import load
 from groove.cli.output import table
 from groove.coordinator import runtime
 from groove.coordinator.metrics import Metrics
@@ -37,6 +36,7 @@ from groove.coordinator.write.tiercommit import MOST_THREADS
 from groove.protocol import constants as C
 from groove.protocol.ids import now_ms, uuid7
 from groove.protocol.models import LearningPutRequest
+from groove.swarm.corpus import load
 
 
 class Writer:

@@ -32,9 +32,9 @@ def main(empty_mb: float) -> None:
     added = _size_mb(Path(sys.prefix)) - empty_mb
     if added > LIMIT_MB:
         sys.exit(f"the default install added {added:.0f} MB to an empty venv, over {LIMIT_MB} MB")
-    from groove.agents import GrooveClient  # noqa: PLC0415 - from the install under test
-    from groove.agents.fleet import stop_process  # noqa: PLC0415
     from groove.cli.processes import start_coordinator  # noqa: PLC0415
+    from groove.client import GrooveClient  # noqa: PLC0415 - from the install under test
+    from groove.swarm.fleet import stop_process  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="groove-lean-") as tmp:
         proc, endpoint = start_coordinator(Path(tmp), [])

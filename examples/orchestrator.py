@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from groove.agents.orchestrator import Orchestrator
+from groove.swarm.orchestrator import Orchestrator
 
 
 def main() -> int:

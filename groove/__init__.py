@@ -1,8 +1,9 @@
 """groove: shared memory and a coordinator for swarms of AI coding agents.
 
 Everything groove installs lives under this one package: `groove.protocol` (the wire format and its models),
-`groove.agents` (the clients, the worker and the orchestrator), `groove.coordinator`, `groove.cli`,
-`groove.integrations` and `groove.ui`, each the directory of that name here and imported only by that name.
+`groove.client` (the clients and their errors), `groove.swarm` (workers, fleets, the orchestrator),
+`groove.coordinator`, `groove.cli`, `groove.integrations` and `groove.ui`, each the directory of that name here and
+imported only by that name.
 
     from groove import GrooveClient, AsyncGrooveClient, NotFound
 
@@ -16,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from groove.agents import (
+    from groove.client import (
         AsyncGrooveClient,
         BadEndpoint,
         BadRequest,
@@ -67,5 +68,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(importlib.import_module("groove.agents"), name)
+        return getattr(importlib.import_module("groove.client"), name)
     raise AttributeError(f"module 'groove' has no attribute {name!r}")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
 from groove.protocol.keys import CurveClient
 from tests.helpers import RunningCoordinator
 

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 import click
 import yaml
 
-from groove.agents.coding import groove_argv
-from groove.agents.fleet import stop_process
 from groove.cli.processes import start_coordinator
+from groove.swarm.coding import groove_argv
+from groove.swarm.fleet import stop_process
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]  # the repository

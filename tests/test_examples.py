@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.scripted_model import Scene, Script, ScriptedModel
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from tests.helpers import RunningCoordinator, run_groove
 from tests.realagents import agent_env, binary, git_repo
 

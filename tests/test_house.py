@@ -36,10 +36,10 @@ def test_every_module_has_one_import_path() -> None:
 
 
 def test_the_top_level_package_exports_what_the_client_package_exports() -> None:
-    # groove/__init__.py lists the names again rather than importing groove.agents to derive them (the
+    # groove/__init__.py lists the names again rather than importing groove.client to derive them (the
     # coordinator's processes and the hook path never load the client): the two lists must stay one
     import groove
-    import groove.agents
+    import groove.client
 
-    assert groove.__all__ == groove.agents.__all__
-    assert all(getattr(groove, name) is getattr(groove.agents, name) for name in groove.__all__)
+    assert groove.__all__ == groove.client.__all__
+    assert all(getattr(groove, name) is getattr(groove.client, name) for name in groove.__all__)

@@ -13,11 +13,13 @@ from typing import Any, TypeVar
 
 import click
 
-from groove.agents import GrooveError
-from groove.agents.agentwork import ready
-from groove.agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
-from groove.agents.corpus import load
-from groove.agents.worker import (
+from groove.cli.options import checked_by, connection_options, curve_of
+from groove.cli.output import fail
+from groove.client import GrooveError
+from groove.swarm.agentwork import ready
+from groove.swarm.coding import AGENT_TIMEOUT_S, CODING_AGENTS
+from groove.swarm.corpus import load
+from groove.swarm.worker import (
     EXIT_MISMATCHES,
     EXIT_UNVERIFIED,
     LEASE_MS,
@@ -28,9 +30,7 @@ from groove.agents.worker import (
     report_json,
     run_worker,
 )
-from groove.agents.workloads import DEFAULT_MIX, parse_mix, parse_script
-from groove.cli.options import checked_by, connection_options, curve_of
-from groove.cli.output import fail
+from groove.swarm.workloads import DEFAULT_MIX, parse_mix, parse_script
 
 F = TypeVar("F", bound=Callable[..., Any])
 

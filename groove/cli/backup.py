@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from groove.agents import GrooveClient
 from groove.cli.commands import connect, with_client
 from groove.cli.options import connection_options, json_option, tier_option
 from groove.cli.output import emit_json, fail, table
+from groove.client import GrooveClient
 from groove.coordinator.net.config import default_data_dir
 
 

@@ -11,10 +11,10 @@ from typing import Any
 import click
 import yaml
 
-from groove.agents import GrooveClient
 from groove.cli.commands import when, with_client
 from groove.cli.options import json_option, project_root
 from groove.cli.output import emit_json, fail, table
+from groove.client import GrooveClient
 from groove.protocol import constants as C
 from groove.protocol.board import Task, WorkingMemory
 from groove.protocol.swarm import ListedNudge

@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from groove.agents.cluster import CoordinatorStatus, GrooveCluster
 from groove.cli.options import cluster_of, connection_options, curve_of, json_option
 from groove.cli.output import emit_json, fail, table
+from groove.client.cluster import CoordinatorStatus, GrooveCluster
 
 EXIT_DOWN = 3  # as a verb whose coordinator did not answer
 EXIT_MISCONFIGURED = 1  # every coordinator answered, but one was not started as the map says

@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 
 import click
 
-from groove.agents import GrooveClient, GrooveError, GrooveTimeout
-from groove.agents.cluster import GrooveCluster
 from groove.cli.options import cluster_of, connection_options, curve_of, json_option, scope_option, tier_option
 from groove.cli.output import emit_json, fail, memory_line, pairs, table
+from groove.client import GrooveClient, GrooveError, GrooveTimeout
+from groove.client.cluster import GrooveCluster
 from groove.protocol import constants as C
 from groove.protocol.models import LearningOut
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from groove.agents import GrooveClient
 from groove.cli.commands import with_client
 from groove.cli.options import json_option
 from groove.cli.output import emit_json, table
+from groove.client import GrooveClient
 from groove.protocol import constants as C
 
 

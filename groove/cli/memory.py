@@ -7,11 +7,11 @@ import time
 
 import click
 
-from groove.agents import GrooveClient
-from groove.agents.cluster import GrooveCluster
 from groove.cli.commands import with_client, with_routed_client
 from groove.cli.options import json_option, project_root, tier_option
 from groove.cli.output import emit_json, table
+from groove.client import GrooveClient
+from groove.client.cluster import GrooveCluster
 from groove.protocol import constants as C
 
 

@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from groove.agents.coding import groove_argv
+from groove.swarm.coding import groove_argv
 
 _START_TIMEOUT_S = 60.0
 _START_POLL_S = 0.01  # a start takes ~0.4 s: polling every 50 ms added 25 ms to each on average

@@ -18,18 +18,18 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from groove.agents import GrooveClient, GrooveError
-from groove.agents.agentwork import ready
-from groove.agents.backends import open_fleet
-from groove.agents.board import plan_order
-from groove.agents.boardwork import HELD
-from groove.agents.errors import GrooveTimeout
-from groove.agents.fleet import FleetBase
-from groove.agents.gitwork import GitError
 from groove.cli.board import load_plan
 from groove.cli.options import curve_of
 from groove.cli.output import emit_json, fail, pairs, table
+from groove.client import GrooveClient, GrooveError
+from groove.client.board import plan_order
+from groove.client.errors import GrooveTimeout
 from groove.protocol.board import TaskIn
+from groove.swarm.agentwork import ready
+from groove.swarm.backends import open_fleet
+from groove.swarm.boardwork import HELD
+from groove.swarm.fleet import FleetBase
+from groove.swarm.gitwork import GitError
 
 _TICK_S = 1.0
 

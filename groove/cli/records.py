@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import click
 
-from groove.agents import GrooveClient
 from groove.cli.board import memory_group, nudge_table
 from groove.cli.commands import when, with_client
 from groove.cli.options import json_option
 from groove.cli.output import emit_json, table
+from groove.client import GrooveClient
 from groove.protocol import constants as C
 from groove.protocol.ids import now_ms
 

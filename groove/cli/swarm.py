@@ -13,23 +13,23 @@ from typing import Any
 
 import click
 
-from groove.agents import GrooveClient, GrooveError
-from groove.agents.backends import BACKENDS, LOCAL, RAY, open_fleet
-from groove.agents.coding import AGENT_TIMEOUT_S, CODING_AGENTS
-from groove.agents.fleet import FleetBase, parse_ray_address, stop_process
-from groove.agents.plans import release_plan
-from groove.agents.worker import LEASE_MS
-from groove.agents.workloads import DEFAULT_MIX, KINDS, OPS
 from groove.cli.agent import check_mix
 from groove.cli.options import checked_by, connection_options, connection_settings
 from groove.cli.output import emit_json, fail, pairs, table
 from groove.cli.processes import start_coordinator
 from groove.cli.realswarm import RealSwarm, run_real_swarm
 from groove.cli.ui import DEFAULT_BIND, parse_bind, spawn_dashboard
+from groove.client import GrooveClient, GrooveError
 from groove.coordinator.metrics import summarize
 from groove.coordinator.net.config import EMBEDDERS
 from groove.protocol import constants as C
 from groove.protocol.stats import StatsReply
+from groove.swarm.backends import BACKENDS, LOCAL, RAY, open_fleet
+from groove.swarm.coding import AGENT_TIMEOUT_S, CODING_AGENTS
+from groove.swarm.fleet import FleetBase, parse_ray_address, stop_process
+from groove.swarm.plans import release_plan
+from groove.swarm.worker import LEASE_MS
+from groove.swarm.workloads import DEFAULT_MIX, KINDS, OPS
 
 _check_address = checked_by(parse_ray_address)
 

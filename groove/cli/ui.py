@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
-from groove.agents.coding import groove_argv
 from groove.cli.options import DEFAULT_ENDPOINT, cluster_of, connection_options, curve_of, host_port
 from groove.cli.output import fail
+from groove.swarm.coding import groove_argv
 
 DEFAULT_BIND = "127.0.0.1:5580"
 PAGE_WAIT_S = 3.0  # a person waits this long for a page at most: then it says the coordinator is not answering

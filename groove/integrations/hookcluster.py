@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from groove.agents.cluster import GrooveCluster
-from groove.agents.errors import GrooveError, GrooveTimeout, RemoteError
+from groove.client.cluster import GrooveCluster
+from groove.client.errors import GrooveError, GrooveTimeout, RemoteError
 from groove.integrations.hook import HookError, Refused, Unreachable
 from groove.protocol.cluster import ClusterMap
 from groove.protocol.keys import CurveClient

@@ -20,9 +20,9 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
-from groove.agents import GrooveClient
-from groove.agents.cluster import GrooveCluster
-from groove.agents.errors import GrooveError, GrooveTimeout, RemoteError
+from groove.client import GrooveClient
+from groove.client.cluster import GrooveCluster
+from groove.client.errors import GrooveError, GrooveTimeout, RemoteError
 from groove.protocol import constants as C
 from groove.protocol.cluster import ClusterMap
 from groove.protocol.keys import CurveClient

@@ -28,17 +28,15 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
 
-# The SDK's names are taken from its modules, not from `agents` itself: in groove's own checkout the type
-# checker finds the repository's `agents/` (groove's client, `groove.agents` when installed) first, and the
-# SDK's submodules behind it.
+# The SDK's names are taken from the modules that define them.
 from agents.lifecycle import RunHooks
 from agents.run_config import CallModelData, ModelInputData, RunConfig
 from agents.run_context import RunContextWrapper
 from agents.tool import FunctionTool, default_tool_error_function, function_tool
 from pydantic import Field
 
-from groove.agents.asyncclient import AsyncGrooveClient
-from groove.agents.errors import GrooveError
+from groove.client.asyncclient import AsyncGrooveClient
+from groove.client.errors import GrooveError
 from groove.integrations.hook import learnings_block
 from groove.protocol import constants as C
 from groove.protocol.loop import InjectPrepareReply

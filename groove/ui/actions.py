@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from groove.ui.source import Refused
 
 Fields = dict[str, str]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from groove.agents import GrooveClient, NotFound
+from groove.client import GrooveClient, NotFound
 from groove.protocol import constants as C
 from groove.protocol.board import Task
 from groove.protocol.models import LearningOut

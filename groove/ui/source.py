@@ -11,8 +11,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from groove.agents import GrooveClient, GrooveError, GrooveTimeout, NotFound, RemoteError
-from groove.agents.errors import Busy
+from groove.client import GrooveClient, GrooveError, GrooveTimeout, NotFound, RemoteError
+from groove.client.errors import Busy
 from groove.protocol.keys import CurveClient
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from tests.helpers import RunningCoordinator, run_groove
 
 PLAN = """\

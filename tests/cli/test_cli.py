@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
+from groove.client import GrooveClient
+from groove.swarm.coding import groove_argv
 from tests.helpers import RunningCoordinator, run_groove, silent_endpoint, subcommands
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
+from groove.client import GrooveClient
+from groove.swarm.coding import groove_argv
 from tests.helpers import run_groove, wait_for
 
 

@@ -82,7 +82,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from tests.cliforks import run_many
 from tests.helpers import RunningCoordinator, silent_endpoint, subcommands
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from groove.agents.corpus import load
 from groove.coordinator.budget import DEFAULT_MB, REPLY_BYTES, ROW_BYTES, VOTE_BYTES, Budget
+from groove.swarm.corpus import load
 
 _N = 5_000
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents.corpus import load
 from groove.coordinator.search import wordquery
 from groove.coordinator.search.derived import Derived, DerivedChanges
 from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.lexical import Stemmer, index_text, query_terms, specific, stemming_to, words
+from groove.swarm.corpus import load
 
 
 def index(*entries: tuple[str, str, str]) -> KeywordIndex:

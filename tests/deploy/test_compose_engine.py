@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from buildtools.image import ImageError, compose, prepare
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
-from groove.agents.worker import EXIT_UNVERIFIED
+from groove.client import GrooveClient
 from groove.protocol import constants as C
+from groove.swarm.coding import groove_argv
+from groove.swarm.worker import EXIT_UNVERIFIED
 from tests.helpers import ROOT, agent_report, example, wait_for
 
 # each test's stack is a compose project of its own, so nothing an earlier run left (a volume, a network, a

@@ -6,7 +6,7 @@ import threading
 import time
 from types import TracebackType
 
-from groove.agents import GrooveClient, GrooveError
+from groove.client import GrooveClient, GrooveError
 from tests.helpers import learning, wait_for
 
 Call = tuple[float, float, list[str] | GrooveError]  # (sent, answered, the acked ids or the error)

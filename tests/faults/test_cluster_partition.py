@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from groove.agents import GrooveClient, GrooveTimeout
-from groove.agents.cluster import GrooveCluster
+from groove.client import GrooveClient, GrooveTimeout
+from groove.client.cluster import GrooveCluster
 from groove.protocol.loop import InjectPrepareReply
 from tests.helpers import RunningCoordinator, learning
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient
-from groove.agents.errors import TierUnavailable
+from groove.client import GrooveClient
+from groove.client.errors import TierUnavailable
 from groove.coordinator.store.tiers import DB_DIR
 from tests.helpers import RunningCoordinator, learning, run_groove
 

@@ -10,7 +10,7 @@ import shutil
 import time
 from collections.abc import Callable
 
-from groove.agents import StorageIO
+from groove.client import StorageIO
 from tests.faults.load import WriteLoad
 from tests.helpers import RunningCoordinator, run_groove, wait_for
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient, StorageFull
+from groove.client import GrooveClient, StorageFull
 from tests.helpers import RunningCoordinator, run_groove, wait_for
 
 _SIZE = "6m"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from groove.agents import Conflict, GrooveClient, GrooveError, GrooveTimeout
+from groove.client import Conflict, GrooveClient, GrooveError, GrooveTimeout
 from tests.faults.load import WriteLoad
 from tests.helpers import RunningCoordinator, wait_for
 

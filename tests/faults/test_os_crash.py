@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.disks import Ext4
-from groove.agents import GrooveClient, GrooveError
-from groove.agents.fleet import stop_process
+from groove.client import GrooveClient, GrooveError
+from groove.swarm.fleet import stop_process
 from tests.faults.conftest import Serve
 from tests.helpers import learning, wait_for
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from benchmarks.disks import Ext4
-from groove.agents import GrooveClient, StorageIO
-from groove.agents.fleet import stop_process
+from groove.client import GrooveClient, StorageIO
+from groove.swarm.fleet import stop_process
 from tests.faults.conftest import Serve
 from tests.faults.load import WriteLoad
 from tests.helpers import learning, run_groove, wait_for

@@ -23,11 +23,11 @@ from typing import Any
 import ray
 from ray.cluster_utils import Cluster
 
-from groove.agents import GrooveClient
-from groove.agents.fleet import FleetBase, FleetError
-from groove.agents.orchestrator import Orchestrator
-from groove.agents.rayfleet import RayFleet
+from groove.client import GrooveClient
 from groove.protocol.keys import CurveClient
+from groove.swarm.fleet import FleetBase, FleetError
+from groove.swarm.orchestrator import Orchestrator
+from groove.swarm.rayfleet import RayFleet
 
 
 def _seen(fleet: FleetBase, events: list[str]) -> dict[str, Any]:

@@ -9,10 +9,10 @@ import signal
 import time
 from collections.abc import Callable
 
-from groove.agents import AsyncGrooveClient, CoordinatorAbsent, GrooveClient, GrooveTimeout
-from groove.agents.transport import Result
-from groove.agents.worker import EXIT_UNVERIFIED
+from groove.client import AsyncGrooveClient, CoordinatorAbsent, GrooveClient, GrooveTimeout
+from groove.client.transport import Result
 from groove.protocol import constants as C
+from groove.swarm.worker import EXIT_UNVERIFIED
 from tests.helpers import RunningCoordinator, agent_report, spawn_agent, wait_for
 
 DEADLINE_S = 3.0

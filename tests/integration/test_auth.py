@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient, GrooveTimeout
-from groove.agents.errors import Unauthorized, UnknownOp
-from groove.agents.orchestrator import Orchestrator
+from groove.client import GrooveClient, GrooveTimeout
+from groove.client.errors import Unauthorized, UnknownOp
 from groove.protocol.keys import CurveClient, generate_key_pair
+from groove.swarm.orchestrator import Orchestrator
 from tests.helpers import RunningCoordinator, learning, run_groove
 
 Clients = Callable[..., GrooveClient]

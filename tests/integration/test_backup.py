@@ -12,7 +12,7 @@ import msgpack
 import pytest
 import zmq
 
-from groove.agents import BadRequest, Conflict, GrooveClient
+from groove.client import BadRequest, Conflict, GrooveClient
 from groove.protocol.ids import uuid7
 from tests.helpers import RunningCoordinator, learning, run_groove
 

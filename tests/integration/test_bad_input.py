@@ -10,7 +10,7 @@ import msgpack
 import pytest
 import zmq
 
-from groove.agents import GrooveClient, RequestTooLarge
+from groove.client import GrooveClient, RequestTooLarge
 from groove.protocol import constants as C
 from groove.protocol.ids import uuid7
 from groove.protocol.ops import OPS

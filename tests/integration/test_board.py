@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from groove.agents import BadRequest, Conflict, GrooveClient, NotFound
+from groove.client import BadRequest, Conflict, GrooveClient, NotFound
 from groove.protocol import constants as C
 from groove.protocol.envelope import encode_request
 from groove.protocol.ids import uuid7
@@ -298,7 +298,7 @@ def test_a_completion_can_claim_the_next_task_in_the_same_write(client: GrooveCl
 
 AGENT_THAT_DIES = """
 import sys, time
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 client = GrooveClient(sys.argv[1])
 client.hello("doomed", status="working")
 task = client.claim_task(sys.argv[2], "doomed", 600_000)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.scripted_model import Scene, Script, ScriptedModel
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from groove.integrations.plugin import PLUGIN_DIR, TOOL_PREFIX
 from tests.helpers import ROOT, RunningCoordinator
 from tests.realagents import FIELDS, agent_env, binary, git_repo

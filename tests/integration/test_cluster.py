@@ -15,12 +15,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from groove.agents import Conflict, GrooveClient, NotFound, WrongCoordinator
-from groove.agents.cluster import GrooveCluster
-from groove.agents.coding import groove_argv
+from groove.client import Conflict, GrooveClient, NotFound, WrongCoordinator
+from groove.client.cluster import GrooveCluster
 from groove.integrations.mcp_server import Bridge, build
 from groove.protocol.cluster import ClusterMap
 from groove.protocol.ids import uuid7
+from groove.swarm.coding import groove_argv
 from tests.helpers import RunningCoordinator, learning, run_groove
 
 NAMES = ("a", "b", "c")

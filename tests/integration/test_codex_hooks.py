@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.scripted_model import Scene, Script, ScriptedModel
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
+from groove.client import GrooveClient
+from groove.swarm.coding import groove_argv
 from tests.helpers import RunningCoordinator, run_groove
 from tests.realagents import agent_env, binary, git_repo
 

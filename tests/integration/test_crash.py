@@ -15,7 +15,7 @@ import msgpack
 import pytest
 import zmq
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from groove.protocol.envelope import encode_request
 from tests.helpers import RunningCoordinator, agent_report, spawn_agent
 

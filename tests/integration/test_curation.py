@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from groove.agents import BadRequest, Conflict, GrooveClient, NotFound
+from groove.client import BadRequest, Conflict, GrooveClient, NotFound
 from groove.protocol import constants as C
 from tests.helpers import learning
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from groove.agents import BadRequest, Conflict, GrooveClient, NotFound
+from groove.client import BadRequest, Conflict, GrooveClient, NotFound
 from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from groove.coordinator.write.durability import CONFIRM_FILE, WalSync
 from tests.helpers import RunningCoordinator
 

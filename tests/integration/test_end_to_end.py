@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import BadRequest, GrooveClient, NotFound
+from groove.client import BadRequest, GrooveClient, NotFound
 from tests.helpers import RunningCoordinator, agent_report, learning, spawn_agent
 
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from groove.agents import GrooveClient
-from groove.agents.errors import TierUnavailable
+from groove.client import GrooveClient
+from groove.client.errors import TierUnavailable
 from groove.coordinator.store.tiers import DB_DIR, tier_dir
 from tests.helpers import RunningCoordinator, learning
 

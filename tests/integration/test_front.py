@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from tests.helpers import RunningCoordinator, learning
 
 

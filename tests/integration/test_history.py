@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from groove.agents import BadRequest, GrooveClient, NotFound
+from groove.client import BadRequest, GrooveClient, NotFound
 from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator, learning, run_groove
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
+from groove.client import GrooveClient
 from groove.integrations.hook import STALE_AFTER_S, Hook, HookInput, Sessions, Wire
+from groove.swarm.coding import groove_argv
 from tests.helpers import RunningCoordinator, silent_endpoint
 
 # The events' input, as documented; the fields groove does not read are kept so the shapes stay the agents'.
@@ -223,7 +223,7 @@ def test_the_hook_path_loads_neither_pydantic_nor_the_other_verbs(tmp_path: Path
         "import sys\nimport groove.cli.entry\nsys.argv = ['groove', 'hook', 'Stop']\n"
         "try:\n    groove.cli.entry.main()\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'mcp') "
-        "or m.startswith(('groove.agents', 'groove.coordinator'))))"
+        "or m.startswith(('groove.client', 'groove.swarm', 'groove.coordinator'))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from groove.agents import BadRequest, Conflict, GrooveClient, NotFound
+from groove.client import BadRequest, Conflict, GrooveClient, NotFound
 from groove.protocol import constants as C
 from tests.helpers import RunningCoordinator, learning
 

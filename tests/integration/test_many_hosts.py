@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents.coding import groove_argv
-from groove.agents.fleet import stop_process
 from groove.protocol.keys import generate_key_pair
+from groove.swarm.coding import groove_argv
+from groove.swarm.fleet import stop_process
 
 pytestmark = pytest.mark.slow
 

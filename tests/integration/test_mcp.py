@@ -20,10 +20,10 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
+from groove.client import GrooveClient
 from groove.integrations.mcp_server import Bridge, build
 from groove.protocol import constants as C
+from groove.swarm.coding import groove_argv
 from tests.helpers import RunningCoordinator, learning
 
 PROJECT = "/srv/shop"

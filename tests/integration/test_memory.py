@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from tests.helpers import RunningCoordinator, learning, wait_for
 
 

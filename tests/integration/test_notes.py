@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from groove.agents import BadRequest, GrooveClient, NotFound
+from groove.client import BadRequest, GrooveClient, NotFound
 from groove.protocol.ids import now_ms, uuid7
 from tests.helpers import RunningCoordinator, wait_for
 

@@ -20,7 +20,7 @@ from agents.run_config import CallModelData, ModelInputData, RunConfig
 from openai import APIStatusError, AsyncOpenAI
 
 from benchmarks.scripted_model import MODEL, Scene, Script, ScriptedModel
-from groove.agents import AsyncGrooveClient, GrooveClient
+from groove.client import AsyncGrooveClient, GrooveClient
 from groove.integrations.openai_agents import GrooveRun, GrooveRunError, board_tools, task_of
 from tests.helpers import RunningCoordinator, run_readme_example
 

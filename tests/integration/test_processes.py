@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient
-from groove.agents.errors import GrooveError
+from groove.client import GrooveClient
+from groove.client.errors import GrooveError
 from groove.protocol.stats import ProcessStats
 from tests.helpers import RunningCoordinator, learning, wait_for
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from benchmarks.scripted_model import Scene, Script, ScriptedModel
-from groove.agents import GrooveClient, NotFound
+from groove.client import GrooveClient, NotFound
 from groove.protocol.keys import CurveClient, generate_key_pair
 from tests.helpers import RunningCoordinator, run_groove
 from tests.realagents import FIELDS, agent_env, binary, complete, git_repo

@@ -17,9 +17,9 @@ import psutil
 import pytest
 
 from benchmarks.scripted_model import Scene, ScriptedModel
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
+from groove.client import GrooveClient
 from groove.protocol.keys import CurveClient, generate_key_pair
+from groove.swarm.coding import groove_argv
 from tests.helpers import RunningCoordinator, wait_for
 from tests.realagents import agent_env, binary, complete, git_repo, script
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from groove.coordinator.search.saved import VECTOR_DIR
 from groove.coordinator.search.vectors import MATRIX_FILE
 from groove.coordinator.store.tiers import tier_dir

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from groove.agents import BadRequest, GrooveClient, NotFound
+from groove.client import BadRequest, GrooveClient, NotFound
 from groove.protocol import constants as C
 from groove.protocol.ids import now_ms
 from tests.helpers import RunningCoordinator, learning, wait_for

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from tests.helpers import RunningCoordinator, learning
 
 PAIRS = json.loads((Path(__file__).parents[2] / "benchmarks" / "data" / "paraphrases.json").read_text())
@@ -21,8 +21,8 @@ CATEGORIES = ["code_pattern", "solution", "tool_usage", "error_recovery"]
 @pytest.fixture(scope="module")
 def semantic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GrooveClient, list[str]]]:
     """One coordinator with the model for the whole module (loading it costs seconds), the set stored."""
-    from groove.agents.fleet import stop_process
     from groove.cli.processes import start_coordinator
+    from groove.swarm.fleet import stop_process
 
     data = tmp_path_factory.mktemp("semantic")
     proc, endpoint = start_coordinator(data, [])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from tests.helpers import RunningCoordinator, agent_report, compose, learning, spawn_agent, wait_for
 
 

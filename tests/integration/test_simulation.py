@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from groove.protocol import constants as C
 from tests.helpers import learning
 

@@ -18,7 +18,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from groove.agents.coding import groove_argv
+from groove.swarm.coding import groove_argv
 from tests.helpers import RunningCoordinator
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from groove.agents.coding import groove_argv
 from groove.integrations.install import InstallError, Manifest, Setup, plan_install, plan_uninstall
+from groove.swarm.coding import groove_argv
 
 # A user's own files, written the way people write them: tabs, inline arrays, no final newline, non-ASCII.
 CLAUDE_SETTINGS = '{\n\t"permissions": {"allow": ["Bash(npm test)"]},\n\t"hooks": {\n\t\t"Stop": [{"hooks": ' \

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from groove.agents import GrooveClient
-from groove.agents.coding import groove_argv
-from groove.agents.fleet import stop_process
 from groove.cli.processes import start_coordinator
+from groove.client import GrooveClient
+from groove.swarm.coding import groove_argv
+from groove.swarm.fleet import stop_process
 from tests.helpers import ROOT, RunningCoordinator, wait_for
 
 CHROMIUM = os.environ.get("GROOVE_CHROMIUM", "/usr/bin/chromium")

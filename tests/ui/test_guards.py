@@ -15,11 +15,11 @@ import pytest
 from playwright.sync_api import Page, expect
 from prometheus_client.parser import text_string_to_metric_families
 
-from groove.agents import BadRequest, GrooveClient
-from groove.agents.fleet import stop_process
+from groove.client import BadRequest, GrooveClient
 from groove.coordinator.net.checks import CHECKED
 from groove.protocol import constants as C
 from groove.protocol.keys import CurveClient, generate_key_pair
+from groove.swarm.fleet import stop_process
 from groove.ui.metrics import METRICS
 from tests.helpers import RunningCoordinator, learning, wait_for
 from tests.ui.conftest import TOKEN, Dashboard, start_dashboard

@@ -7,7 +7,7 @@ import uuid
 
 from playwright.sync_api import Page, expect
 
-from groove.agents import GrooveClient
+from groove.client import GrooveClient
 from tests.helpers import learning
 from tests.ui.conftest import Dashboard, shoot
 

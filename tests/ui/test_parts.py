@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from groove.agents import BadRequest, Conflict, GrooveTimeout, NotFound
-from groove.agents.errors import Busy
 from groove.cli.options import host_port
 from groove.cli.ui import parse_bind
+from groove.client import BadRequest, Conflict, GrooveTimeout, NotFound
+from groove.client.errors import Busy
 from groove.ui import charts
 from groove.ui.actions import ACTIONS
 from groove.ui.app import _safe_next
