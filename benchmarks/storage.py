@@ -35,12 +35,12 @@ from groove.cli.output import table
 from groove.coordinator.store.faults import Faults
 from groove.coordinator.store.relations import APPLIED, HASHES, LEARNING, USAGE, Relation
 from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.wire.digests import body_digest
 from groove.coordinator.write.ops import PUT
 from groove.coordinator.write.planning import Planner
 from groove.coordinator.write.render import script
 from groove.coordinator.write.tierwrite import TierWrite
 from groove.protocol import constants as C
-from groove.protocol.digests import body_digest
 from groove.protocol.ids import now_ms, uuid7
 from groove.protocol.models import LearningPutRequest
 from groove.swarm.corpus import load

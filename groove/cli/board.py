@@ -17,7 +17,7 @@ from groove.cli.output import emit_json, fail, table
 from groove.client import GrooveClient
 from groove.protocol import constants as C
 from groove.protocol.board import Task, WorkingMemory
-from groove.protocol.swarm import ListedNudge
+from groove.protocol.boardrecords import ListedNudge
 
 _REFRESH_S = 1.0
 _RECENT_NUDGES = 5

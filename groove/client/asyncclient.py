@@ -42,13 +42,13 @@ from groove.client.transport import (
     too_large,
 )
 from groove.protocol import constants as C
+from groove.protocol.boardrecords import Nudge
 from groove.protocol.envelope import ReplyEnvelope, decode_reply, encode_request
 from groove.protocol.errors import ProtocolError
 from groove.protocol.frames import send_frames
 from groove.protocol.ids import uuid7
 from groove.protocol.keys import CurveClient
 from groove.protocol.models import LearningOut
-from groove.protocol.swarm import Nudge
 
 
 @dataclass(slots=True)

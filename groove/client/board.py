@@ -22,8 +22,7 @@ from groove.protocol.board import (
     WorkingMemory,
     dependency_order,
 )
-from groove.protocol.search import NoteHit, SearchReply
-from groove.protocol.swarm import (
+from groove.protocol.boardrecords import (
     Artifact,
     ArtifactListReply,
     ArtifactRecordReply,
@@ -39,6 +38,7 @@ from groove.protocol.swarm import (
     NudgeListReply,
     NudgePollReply,
 )
+from groove.protocol.search import NoteHit, SearchReply
 
 
 def clean(**fields: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from groove.client.board import BoardCalls, clean
 from groove.client.calls import Call, Steps, SyncRunner, operation
 from groove.client.transport import Result, Transport
 from groove.protocol import constants as C
+from groove.protocol.boardrecords import Nudge
 from groove.protocol.curation import (
     PromoteReply,
     ProposeReply,
@@ -54,7 +55,6 @@ from groove.protocol.ops import OPS
 from groove.protocol.portability import BackupReply, ExportReply, ImportReply
 from groove.protocol.search import RebuildReply, SearchHit, SearchReply
 from groove.protocol.stats import StatsReply
-from groove.protocol.swarm import Nudge
 
 
 class LearningCalls:

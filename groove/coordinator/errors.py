@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groove.protocol.digests import comparable
+from groove.coordinator.wire.digests import comparable
 from groove.protocol.errors import ErrorCode
 
 

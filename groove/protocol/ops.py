@@ -40,6 +40,29 @@ from groove.protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
+from groove.protocol.boardrecords import (
+    ArtifactListReply,
+    ArtifactListRequest,
+    ArtifactRecordReply,
+    ArtifactRecordRequest,
+    CheckpointListReply,
+    CheckpointListRequest,
+    CheckpointRecordRequest,
+    DecisionListReply,
+    DecisionListRequest,
+    DecisionRecordRequest,
+    DecisionReverseRequest,
+    MemoryNoteRequest,
+    NoteListReply,
+    NoteListRequest,
+    NudgeAckReply,
+    NudgeAckRequest,
+    NudgeListReply,
+    NudgeListRequest,
+    NudgePollReply,
+    NudgePollRequest,
+    NudgeSendRequest,
+)
 from groove.protocol.curation import (
     PromoteReply,
     PromoteRequest,
@@ -105,29 +128,6 @@ from groove.protocol.portability import (
 )
 from groove.protocol.search import RebuildReply, RebuildRequest, SearchReply, SearchRequest
 from groove.protocol.stats import StatsReply, StatsRequest
-from groove.protocol.swarm import (
-    ArtifactListReply,
-    ArtifactListRequest,
-    ArtifactRecordReply,
-    ArtifactRecordRequest,
-    CheckpointListReply,
-    CheckpointListRequest,
-    CheckpointRecordRequest,
-    DecisionListReply,
-    DecisionListRequest,
-    DecisionRecordRequest,
-    DecisionReverseRequest,
-    MemoryNoteRequest,
-    NoteListReply,
-    NoteListRequest,
-    NudgeAckReply,
-    NudgeAckRequest,
-    NudgeListReply,
-    NudgeListRequest,
-    NudgePollReply,
-    NudgePollRequest,
-    NudgeSendRequest,
-)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from groove.protocol import constants as C
+from groove.protocol.boardrecords import Note
 from groove.protocol.models import (
     Body,
     Category,
@@ -20,7 +21,6 @@ from groove.protocol.models import (
     Vector,
 )
 from groove.protocol.scopes import validate_tier
-from groove.protocol.swarm import Note
 
 
 class SearchContext(Body):

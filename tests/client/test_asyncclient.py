@@ -15,7 +15,7 @@ from groove.client import AsyncGrooveClient, GrooveClient, NotFound
 from groove.client.board import BoardCalls
 from groove.client.calls import operation
 from groove.client.client import LearningCalls
-from groove.protocol.codec import encode_ok
+from groove.coordinator.wire.codec import encode_ok
 from tests.client.test_client import _peer
 from tests.helpers import RunningCoordinator, learning
 

@@ -26,8 +26,8 @@ from groove.client import (
     RemoteError,
 )
 from groove.client.errors import from_wire
+from groove.coordinator.wire.codec import encode_error, encode_ok
 from groove.protocol import constants as C
-from groove.protocol.codec import encode_error, encode_ok
 from groove.protocol.envelope import encode_request
 from groove.protocol.errors import ErrorCode
 from tests.helpers import RunningCoordinator, learning, silent_endpoint

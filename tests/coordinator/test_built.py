@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from groove.coordinator.errors import Rejected
+from groove.coordinator.wire.digests import body_digest
 from groove.coordinator.write.built import Built, build
 from groove.coordinator.write.ops import BUILT_BODY, PUT, WriteItem
 from groove.protocol import constants as C
-from groove.protocol.digests import body_digest
 from groove.protocol.envelope import encode_request, unpack
 from groove.protocol.ids import uuid7
 from groove.protocol.models import LearningPutRequest

@@ -13,9 +13,9 @@ from groove.coordinator.errors import Rejected
 from groove.coordinator.net.idle import IdleNudges
 from groove.coordinator.search.notes import NoteIndex
 from groove.coordinator.store.records import vector_blob
+from groove.protocol.boardrecords import MemoryNoteRequest
 from groove.protocol.errors import ErrorCode
 from groove.protocol.search import SearchRequest
-from groove.protocol.swarm import MemoryNoteRequest
 
 M1, M2 = "01a209b1-e78b-71c4-b4bb-72379e7ea87f", "01a209b1-e78b-71c4-b4bb-72379e7ea880"
 

@@ -51,6 +51,16 @@ from groove.protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
+from groove.protocol.boardrecords import (
+    ArtifactRecordRequest,
+    CheckpointRecordRequest,
+    DecisionRecordRequest,
+    DecisionReverseRequest,
+    MemoryNoteRequest,
+    NudgeAckRequest,
+    NudgePollRequest,
+    NudgeSendRequest,
+)
 from groove.protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from groove.protocol.ids import uuid7
 from groove.protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
@@ -62,16 +72,6 @@ from groove.protocol.models import (
 )
 from groove.protocol.ops import OPS
 from groove.protocol.portability import ExportFile
-from groove.protocol.swarm import (
-    ArtifactRecordRequest,
-    CheckpointRecordRequest,
-    DecisionRecordRequest,
-    DecisionReverseRequest,
-    MemoryNoteRequest,
-    NudgeAckRequest,
-    NudgePollRequest,
-    NudgeSendRequest,
-)
 from tests.coordinator.harness import NOW, Harness
 from tests.helpers import learning
 

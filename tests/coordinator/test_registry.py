@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groove.coordinator.net.agents import MAX_AGENTS, AgentRegistry
+from groove.coordinator.net.registry import MAX_AGENTS, AgentRegistry
 from groove.protocol import constants as C
 
 

@@ -7,7 +7,7 @@ import msgpack
 
 from groove.coordinator.errors import reused_id
 from groove.coordinator.net.resends import Resends
-from groove.protocol.digests import body_digest, comparable
+from groove.coordinator.wire.digests import body_digest, comparable
 from groove.protocol.errors import ErrorCode
 
 

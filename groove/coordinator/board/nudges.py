@@ -13,7 +13,7 @@ from typing import Any
 from groove.coordinator.store.relations import NUDGE_ACKS, NUDGES, Relation
 from groove.coordinator.store.tiers import Tier
 from groove.protocol import constants as C
-from groove.protocol.swarm import NudgeAckRequest, NudgePollRequest, NudgeSendRequest
+from groove.protocol.boardrecords import NudgeAckRequest, NudgePollRequest, NudgeSendRequest
 
 Wire = dict[str, Any]
 _RANK = {priority: rank for rank, priority in enumerate(C.NUDGE_PRIORITIES)}

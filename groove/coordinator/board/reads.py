@@ -23,14 +23,14 @@ from groove.coordinator.store.relations import (
 from groove.coordinator.store.tiers import Tier, TierSet
 from groove.protocol import constants as C
 from groove.protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
-from groove.protocol.errors import ErrorCode
-from groove.protocol.swarm import (
+from groove.protocol.boardrecords import (
     ArtifactListRequest,
     CheckpointListRequest,
     DecisionListRequest,
     NoteListRequest,
     NudgeListRequest,
 )
+from groove.protocol.errors import ErrorCode
 
 Wire = dict[str, Any]
 # statuses a memory holds few tasks in at a time (bounded by its agents and reviewers), read through the index

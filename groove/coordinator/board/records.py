@@ -14,14 +14,14 @@ from typing import Any
 from groove.coordinator.errors import Rejected
 from groove.coordinator.store.relations import ARTIFACTS, CHECKPOINTS, DECISIONS, NOTES, Relation
 from groove.coordinator.store.tiers import Tier
-from groove.protocol.errors import ErrorCode
-from groove.protocol.swarm import (
+from groove.protocol.boardrecords import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,
     DecisionReverseRequest,
     MemoryNoteRequest,
 )
+from groove.protocol.errors import ErrorCode
 
 Wire = dict[str, Any]
 _KEPT = (DECISIONS, ARTIFACTS, CHECKPOINTS, NOTES)

@@ -34,8 +34,7 @@ from groove.protocol.board import (
     TaskStartRequest,
     dependency_order,
 )
-from groove.protocol.errors import ErrorCode
-from groove.protocol.swarm import (
+from groove.protocol.boardrecords import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,
@@ -45,6 +44,7 @@ from groove.protocol.swarm import (
     NudgePollRequest,
     NudgeSendRequest,
 )
+from groove.protocol.errors import ErrorCode
 
 Wire = dict[str, Any]
 _HELD = ("assigned", "in_progress")

@@ -11,8 +11,8 @@ from groove.coordinator.errors import Rejected
 from groove.coordinator.metrics import OK, Metrics
 from groove.coordinator.net import stats
 from groove.coordinator.net.handlers import HANDLERS, Pushes, Services, Write
+from groove.coordinator.wire.codec import encode_error, encode_ok
 from groove.coordinator.write.batcher import Outcome
-from groove.protocol.codec import encode_error, encode_ok
 from groove.protocol.errors import ErrorCode
 
 # (request id, reply payload, "ok" or the error code), one per write of a batch

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from groove.coordinator.wire.codec import decode_request, validate_body
+from groove.coordinator.wire.digests import body_digest
+from groove.coordinator.wire.rebuild import rebuildable
 from groove.coordinator.write.built import build
 from groove.protocol import constants as C
-from groove.protocol.codec import decode_request, validate_body
-from groove.protocol.digests import body_digest
 from groove.protocol.errors import ProtocolError
 from groove.protocol.ids import now_ms
 from groove.protocol.models import LearningPutRequest
 from groove.protocol.ops import OPS
-from groove.protocol.rebuild import rebuildable
 
 # The operations checked here: the writes (the requests a swarm sends most), each with a body the coordinator
 # can rebuild. A read goes to the coordinator as it came.

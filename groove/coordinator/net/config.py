@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from groove.coordinator.budget import DEFAULT_MB, Budget
 from groove.coordinator.errors import ConfigError
 from groove.coordinator.net.auth import is_loopback
+from groove.coordinator.wire.codec import describe
 from groove.coordinator.write.batcher import MOST_WRITERS
 from groove.coordinator.write.tiercommit import MOST_THREADS
 from groove.protocol.cluster import ClusterMap
-from groove.protocol.codec import describe
 from groove.protocol.endpoints import check_endpoint
 
 ENV_PREFIX = "GROOVE_"

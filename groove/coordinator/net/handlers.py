@@ -37,14 +37,15 @@ from groove.coordinator.errors import Rejected
 from groove.coordinator.loop.history import learning_history, list_injections
 from groove.coordinator.loop.injection import get_injection, params_list, prepare
 from groove.coordinator.loop.offers import offer
-from groove.coordinator.net.agents import AgentRegistry
 from groove.coordinator.net.idle import IdleNudges
+from groove.coordinator.net.registry import AgentRegistry
 from groove.coordinator.search.derived import Derived, rebuild_index, reembed
 from groove.coordinator.search.ranking import search, search_notes
 from groove.coordinator.store.backup import backup_tiers
 from groove.coordinator.store.portability import check_import, export_tiers
 from groove.coordinator.store.reads import get_learning, list_learnings, list_relations, list_reviews
 from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.wire.codec import encode_push
 from groove.coordinator.write import ops as writes
 from groove.coordinator.write.ops import WriteOp
 from groove.coordinator.write.planning import ImportRecord
@@ -57,7 +58,15 @@ from groove.protocol.board import (
     TaskGetRequest,
     TaskListRequest,
 )
-from groove.protocol.codec import encode_push
+from groove.protocol.boardrecords import (
+    ArtifactListRequest,
+    CheckpointListRequest,
+    DecisionListRequest,
+    NoteListRequest,
+    NudgeAckRequest,
+    NudgeListRequest,
+    NudgeSendRequest,
+)
 from groove.protocol.curation import ReviewListRequest
 from groove.protocol.errors import ErrorCode
 from groove.protocol.ids import now_ms
@@ -82,15 +91,6 @@ from groove.protocol.ops import OPS
 from groove.protocol.portability import BackupRequest, ExportRequest, ImportRequest
 from groove.protocol.search import RebuildRequest, SearchRequest
 from groove.protocol.stats import StatsRequest
-from groove.protocol.swarm import (
-    ArtifactListRequest,
-    CheckpointListRequest,
-    DecisionListRequest,
-    NoteListRequest,
-    NudgeAckRequest,
-    NudgeListRequest,
-    NudgeSendRequest,
-)
 
 B = TypeVar("B", bound=BaseModel)
 W = TypeVar("W", bound=BaseModel)

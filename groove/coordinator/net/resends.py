@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from groove.coordinator.errors import reused_id
-from groove.protocol.codec import encode_error
+from groove.coordinator.wire.codec import encode_error
 
 
 @dataclass(slots=True)

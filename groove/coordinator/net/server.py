@@ -1,4 +1,5 @@
-"""The coordinator process: a socket loop that validates every request and routes it.
+"""The coordinator process: a socket loop that validates every request and routes it (`admission.py`), its
+start-up and its shutdown.
 
 Processes, threads and who owns what:
 - the front process (`front.py`) owns the public ROUTER socket and CURVE, and relays requests and replies
@@ -14,7 +15,6 @@ Processes, threads and who owns what:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import logging
@@ -30,52 +30,52 @@ import zmq
 from pydantic import BaseModel
 
 from groove.coordinator import release, runtime
-from groove.coordinator.errors import CoordinatorError, Rejected, StorageError, TierUnavailable
+from groove.coordinator.errors import CoordinatorError, StorageError, TierUnavailable
 from groove.coordinator.inproc import Pushers, queued
 from groove.coordinator.metrics import OK, Metrics
 from groove.coordinator.net import acks, stats
-from groove.coordinator.net.agents import AgentRegistry
-from groove.coordinator.net.auth import ADMIN, Principal, load_authorized, server_keys
+from groove.coordinator.net.admission import CHOSEN, READ, Admission
+from groove.coordinator.net.auth import Principal, load_authorized, server_keys
 from groove.coordinator.net.config import Settings
-from groove.coordinator.net.handlers import HANDLERS, Control, Prepared, Read, Write
+from groove.coordinator.net.handlers import HANDLERS, Control, Services
 from groove.coordinator.net.idle import IdleNudges
 from groove.coordinator.net.link import FrontLink
-from groove.coordinator.net.permissions import body_refusal, op_refusal, put_refusal
+from groove.coordinator.net.registry import AgentRegistry
 from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import KEYWORD_FILE, Derived
 from groove.coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
 from groove.coordinator.store.idle import IdleTiers
 from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.wire.codec import (
+    RequestEnvelope,
+    peek_op,
+)
 from groove.coordinator.write.batcher import Batcher, Outcome
 from groove.coordinator.write.built import Built
 from groove.coordinator.write.internal import relate, store_vectors, writer_busy
-from groove.coordinator.write.ops import BUILT_BODY, PUT, WriteItem, WriteOp
+from groove.coordinator.write.ops import WriteItem, WriteOp
 from groove.protocol import constants as C
-from groove.protocol.codec import RequestEnvelope, decode_request, encode_error, encode_ok, peek_op, validate_body
-from groove.protocol.digests import body_digest
-from groove.protocol.errors import ErrorCode, ProtocolError
+from groove.protocol.errors import ErrorCode
 from groove.protocol.frames import send_frames
-from groove.protocol.ops import OPS
-from groove.protocol.rebuild import rebuild
 
 log = logging.getLogger(__name__)
 
 _OUTBOX = "inproc://groove-outbox"
-_READ, _WRITE, _CHOSEN, _PUSH = b"R", b"W", b"C", b"P"
+_WRITE, _PUSH = b"W", b"P"  # the outbox's other frames: a batch's acks; a nudge pushed to an agent
 _DRAIN = 512  # replies taken from the writer and readers per loop turn, so neither direction starves the other
 _DRAIN_BATCHES = 1  # batches of requests (of up to 64, front._DRAIN) taken from the front per loop turn
 _CONTROL = frozenset(op for op, handler in HANDLERS.items() if isinstance(handler, Control))
 _SMALL = 512  # control requests are smaller than this; looking for them among bigger payloads costs for nothing
-_MAX_PENDING_READS = 10_000  # reads queued for the reader threads; past this they get `busy`
 _DERIVED_JOIN_S = 60.0  # how long a stopping coordinator waits for the near-duplicate thread
 
 
-class Coordinator:
+class Coordinator(Admission):
     """One coordinator: open tiers, serve requests until asked to stop, then flush and close."""
 
     def __init__(self, settings: Settings, link: FrontLink) -> None:
         """`link`: its front process, launched already (`groove serve` launches it before importing this)."""
         self.settings = settings
+        self.services: Services = self
         self.metrics = Metrics()
         self.registry = AgentRegistry()
         self.idle = IdleNudges()
@@ -298,21 +298,14 @@ class Coordinator:
                 if (who := self._principal(user_id, peer)) is not None:
                     self._handle_built(peer, who, Built.from_wire(values))
 
-    def _principal(self, user_id: str | None, peer: bytes) -> Principal | None:
-        """Who sent a message: its key's principal (everyone is admin without CURVE); None once refused."""
-        who = ADMIN if self.principals is None else self.principals.get((user_id or "").encode())
-        if who is None:  # the front admitted only known keys, so this cannot happen; refuse, never assume
-            self._error(peer, None, ErrorCode.UNAUTHORIZED, "this key is not authorized")
-        return who
-
     def _drain_inbox(self) -> None:
         for frames in queued(self.inbox, _DRAIN * 4):
-            if frames[0] in (_READ, _PUSH):  # a read's reply, or a nudge pushed to a connected agent
-                if frames[0] == _READ:
+            if frames[0] in (READ, _PUSH):  # a read's reply, or a nudge pushed to a connected agent
+                if frames[0] == READ:
                     self._reads_pending -= 1
                 self._send(frames[1], frames[2])
                 continue
-            if frames[0] == _CHOSEN:
+            if frames[0] == CHOSEN:
                 self._reads_pending -= 1
                 peer, request_id, digest, write, prepared, received = self._chosen.get_nowait()
                 # a retry prepared meanwhile on another reader joins the first one's waiters
@@ -326,128 +319,6 @@ class Coordinator:
                 for peer in waiting.peers:
                     self._send(peer, payload)
             self.metrics.record_ops(answered)  # a batch's acks, counted under one take of the lock
-
-    def _send(self, peer: bytes, payload: bytes) -> None:
-        self.link.send(peer, payload)
-        self.metrics.requests_served += 1
-
-    def _error(
-        self, peer: bytes, request_id: str | None, code: ErrorCode, message: str, retry_after_ms: int | None = None,
-        op: str = "",
-    ) -> None:  # fmt: skip
-        """Refuse a request before it reaches a handler; counted by its op ("" when it could not be read)."""
-        self.metrics.refused(op, code.value)
-        self._send(peer, encode_error(request_id, code, message, retry_after_ms))
-
-    def _handle(self, frames: list[bytes], who: Principal) -> None:
-        peer, op = frames[0], ""
-        if len(frames) != 3 or frames[1] != b"":
-            got = f"expected 2 frames [empty delimiter, payload] from a DEALER, got {len(frames) - 1}"
-            self._error(peer, None, ErrorCode.BAD_REQUEST, got)
-            return
-        try:
-            request = decode_request(frames[2])
-            op = request.op
-            # A resend is recognised by its id before its body is validated again: a flood of resends costs a
-            # digest and a lookup each. It is answered from the stored reply, or when the first attempt commits.
-            digest = body_digest(request.body) if OPS[op].deduped else ""
-            if not self._admitted(peer, request, digest, who):
-                return
-            body = validate_body(request)
-        except ProtocolError as exc:
-            self._error(peer, exc.request_id, exc.code, exc.message, op=op)
-            return
-        self._route(peer, request, digest, body, who)
-
-    def _handle_checked(self, peer: bytes, who: Principal, request: RequestEnvelope, digest: str, dump: Any) -> None:
-        """A write the front decoded, digested and validated (`--front-checks`): `_handle`'s steps, the body
-        rebuilt from its dump instead of validated again."""
-        self.metrics.front_checked += 1
-        if self._admitted(peer, request, digest, who):
-            self._route(peer, request, digest, rebuild(OPS[request.op].request, dump), who)
-
-    def _handle_built(self, peer: bytes, who: Principal, put: Built) -> None:
-        """A put the front built (write/built.py): `_handle`'s steps, its roles checked on what it stores."""
-        self.metrics.front_checked += 1
-        if not self._admitted(peer, RequestEnvelope(put.request_id, C.OP_LEARNING_PUT), put.digest, who):
-            return
-        scopes = [scope for _, scope, _ in put.hashes]
-        if who.role != C.ROLE_ADMIN and (reason := put_refusal(who, put.tier, scopes)) is not None:
-            self._unauthorized(peer, put.request_id, reason, C.OP_LEARNING_PUT)
-            return
-        self._write(peer, WriteItem(put.request_id, PUT, BUILT_BODY, put.digest, built=put), time.perf_counter())
-
-    def _admitted(self, peer: bytes, request: RequestEnvelope, digest: str, who: Principal) -> bool:
-        """Whether a request goes on to its handler; False once it is answered (refused, or a resend)."""
-        self.registry.touch(peer)
-        if who is not ADMIN and (reason := op_refusal(who, request.op)) is not None:
-            self._unauthorized(peer, request.id, reason, request.op)
-            return False
-        if digest and self._known(peer, request.id, request.op, digest):
-            return False
-        if isinstance(HANDLERS[request.op], Write) and self.batcher.full():
-            self._refuse_write(peer, request.id, request.op)  # under a flood, before spending a validation on it
-            return False
-        return True
-
-    def _route(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, who: Principal) -> None:
-        op, handler = request.op, HANDLERS[request.op]
-        if who is not ADMIN and (reason := body_refusal(who, body)) is not None:
-            self._unauthorized(peer, request.id, reason, op)
-            return
-        if isinstance(handler, Write):
-            self._write(peer, WriteItem(request.id, handler.op, body, digest, curates=who.curates), time.perf_counter())
-        elif isinstance(handler, Control):
-            try:
-                self._send(peer, encode_ok(request.id, handler.run(self, peer, body)))
-            except Rejected as exc:
-                self._error(peer, request.id, exc.code, exc.message, op=op)
-                return
-            for to, push in handler.then(self, peer, body) if handler.then is not None else ():
-                self._send(to, push)
-        elif self._reads_pending >= _MAX_PENDING_READS:
-            waiting = f"{_MAX_PENDING_READS} reads are already waiting; retry shortly"
-            self._error(peer, request.id, ErrorCode.BUSY, waiting, C.DEFAULT_BUSY_RETRY_MS * 4, op)
-        else:
-            self._reads_pending += 1
-            reading = functools.partial(self._read, peer, request, digest, body, time.perf_counter())
-            read = functools.partial(self.readers.submit, reading)
-            self.pool.first(body, read) if self.pool is not None else read()  # a query's vector first (queries.py)
-
-    def _known(self, peer: bytes, request_id: str, op: str, digest: str) -> bool:
-        """Answer a request id seen before (or join its waiters); False if it is new."""
-        answer = self.resends.answer(peer, request_id, op, digest)
-        if answer:
-            self._send(peer, answer)
-        return answer is not None
-
-    def _write(self, peer: bytes, item: WriteItem, received: float) -> None:
-        """Queue a write whose id is not known yet (callers check `_known` first)."""
-        if self._closing:
-            closing = "coordinator is shutting down; retry after it restarts"
-            self._error(peer, item.request_id, ErrorCode.BUSY, closing, retry_after_ms=1000, op=item.op.name)
-            return
-        if not self.batcher.submit(item):
-            self._refuse_write(peer, item.request_id, item.op.name)
-            return
-        self.resends.wait(item.request_id, item.op.name, item.digest, peer, received)
-
-    def _unauthorized(self, peer: bytes, request_id: str, reason: str, op: str) -> None:
-        self.metrics.unauthorized += 1
-        self._error(peer, request_id, ErrorCode.UNAUTHORIZED, reason, op=op)
-
-    def _refuse_write(self, peer: bytes, request_id: str, op: str) -> None:
-        """`busy`, come back in half the time the writer needs for the queue: a flood of clients then backs
-        off in step with the writer instead of hammering the socket loop."""
-        drain = self.metrics.drain_ms(self.batcher.depth()) / 2
-        self._error(
-            peer,
-            request_id,
-            ErrorCode.BUSY,
-            f"write queue is full ({self.batcher.capacity} requests); retry shortly",
-            retry_after_ms=int(min(C.MAX_BUSY_RETRY_MS, max(C.DEFAULT_BUSY_RETRY_MS, drain))),
-            op=op,
-        )
 
     def ping(self) -> dict[str, Any]:
         """The `ping` reply body: version, uptime, the tiers whose disk refuses writes and those not opened."""
@@ -466,30 +337,6 @@ class Coordinator:
         send_frames(self.outbox.socket(), (_WRITE, msgpack.packb(answered)))
         for peer, push in pushes:  # after the acks: the sender hears first that its nudge was stored
             send_frames(self.outbox.socket(), (_PUSH, peer, push))
-
-    def _read(self, peer: bytes, request: RequestEnvelope, digest: str, body: BaseModel, received: float) -> None:
-        handler = HANDLERS[request.op]
-        try:
-            if isinstance(handler, Prepared):
-                # prepared here; the socket thread queues its write, and the ack goes out after the commit
-                prepared = handler.prepare(self, body, request.id)
-                self._chosen.put((peer, request.id, digest, handler.op, prepared, received))
-                self.outbox.socket().send(_CHOSEN)
-                return
-            assert isinstance(handler, Read)
-            with self.batcher.held() if handler.held else contextlib.nullcontext():
-                result = handler.run(self, body)
-            if "took_ms" in OPS[request.op].reply.model_fields:
-                result["took_ms"] = (time.perf_counter() - received) * 1000
-            payload, outcome = encode_ok(request.id, result), OK
-        except Rejected as exc:
-            payload, outcome = encode_error(request.id, exc.code, exc.message, detail=exc.detail), exc.code.value
-        except Exception:
-            log.exception("%s %s failed", request.op, request.id)
-            payload = encode_error(request.id, ErrorCode.INTERNAL, f"{request.op} failed inside the coordinator")
-            outcome = ErrorCode.INTERNAL.value
-        self.metrics.record_op(request.op, (time.perf_counter() - received) * 1000, outcome)
-        send_frames(self.outbox.socket(), (_READ, peer, payload))
 
     def stats(self) -> dict[str, Any]:
         """The `stats` reply body."""

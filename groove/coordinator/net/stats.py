@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from groove.coordinator.metrics import Metrics
-from groove.coordinator.net.agents import AgentRegistry
 from groove.coordinator.net.config import Settings
 from groove.coordinator.net.link import FrontLink
 from groove.coordinator.net.memory import parts, rocksdb_shares
+from groove.coordinator.net.registry import AgentRegistry
 from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.duty import OVER_CAPACITY_S
@@ -17,7 +17,7 @@ from groove.coordinator.store.tiers import TierSet
 from groove.coordinator.write.batcher import Batcher
 from groove.coordinator.write.ops import WriteItem
 from groove.coordinator.write.parts import OutcomePart
-from groove.protocol.swarm import NudgeAckRequest
+from groove.protocol.boardrecords import NudgeAckRequest
 
 
 class Observed(Protocol):

@@ -28,10 +28,7 @@ from groove.protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
-from groove.protocol.errors import ErrorCode
-from groove.protocol.ids import uuid7
-from groove.protocol.models import LearningPutRequest
-from groove.protocol.swarm import (
+from groove.protocol.boardrecords import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,
@@ -41,6 +38,9 @@ from groove.protocol.swarm import (
     NudgePollRequest,
     NudgeSendRequest,
 )
+from groove.protocol.errors import ErrorCode
+from groove.protocol.ids import uuid7
+from groove.protocol.models import LearningPutRequest
 
 Recorded = (
     DecisionRecordRequest | ArtifactRecordRequest | CheckpointRecordRequest | NudgeSendRequest | MemoryNoteRequest

@@ -23,8 +23,8 @@ from typing import Any
 from groove.coordinator.search.embedder import embedding_text, normalise
 from groove.coordinator.search.lexical import index_text
 from groove.coordinator.store.records import UsageRow, content_hash, learning_row, vector_blob
+from groove.coordinator.wire.codec import encode_ok
 from groove.protocol import constants as C
-from groove.protocol.codec import encode_ok
 from groove.protocol.ids import uuid7
 from groove.protocol.models import LearningPutRequest, compact_json
 from groove.protocol.scopes import tier_for_scope

@@ -17,6 +17,7 @@ from groove.coordinator.board.state import LeaseExpiry
 from groove.coordinator.errors import Rejected
 from groove.coordinator.loop.injection import InjectRecord
 from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.wire.codec import decode_request, validate_body
 from groove.coordinator.write import boarding
 from groove.coordinator.write.built import Built
 from groove.coordinator.write.parts import BoardPart, Part
@@ -36,17 +37,7 @@ from groove.protocol.board import (
     TaskReviewRequest,
     TaskStartRequest,
 )
-from groove.protocol.codec import decode_request, validate_body
-from groove.protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
-from groove.protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
-from groove.protocol.models import (
-    LearningDeleteRequest,
-    LearningPutRequest,
-    OutcomeRecordRequest,
-    RelationPutRequest,
-)
-from groove.protocol.scopes import tier_for_scope
-from groove.protocol.swarm import (
+from groove.protocol.boardrecords import (
     ArtifactRecordRequest,
     CheckpointRecordRequest,
     DecisionRecordRequest,
@@ -56,6 +47,15 @@ from groove.protocol.swarm import (
     NudgePollRequest,
     NudgeSendRequest,
 )
+from groove.protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
+from groove.protocol.loop import ArchiveRequest, InjectionRecordRequest, MaintainRequest, RestoreRequest
+from groove.protocol.models import (
+    LearningDeleteRequest,
+    LearningPutRequest,
+    OutcomeRecordRequest,
+    RelationPutRequest,
+)
+from groove.protocol.scopes import tier_for_scope
 
 B = TypeVar("B", bound=BaseModel)
 TierReplies = list[dict[str, Any]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groove.protocol.digests import DIGEST_PREFIX, body_digest
+from groove.coordinator.wire.digests import DIGEST_PREFIX, body_digest
 
 
 def test_a_body_digest_ignores_key_order_and_tells_bodies_apart_even_those_json_cannot_hold() -> None:

@@ -10,11 +10,11 @@ import msgpack
 import pytest
 from pydantic import BaseModel, Field, PrivateAttr
 
+from groove.coordinator.wire.rebuild import rebuild, rebuildable
 from groove.protocol.board import TaskAddRequest
 from groove.protocol.ids import uuid7
 from groove.protocol.models import Body, LearningPutRequest, OutcomeRecordRequest
 from groove.protocol.ops import OPS
-from groove.protocol.rebuild import rebuild, rebuildable
 from tests.helpers import learning
 
 VECTOR = [0.5] * 384

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groove.coordinator.wire.codec import decode_request, encode_error, encode_ok, peek_op, validate_body
 from groove.protocol import constants as C
-from groove.protocol.codec import decode_request, encode_error, encode_ok, peek_op, validate_body
 from groove.protocol.endpoints import EndpointError, check_endpoint
 from groove.protocol.envelope import decode_reply, encode_request, pack
 from groove.protocol.errors import DecodeError, ErrorCode, ProtocolError

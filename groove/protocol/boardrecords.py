@@ -1,4 +1,4 @@
-"""What a swarm records beside its tasks (protocol version 1): decisions, artifacts, checkpoints, notes and
+"""What a swarm records on the board beside its tasks (protocol version 1): decisions, artifacts, checkpoints, notes and
 nudges.
 
 Each belongs to a working memory (protocol/board.py) and is stored in its tier. PROTOCOL.md, section 5,
