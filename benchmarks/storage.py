@@ -34,7 +34,8 @@ from benchmarks.common import machine
 from groove.cli.output import table
 from groove.coordinator.store.faults import Faults
 from groove.coordinator.store.relations import APPLIED, HASHES, LEARNING, USAGE, Relation
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.wire.digests import body_digest
 from groove.coordinator.write.ops import PUT
 from groove.coordinator.write.planning import Planner

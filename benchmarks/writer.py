@@ -29,7 +29,7 @@ from groove.cli.output import table
 from groove.coordinator import runtime
 from groove.coordinator.metrics import Metrics
 from groove.coordinator.search.derived import Derived
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batcher import Batcher, Outcome
 from groove.coordinator.write.ops import PUT, WriteItem
 from groove.coordinator.write.tiercommit import MOST_THREADS

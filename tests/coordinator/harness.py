@@ -14,7 +14,7 @@ from groove.coordinator.metrics import Metrics
 from groove.coordinator.net.handlers import HANDLERS, Write
 from groove.coordinator.store.reads import get_learning
 from groove.coordinator.store.schema import MIGRATIONS
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batcher import Batcher, Outcome
 from groove.coordinator.write.ops import WriteItem, WriteOp
 from groove.protocol.ids import uuid7

@@ -16,7 +16,7 @@ from groove.coordinator.metrics import Metrics
 from groove.coordinator.search.derived import DerivedChanges
 from groove.coordinator.store.reads import list_relations
 from groove.coordinator.store.records import vector_blob
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
 from groove.coordinator.write.ops import INJECT, PUT, STORE_RELATED, STORE_VECTORS, WriteItem
 from groove.coordinator.write.planning import StoreRelated, StoreVectors

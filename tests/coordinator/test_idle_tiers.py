@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import cast
 
 from groove.coordinator.store.idle import MIN_IDLE_S, TIER_CEILING_MB, IdleTiers, to_release
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol import constants as C
 
 

@@ -17,7 +17,7 @@ from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.embedpool import STORE_CHUNK, EmbedPool
 from groove.coordinator.search.vectors import WorkCost
 from groove.coordinator.store.records import VectorBlob, vector_blob
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batcher import Batcher, Outcome
 from groove.coordinator.write.internal import store_vectors, writer_busy
 from groove.coordinator.write.ops import PUT, WriteItem

@@ -11,7 +11,8 @@ from groove.coordinator.errors import ConfigError
 from groove.coordinator.net.config import Settings, build
 from groove.coordinator.store.relations import APPLIED
 from groove.coordinator.store.schema import CURRENT_VERSION, MIGRATIONS, applied_version
-from groove.coordinator.store.tiers import TierSet, tier_dir
+from groove.coordinator.store.tiers import tier_dir
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol.ids import uuid7
 from tests.coordinator.harness import tier_at_version
 

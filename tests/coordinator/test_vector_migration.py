@@ -12,7 +12,7 @@ from pycozo.client import Client
 from groove.coordinator.store.records import blob_vectors, vector_blob
 from groove.coordinator.store.relations import EMBEDDINGS, NOTE_EMBEDDINGS
 from groove.coordinator.store.schema import CURRENT_VERSION, applied_version, ensure_schema
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol import constants as C
 from tests.coordinator.harness import tier_at_version
 

@@ -11,7 +11,7 @@ from typing import Any
 from groove.coordinator.errors import Rejected
 from groove.coordinator.metrics import Metrics
 from groove.coordinator.search.derived import DerivedChanges
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batcher import Batcher, Outcome
 from groove.coordinator.write.ops import OUTCOME, PUT, WriteItem
 from groove.protocol.ids import uuid7

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from groove.coordinator.board.state import Board
 from groove.coordinator.errors import Rejected
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol.errors import ErrorCode
 
 

@@ -20,7 +20,8 @@ from groove.coordinator.store.relations import (
     TASKS,
     Relation,
 )
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol import constants as C
 from groove.protocol.board import MemoryGetRequest, MemoryListRequest, TaskGetRequest, TaskListRequest
 from groove.protocol.boardrecords import (

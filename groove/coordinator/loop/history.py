@@ -10,7 +10,7 @@ from typing import Any
 
 from groove.coordinator.errors import not_found
 from groove.coordinator.store.relations import INJECTIONS, OUTCOME_LOG
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol.loop import InjectionListRequest, LearningHistoryRequest
 
 _INJECTION_COLS = ", ".join(INJECTIONS.cols)

@@ -39,7 +39,8 @@ from groove.coordinator.search.derived import Derived
 from groove.coordinator.store.reads import Archived, learnings_in
 from groove.coordinator.store.records import vector_blob
 from groove.coordinator.store.relations import INJECTIONS, PARAMS
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol import constants as C
 from groove.protocol.errors import ErrorCode
 from groove.protocol.ids import uuid7

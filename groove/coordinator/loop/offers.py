@@ -18,7 +18,8 @@ from typing import Any
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.ranking import Candidate, find, stored_rows
 from groove.coordinator.store.records import UsageRow, joined, learning_wire
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol import constants as C
 from groove.protocol.loop import InjectCandidatesRequest, OfferedLearning
 from groove.protocol.search import SearchContext, SearchRequest

@@ -44,7 +44,7 @@ from groove.coordinator.search.ranking import search, search_notes
 from groove.coordinator.store.backup import backup_tiers
 from groove.coordinator.store.portability import check_import, export_tiers
 from groove.coordinator.store.reads import get_learning, list_learnings, list_relations, list_reviews
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.wire.codec import encode_push
 from groove.coordinator.write import ops as writes
 from groove.coordinator.write.ops import WriteOp

@@ -33,7 +33,8 @@ from groove.coordinator.budget import REPLY_BYTES, ROW_BYTES, VOTE_BYTES
 from groove.coordinator.heap import heap_free_bytes, heap_used_bytes
 from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import Derived
-from groove.coordinator.store.tiers import DB_DIR, Tier, TierSet
+from groove.coordinator.store.tiers import DB_DIR, Tier
+from groove.coordinator.store.tierset import TierSet
 
 MIB = 1024 * 1024
 _BLOCK_CACHE = 32 * MIB

@@ -45,7 +45,7 @@ from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import KEYWORD_FILE, Derived
 from groove.coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
 from groove.coordinator.store.idle import IdleTiers
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.wire.codec import (
     RequestEnvelope,
     peek_op,

@@ -13,7 +13,7 @@ from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.duty import OVER_CAPACITY_S
 from groove.coordinator.search.embedpool import EmbedPool
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batcher import Batcher
 from groove.coordinator.write.ops import WriteItem
 from groove.coordinator.write.parts import OutcomePart

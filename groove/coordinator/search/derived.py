@@ -36,7 +36,8 @@ from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
 from groove.coordinator.store.records import VectorBlob, blob_vectors
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol.constants import RELATION_SUPERSEDES
 from groove.protocol.errors import ErrorCode
 from groove.protocol.search import RebuildRequest

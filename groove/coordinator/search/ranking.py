@@ -23,7 +23,8 @@ from groove.coordinator.search.fusion import SEMANTIC_FLOOR, pool, relevance
 from groove.coordinator.search.wordquery import WordMatch
 from groove.coordinator.store.records import learning_wire
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD, NOTES
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol import constants as C
 from groove.protocol.ids import now_ms
 from groove.protocol.search import SearchRequest

@@ -16,17 +16,15 @@ from an index that does not hold exactly what its tier held when the token was r
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 import uuid
-from pathlib import Path
 
 from groove.coordinator.errors import DamagedIndex
 from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.vectors import VectorIndex
 from groove.coordinator.store.relations import DERIVED_SAVED
-from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tiers import Tier, fsync
 from groove.protocol.ids import now_ms
 
 log = logging.getLogger(__name__)
@@ -85,11 +83,9 @@ def save_vectors(tier: Tier, index: VectorIndex) -> str:
         shutil.rmtree(folder)
     index.save(folder)
     token = new_token()
-    for path in sorted(folder.iterdir()):  # the token goes down only after the files it vouches for
-        _fsync(path)
+    fsync(sorted(folder.iterdir()))  # the token goes down only after the files it vouches for
     (folder / _TOKEN_FILE).write_text(token)
-    _fsync(folder / _TOKEN_FILE)
-    _fsync(folder)
+    fsync([folder / _TOKEN_FILE, folder])
     return token
 
 
@@ -117,11 +113,3 @@ def save_indexes(
         except Exception as exc:  # pycozo raises bare exceptions
             log.warning("tier %s: its saved indexes cannot be recorded (%s); rebuilt at the next start", name, exc)
     log.info("derived indexes of %d tiers saved in %.0f ms", len(tokens), (time.monotonic() - started) * 1000)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

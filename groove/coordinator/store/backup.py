@@ -21,7 +21,8 @@ from pycozo.client import Client
 from groove.coordinator import release
 from groove.coordinator.errors import Rejected, StorageError
 from groove.coordinator.store.schema import CURRENT_VERSION
-from groove.coordinator.store.tiers import DB_DIR, TIER_FILE, TierSet, tier_dir
+from groove.coordinator.store.tiers import DB_DIR, TIER_FILE, tier_dir
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol.errors import ErrorCode
 from groove.protocol.ids import now_ms
 

@@ -17,7 +17,8 @@ import threading
 import time
 
 from groove.coordinator.heap import give_back_memory, heap_free_bytes
-from groove.coordinator.store.tiers import ROCKSDB_CEILING_MIB, Tier, TierSet
+from groove.coordinator.store.tiers import ROCKSDB_CEILING_MIB, Tier
+from groove.coordinator.store.tierset import TierSet
 
 log = logging.getLogger(__name__)
 

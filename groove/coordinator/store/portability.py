@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from groove.coordinator.errors import Rejected
 from groove.coordinator.store.records import learning_wire
 from groove.coordinator.store.relations import ARCHIVED, JOINED_BODY, JOINED_HEAD, RELATIONS
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.wire.codec import describe
 from groove.protocol.errors import ErrorCode
 from groove.protocol.ids import now_ms

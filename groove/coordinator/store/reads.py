@@ -10,7 +10,8 @@ from typing import Any
 from groove.coordinator.errors import not_found
 from groove.coordinator.store.records import learning_wire
 from groove.coordinator.store.relations import JOINED_BODY, JOINED_HEAD, RELATIONS, REVIEWS
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.protocol import constants as C
 from groove.protocol.curation import ReviewListRequest
 from groove.protocol.models import LearningGetRequest, LearningListRequest, RelationListRequest

@@ -37,7 +37,7 @@ from groove.coordinator.errors import DiskFault, Rejected, StorageError
 from groove.coordinator.metrics import Metrics
 from groove.coordinator.search.derived import DerivedChanges
 from groove.coordinator.store.faults import probe
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batches import Landed, check_curation, check_owner, joinable
 from groove.coordinator.write.durability import Syncer
 from groove.coordinator.write.ops import LEASES, MAINTAIN, WriteItem

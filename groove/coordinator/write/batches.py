@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from groove.coordinator.errors import Rejected, WrongCoordinator
 from groove.coordinator.search.derived import DerivedChanges
 from groove.coordinator.store.records import content_hash
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.built import Built
 from groove.coordinator.write.ops import WriteItem, unbuild
 from groove.coordinator.write.parts import BoardPart, DecidePart, ImportPart, Part, PromotePart, PutPart, tidying

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from groove.coordinator.board.state import LeaseExpiry
 from groove.coordinator.errors import Rejected
 from groove.coordinator.loop.injection import InjectRecord
-from groove.coordinator.store.tiers import TierSet
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.wire.codec import decode_request, validate_body
 from groove.coordinator.write import boarding
 from groove.coordinator.write.built import Built

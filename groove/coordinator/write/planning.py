@@ -22,7 +22,8 @@ from groove.coordinator.loop.lifecycle import MaintainPart, RestorePart, plan_ti
 from groove.coordinator.loop.risks import scan
 from groove.coordinator.store.records import VectorBlob, learning_wire
 from groove.coordinator.store.relations import INJECTIONS, JOINED_BODY, JOINED_HEAD, REVIEWS
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.parts import (
     DecidePart,
     DeletePart,

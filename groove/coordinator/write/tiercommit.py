@@ -21,7 +21,8 @@ from groove.coordinator.board.state import Board
 from groove.coordinator.errors import DiskFault, Rejected, StorageError, reused_id
 from groove.coordinator.store.faults import Faults, probe
 from groove.coordinator.store.relations import HASHES
-from groove.coordinator.store.tiers import Tier, TierSet
+from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batches import Landed
 from groove.coordinator.write.ops import WriteItem, unbuild
 from groove.coordinator.write.parts import BoardPart
