@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from groove.coordinator.board import lifecycle
 from groove.coordinator.board.state import Board, LeaseExpiry
 from groove.coordinator.errors import Rejected
 from groove.coordinator.store.relations import MEMORIES, TASKS
+from groove.protocol import constants as C
 from groove.protocol.board import (
     MemoryCreateRequest,
     TaskAddRequest,
@@ -167,3 +169,12 @@ def test_counts_follow_every_move_and_readers_see_them_only_once_published() -> 
     rows = {relation.name: taken for relation, taken in board.take_dirty()}
     rebuilt = Board([MEMORIES.wire(r) for r in rows[MEMORIES.name]], [TASKS.wire(r) for r in rows[TASKS.name]])
     assert rebuilt.published == board.published  # a board loaded from its rows starts published
+
+
+def test_the_lifecycle_table_names_every_state_and_finished_ones_go_nowhere() -> None:
+    assert set(lifecycle.MOVES) == set(C.TASK_STATUSES)
+    assert all(moves <= set(C.TASK_STATUSES) for moves in lifecycle.MOVES.values())
+    assert {lifecycle.COMPLETED, lifecycle.FAILED, lifecycle.CANCELLED} == lifecycle.FINISHED
+    assert lifecycle.move(lifecycle.PENDING, lifecycle.ASSIGNED) == lifecycle.ASSIGNED
+    with pytest.raises(AssertionError):
+        lifecycle.move(lifecycle.COMPLETED, lifecycle.PENDING)  # a defect of the board's, never a request's

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from groove.coordinator.board.directory import Boards
+from groove.coordinator.board.lifecycle import ASSIGNED, IN_PROGRESS, REVIEW
 from groove.coordinator.errors import Rejected
 from groove.coordinator.store.relations import (
     ARTIFACTS,
@@ -35,7 +36,7 @@ from groove.protocol.errors import ErrorCode
 
 Wire = dict[str, Any]
 # statuses a memory holds few tasks in at a time (bounded by its agents and reviewers), read through the index
-_FEW = ("assigned", "in_progress", "review")
+_FEW = (ASSIGNED, IN_PROGRESS, REVIEW)
 
 
 def _counts(tier: Tier, boards: Boards, memory_id: str) -> dict[str, int]:

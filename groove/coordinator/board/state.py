@@ -14,6 +14,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from groove.coordinator.board.lifecycle import (
+    ASSIGNED,
+    BLOCKED,
+    CANCELLED,
+    COMPLETED,
+    ENDS_DEPENDENTS,
+    FAILED,
+    FINISHED,
+    HELD,
+    IN_PROGRESS,
+    PENDING,
+    REVIEW,
+    move,
+)
 from groove.coordinator.board.nudges import NudgeBox
 from groove.coordinator.board.records import Records
 from groove.coordinator.errors import Rejected
@@ -47,8 +61,6 @@ from groove.protocol.boardrecords import (
 from groove.protocol.errors import ErrorCode
 
 Wire = dict[str, Any]
-_HELD = ("assigned", "in_progress")
-_FINISHED = ("completed", "failed", "cancelled")
 _TAKES_TASKS = ("active", "paused")  # a memory that may still be given tasks
 
 
@@ -93,9 +105,9 @@ class Board:
                 self.dependents[dep].append(task["id"])
         self.published: dict[str, dict[str, int]] = {memory_id: dict(n) for memory_id, n in self.counts.items()}
         for task in tasks:
-            self.unmet[task["id"]] = sum(1 for dep in task["depends_on"] if self.tasks[dep]["status"] != "completed")
+            self.unmet[task["id"]] = sum(1 for dep in task["depends_on"] if self.tasks[dep]["status"] != COMPLETED)
             self._queue(task)
-            if task["status"] in _HELD and task["lease_until"] is not None:
+            if task["status"] in HELD and task["lease_until"] is not None:
                 heapq.heappush(self._leases, (task["lease_until"], task["id"]))
 
     @classmethod
@@ -139,7 +151,7 @@ class Board:
                 task = self._held(body.task_id, body.agent_id, now)
                 if task["started_at"] is None:
                     task["started_at"] = now
-                return {"status": self._set(task, "in_progress", now)}
+                return {"status": self._set(task, IN_PROGRESS, now)}
             case TaskCompleteRequest():
                 return self._complete(body, now)
             case TaskFailRequest():
@@ -157,7 +169,7 @@ class Board:
                 return self._cancel(body, now)
             case TaskPrioritizeRequest():
                 task = self.task(body.task_id)
-                if task["status"] in _FINISHED:
+                if task["status"] in FINISHED:
                     raise _conflict(f"task {body.task_id!r} is {task['status']} already")
                 task["priority"] = body.priority
                 self._touch(task, now)
@@ -216,8 +228,8 @@ class Board:
     def _held(self, task_id: str, agent_id: str, now: int) -> Wire:
         """The task, if `agent_id` holds its lease now; Rejected `conflict` otherwise."""
         task = self.task(task_id)
-        if task["status"] not in _HELD or task["assigned_to"] != agent_id:
-            holder = f" (held by {task['assigned_to']!r})" if task["status"] in _HELD else ""
+        if task["status"] not in HELD or task["assigned_to"] != agent_id:
+            holder = f" (held by {task['assigned_to']!r})" if task["status"] in HELD else ""
             raise _conflict(f"task {task_id!r} is {task['status']}{holder}, not held by {agent_id!r}")
         if task["lease_until"] <= now:
             raise _conflict(f"the lease of {agent_id!r} on task {task_id!r} has lapsed; the task goes back to pending")
@@ -228,7 +240,7 @@ class Board:
         while self._leases:
             until, tid = self._leases[0]
             task = self.tasks[tid]
-            if task["status"] in _HELD and task["lease_until"] == until:
+            if task["status"] in HELD and task["lease_until"] == until:
                 return until
             heapq.heappop(self._leases)
         return None
@@ -240,7 +252,7 @@ class Board:
         self._dirty_tasks.add(task["id"])
 
     def _set(self, task: Wire, status: str, now: int) -> str:
-        self._count(task, task["status"], status)
+        self._count(task, task["status"], move(task["status"], status))
         task["status"] = status
         self._touch(task, now)
         return status
@@ -254,7 +266,7 @@ class Board:
 
     def _queue(self, task: Wire) -> None:
         """Offer a task to claims if it is pending with every dependency completed."""
-        if task["status"] == "pending" and self.unmet[task["id"]] == 0:
+        if task["status"] == PENDING and self.unmet[task["id"]] == 0:
             heap = self._ready.setdefault((task["memory_id"], task["role"]), [])
             heapq.heappush(heap, (-task["priority"], task["seq"], task["id"]))
 
@@ -264,7 +276,7 @@ class Board:
 
     def _requeue(self, task: Wire, now: int) -> None:
         task.update(assigned_to=None, assigned_at=None, started_at=None)
-        self._set(task, "pending", now)
+        self._set(task, PENDING, now)
         self._queue(task)
 
     def _create(self, body: MemoryCreateRequest, memory_id: str, now: int) -> Wire:
@@ -304,13 +316,13 @@ class Board:
                     raise Rejected(ErrorCode.BAD_REQUEST, f"tasks.{index}.depends_on: no task {dep!r} in this memory")
         _check_acyclic({tid: [d for d in item.depends_on if d in new] for tid, item in new.items()})
         for tid, item in new.items():
-            blocked = any(self.tasks.get(d, {}).get("status") in ("failed", "cancelled") for d in item.depends_on)
+            blocked = any(self.tasks.get(d, {}).get("status") in ENDS_DEPENDENTS for d in item.depends_on)
             self.tasks[tid] = {
                 "id": tid,
                 "memory_id": body.memory_id,
                 "seq": self.next_seq,
                 **item.model_dump(exclude={"id"}),
-                "status": "blocked" if blocked else "pending",
+                "status": move(None, BLOCKED if blocked else PENDING),
                 "assigned_to": None,
                 "assigned_at": None,
                 "lease_ms": None,
@@ -332,7 +344,7 @@ class Board:
             for dep in item.depends_on:
                 self.dependents[dep].append(tid)
         for tid, item in new.items():
-            self.unmet[tid] = sum(1 for d in item.depends_on if self.tasks[d]["status"] != "completed")
+            self.unmet[tid] = sum(1 for d in item.depends_on if self.tasks[d]["status"] != COMPLETED)
             self._queue(self.tasks[tid])
         return {"ids": ids}
 
@@ -353,12 +365,12 @@ class Board:
         task = self.tasks[best[0][2]]
         task.update(assigned_to=body.agent_id, assigned_at=now, started_at=None)
         self._lease(task, body.lease_ms, now)
-        self._set(task, "assigned", now)
+        self._set(task, ASSIGNED, now)
         return {"task": dict(task)}
 
     def _claimable(self, entry: tuple[int, int, str]) -> bool:
         task = self.tasks[entry[2]]
-        return task["status"] == "pending" and self.unmet[task["id"]] == 0 and task["priority"] == -entry[0]
+        return task["status"] == PENDING and self.unmet[task["id"]] == 0 and task["priority"] == -entry[0]
 
     def _lease(self, task: Wire, lease_ms: int, now: int) -> int:
         task.update(lease_ms=lease_ms, lease_until=now + lease_ms)
@@ -371,7 +383,7 @@ class Board:
         result = body.result.model_dump(exclude={"learnings"})
         task["result"] = result | {"learnings": len(body.result.learnings)}
         self._release(task)
-        reply = {"status": self._set(task, "review", now) if task["needs_review"] else self._finish(task, now)}
+        reply = {"status": self._set(task, REVIEW, now) if task["needs_review"] else self._finish(task, now)}
         if body.next is not None:
             claim = TaskClaimRequest(
                 memory_id=task["memory_id"], agent_id=body.agent_id, role=body.next.role, lease_ms=body.next.lease_ms
@@ -385,7 +397,7 @@ class Board:
         for dep in self.dependents.get(task["id"], ()):
             self.unmet[dep] -= 1
             self._queue(self.tasks[dep])
-        return self._set(task, "completed", now)
+        return self._set(task, COMPLETED, now)
 
     def _retry_or_fail(self, task: Wire, error: str, retry: bool, now: int) -> Wire:
         task["attempts"] += 1
@@ -398,19 +410,19 @@ class Board:
             self._fail(task, now)
         return {"status": task["status"], "attempts": task["attempts"]}
 
-    def _fail(self, task: Wire, now: int, status: str = "failed") -> None:
+    def _fail(self, task: Wire, now: int, status: str = FAILED) -> None:
         """The task will not complete: every pending task that waits on it, directly or not, is blocked."""
         self._set(task, status, now)
         waiting = list(self.dependents.get(task["id"], ()))
         while waiting:
             dep = self.tasks[waiting.pop()]
-            if dep["status"] == "pending":
-                self._set(dep, "blocked", now)
+            if dep["status"] == PENDING:
+                self._set(dep, BLOCKED, now)
                 waiting.extend(self.dependents.get(dep["id"], ()))
 
     def _review(self, body: TaskReviewRequest, now: int) -> Wire:
         task = self.task(body.task_id)
-        if task["status"] != "review":
+        if task["status"] != REVIEW:
             raise _conflict(f"task {body.task_id!r} is {task['status']}, not in review")
         task.update(review_status=body.status, reviewed_by=body.reviewer, review_comments=body.comments)
         if body.status == "approved":
@@ -423,11 +435,11 @@ class Board:
 
     def _cancel(self, body: TaskCancelRequest, now: int) -> Wire:
         task = self.task(body.task_id)
-        if task["status"] in _FINISHED:
+        if task["status"] in FINISHED:
             raise _conflict(f"task {body.task_id!r} is {task['status']} already")
         self._release(task)
-        self._fail(task, now, "cancelled")
-        return {"status": "cancelled"}
+        self._fail(task, now, CANCELLED)
+        return {"status": CANCELLED}
 
     def expire(self, now: int) -> int:
         """Tasks whose lease lapsed by `now` go back to `pending` (an attempt counted), or to `failed` when
@@ -443,14 +455,14 @@ class Board:
     def holders(self) -> set[str]:
         """The agents holding a lease now."""
         held = (self.tasks[tid] for _, tid in self._leases)
-        return {task["assigned_to"] for task in held if task["status"] in _HELD}
+        return {task["assigned_to"] for task in held if task["status"] in HELD}
 
     def release(self, agents: set[str], now: int) -> int:
         """Tasks these agents hold go back to `pending` (an attempt counted) or to `failed`; returns how many."""
         released = 0
         for _, tid in list(self._leases):
             task = self.tasks[tid]
-            if task["status"] in _HELD and task["assigned_to"] in agents:
+            if task["status"] in HELD and task["assigned_to"] in agents:
                 self._retry_or_fail(task, f"agent {task['assigned_to']!r} is gone", True, now)
                 released += 1
         return released
