@@ -13,7 +13,7 @@ import pytest
 from groove.coordinator.errors import Rejected
 from groove.coordinator.loop.injection import InjectRecord
 from groove.coordinator.metrics import Metrics
-from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.search.changes import DerivedChanges
 from groove.coordinator.store.reads import list_relations
 from groove.coordinator.store.records import vector_blob
 from groove.coordinator.store.tierset import TierSet

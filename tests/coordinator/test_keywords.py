@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from groove.coordinator.search import wordquery
-from groove.coordinator.search.derived import Derived, DerivedChanges
+from groove.coordinator.search.changes import DerivedChanges
+from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.lexical import Stemmer, index_text, query_terms, specific, stemming_to, words
 from groove.swarm.corpus import load

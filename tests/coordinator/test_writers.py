@@ -10,7 +10,7 @@ from typing import Any
 
 from groove.coordinator.errors import Rejected
 from groove.coordinator.metrics import Metrics
-from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.search.changes import DerivedChanges
 from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batcher import Batcher, Outcome
 from groove.coordinator.write.ops import OUTCOME, PUT, WriteItem

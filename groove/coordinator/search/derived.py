@@ -17,13 +17,13 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from groove.coordinator.errors import Rejected
 from groove.coordinator.metrics import summarize
+from groove.coordinator.search.changes import DerivedChanges, Pending
 from groove.coordinator.search.embedder import Embedder, embedding_text
 from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.neighbours import NearDuplicates
@@ -34,7 +34,7 @@ from groove.coordinator.search.saved import KEYWORDS, VECTORS, load_vectors, sav
 from groove.coordinator.search.vectors import VectorIndex, WorkCost
 from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
-from groove.coordinator.store.records import VectorBlob, blob_vectors
+from groove.coordinator.store.records import blob_vectors
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
 from groove.coordinator.store.tiers import Tier
 from groove.coordinator.store.tierset import TierSet
@@ -53,42 +53,6 @@ _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier lo
 # learnings still without a vector in CozoDB. Memory stays bounded and nothing is forgotten.
 _QUEUE_LIMIT = 50_000
 KEYWORD_FILE = "keywords.sqlite"  # in the data dir: the learnings' keyword index (kept across a clean stop)
-
-
-@dataclass(slots=True)
-class DerivedChanges:
-    """What derived data must learn from a commit (the writer reports it per tier, before the acks)."""
-
-    texts: list[tuple[str, str]]  # learnings put: (id, text to embed)
-    words: list[tuple[str, str]]  # ... and their texts as the keyword index takes them (`lexical.index_text`)
-    vectors: list[tuple[str, VectorBlob]]  # vectors stored
-    deleted: list[str]  # learnings gone
-    stale: list[str]  # learnings whose stored vector was dropped because their text changed
-    touched: list[str]  # learnings whose stored row or usage changed (or that are gone)
-    archived: list[str]  # learnings archived by this commit
-    unarchived: list[str]  # learnings restored (or purged) by it
-    supersedes_put: list[tuple[str, str]]  # (from_id, to_id) of supersedes relations stored
-    supersedes_gone: list[tuple[str, str]]  # ... and removed
-    notes: list[dict[str, Any]]  # working-memory notes recorded (memory.note), as stored
-    note_vectors: list[tuple[str, VectorBlob]]  # vectors of notes stored
-    tasks: list[tuple[str, VectorBlob]] = field(default_factory=list)  # (injection id, its task's vector) stored
-    ratings: list[tuple[str, str, str, int]] = field(default_factory=list)  # outcome_log: (id, outcome, injection, at)
-
-
-@dataclass(slots=True)
-class Pending:
-    """A learning (or a working memory's note) waiting for its embedding."""
-
-    tier: str
-    learning_id: str
-    text: str
-    note: bool = False
-    queued_at: float = 0.0  # monotonic: how long the oldest has waited
-
-
-# Receives (tier, [(id, vector)], whether the ids are notes) and commits it through the batcher; False if the
-# write queue is full.
-StoreVectors = Callable[[str, list[tuple[str, VectorBlob]], bool], bool]
 
 
 class Derived:

@@ -42,7 +42,8 @@ from pydantic import BaseModel
 from groove.coordinator.errors import CoordinatorError, EmbeddingUnavailable
 from groove.coordinator.inproc import Pushers
 from groove.coordinator.procs import Child
-from groove.coordinator.search.derived import Derived, Pending, StoreVectors
+from groove.coordinator.search.changes import Pending, StoreVectors
+from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.duty import SAMPLE_S, SpareCores, duty_for
 from groove.coordinator.search.embedder import Vectors
 from groove.coordinator.search.embedworker import BULK, FAILED, HELLO, PACE, QUERY, STOP, VECTORS

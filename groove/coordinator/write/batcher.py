@@ -35,7 +35,7 @@ from groove.coordinator.board.directory import Boards
 from groove.coordinator.board.state import LeaseExpiry
 from groove.coordinator.errors import DiskFault, Rejected, StorageError
 from groove.coordinator.metrics import Metrics
-from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.search.changes import DerivedChanges
 from groove.coordinator.store.faults import probe
 from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batches import Landed, check_curation, check_owner, joinable

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from groove.coordinator.errors import Rejected, WrongCoordinator
-from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.search.changes import DerivedChanges
 from groove.coordinator.store.records import content_hash
 from groove.coordinator.store.tiers import Tier
 from groove.coordinator.store.tierset import TierSet

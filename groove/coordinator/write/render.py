@@ -12,7 +12,7 @@ from typing import Any
 
 from groove.coordinator.loop.adaptive import to_row
 from groove.coordinator.loop.lifecycle import last_run_row
-from groove.coordinator.search.derived import DerivedChanges
+from groove.coordinator.search.changes import DerivedChanges
 from groove.coordinator.search.lexical import index_text
 from groove.coordinator.store.relations import (
     APPLIED,
