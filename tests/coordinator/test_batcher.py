@@ -18,8 +18,8 @@ from groove.coordinator.store.reads import list_relations
 from groove.coordinator.store.records import vector_blob
 from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
+from groove.coordinator.write.bodies import StoreRelated, StoreVectors
 from groove.coordinator.write.ops import INJECT, PUT, STORE_RELATED, STORE_VECTORS, WriteItem
-from groove.coordinator.write.planning import StoreRelated, StoreVectors
 from groove.protocol import constants as C
 from groove.protocol.errors import ErrorCode
 from groove.protocol.ids import uuid7

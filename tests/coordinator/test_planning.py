@@ -19,6 +19,7 @@ from groove.coordinator.loop.injection import InjectRecord
 from groove.coordinator.loop.lifecycle import MaintainPart, RestorePart
 from groove.coordinator.store.records import vector_blob
 from groove.coordinator.write import ops
+from groove.coordinator.write.bodies import ImportRecord, StoreRelated, StoreVectors
 from groove.coordinator.write.ops import WriteOp
 from groove.coordinator.write.parts import (
     BoardPart,
@@ -35,7 +36,7 @@ from groove.coordinator.write.parts import (
     RelatedPart,
     RelationPart,
 )
-from groove.coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
+from groove.coordinator.write.planning import Planner
 from groove.protocol import constants as C
 from groove.protocol.board import (
     MemoryCreateRequest,

@@ -47,8 +47,8 @@ from groove.coordinator.store.reads import get_learning, list_learnings, list_re
 from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.wire.codec import encode_push
 from groove.coordinator.write import ops as writes
+from groove.coordinator.write.bodies import ImportRecord
 from groove.coordinator.write.ops import WriteOp
-from groove.coordinator.write.planning import ImportRecord
 from groove.protocol import constants as C
 from groove.protocol.board import (
     MemoryGetRequest,

@@ -10,8 +10,8 @@ from operator import itemgetter
 
 from groove.coordinator.store.records import VectorBlob
 from groove.coordinator.write.batcher import Batcher
+from groove.coordinator.write.bodies import StoreRelated, StoreVectors
 from groove.coordinator.write.ops import STORE_RELATED, STORE_VECTORS, WriteItem
-from groove.coordinator.write.planning import StoreRelated, StoreVectors
 from groove.protocol.ids import uuid7
 
 _RELATED_CHUNK = 256  # near-duplicate pairs to a write: one commit's worth, not one write each as before

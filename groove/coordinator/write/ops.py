@@ -19,9 +19,10 @@ from groove.coordinator.loop.injection import InjectRecord
 from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.wire.codec import decode_request, validate_body
 from groove.coordinator.write import boarding
+from groove.coordinator.write.bodies import ImportRecord, StoreRelated, StoreVectors
 from groove.coordinator.write.built import Built
 from groove.coordinator.write.parts import BoardPart, Part
-from groove.coordinator.write.planning import ImportRecord, Planner, StoreRelated, StoreVectors
+from groove.coordinator.write.planning import Planner
 from groove.protocol import constants as C
 from groove.protocol.board import (
     MemoryCreateRequest,

@@ -9,10 +9,7 @@ which ids the batch must look up first, so that one query per tier serves the wh
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
-
-from pydantic import BaseModel
 
 from groove.coordinator.board.directory import Boards
 from groove.coordinator.errors import Rejected, already_closed, not_found
@@ -20,10 +17,11 @@ from groove.coordinator.loop.adaptive import SessionResult, updates
 from groove.coordinator.loop.injection import InjectRecord
 from groove.coordinator.loop.lifecycle import MaintainPart, RestorePart, plan_tier
 from groove.coordinator.loop.risks import scan
-from groove.coordinator.store.records import VectorBlob, learning_wire
+from groove.coordinator.store.records import learning_wire
 from groove.coordinator.store.relations import INJECTIONS, JOINED_BODY, JOINED_HEAD, REVIEWS
 from groove.coordinator.store.tiers import Tier
 from groove.coordinator.store.tierset import TierSet
+from groove.coordinator.write.bodies import ImportRecord, StoreRelated, StoreVectors
 from groove.coordinator.write.parts import (
     DecidePart,
     DeletePart,
@@ -40,6 +38,7 @@ from groove.coordinator.write.parts import (
     RelationPart,
     SessionClose,
 )
+from groove.coordinator.write.sessions import load_injections, open_injections, session_ratings
 from groove.protocol import constants as C
 from groove.protocol.curation import PromoteRequest, ProposeRequest, ReviewDecideRequest
 from groove.protocol.errors import ErrorCode
@@ -52,78 +51,9 @@ from groove.protocol.models import (
     OutcomeRecordRequest,
     RelationPutRequest,
 )
-from groove.protocol.portability import ExportedTier
 from groove.protocol.scopes import tier_for_scope
 
 Parts = dict[str, Part]
-
-
-class StoreVectors(BaseModel):
-    """Vectors computed by the embedding worker for learnings (or notes) of one tier (an internal write)."""
-
-    tier: str
-    rows: list[tuple[str, VectorBlob]]
-    notes: bool = False
-
-
-class StoreRelated(BaseModel):
-    """Near-duplicate pairs the coordinator found among one tier's learnings (an internal write)."""
-
-    tier: str
-    pairs: list[tuple[str, str, float]]  # (newer, older, weight)
-
-
-class ImportRecord(BaseModel):
-    """An export file read and validated on a reader thread, on its way to the batcher (never on the wire)."""
-
-    tiers: list[ExportedTier]
-    embeds: bool  # whether the coordinator embeds what it stores (the reply counts what is queued)
-
-
-@dataclass(frozen=True)
-class Injected:
-    """A stored injection, as an outcome needs it."""
-
-    learnings: list[tuple[str, str]]  # (learning id, tier)
-    had_task: bool
-    closed: bool  # its outcome was recorded already
-
-
-def load_injections(user: Tier, ids: list[str]) -> dict[str, Injected]:
-    """These stored injections (unknown ids are left out)."""
-    rows = user.run(
-        "?[injection_id, learnings_json, had_task, outcome_at] := injection_id in $ids, "
-        "*injections{injection_id, learnings_json, had_task, outcome_at}",
-        {"ids": ids},
-    )
-    return {r[0]: Injected([(a, b) for a, b in json.loads(r[1])], r[2], r[3] is not None) for r in rows}
-
-
-def open_injections(user: Tier, sessions: list[str]) -> dict[str, str]:
-    """Each of these sessions' newest injection whose outcome is not recorded yet: session id -> injection id."""
-    rows = user.run(
-        "?[session_id, injection_id, created_at] := session_id in $sessions, "
-        "*injections:by_session{session_id, injection_id}, *injections{injection_id, created_at, outcome_at}, "
-        "is_null(outcome_at)",
-        {"sessions": sessions},
-    )
-    return {session: injection for session, injection, _ in sorted(rows, key=lambda r: (r[2], r[1]))}
-
-
-def session_ratings(tiers: list[Tier], injections: list[str]) -> dict[str, dict[str, str]]:
-    """What these open sessions rated so far: injection id -> {learning id: its first outcome}, from the outcome
-    log of each tier holding some of their learnings (a close logs its own ratings only as it closes)."""
-    rated: dict[str, dict[str, str]] = {}
-    for tier in tiers:
-        rows = tier.run(
-            "?[injection_id, at, seq, learning_id, outcome] := injection_id in $ids, "
-            "*outcome_log:by_injection{injection_id, learning_id, at, seq}, "
-            "*outcome_log{learning_id, at, seq, outcome}",
-            {"ids": injections},
-        )
-        for injection, _, _, lid, outcome in sorted(rows):
-            rated.setdefault(injection, {}).setdefault(lid, outcome)
-    return rated
 
 
 def _copy(stored: dict[str, Any], source: dict[str, Any]) -> LearningIn:
