@@ -84,11 +84,21 @@ class Filler:
                         if len(self.sample) < 4 * _QUERIES:
                             self.sample.append(vectors[0].tolist())
 
-        threads = [threading.Thread(target=work, args=(self._rounds * 7919 + i,)) for i in range(self.threads)]
+        failures: list[BaseException] = []
+
+        def guarded(seed: int) -> None:
+            try:
+                work(seed)
+            except BaseException as exc:  # said once all threads are done: a fill that lost a thread is no figure
+                failures.append(exc)
+
+        threads = [threading.Thread(target=guarded, args=(self._rounds * 7919 + i,)) for i in range(self.threads)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        if failures:
+            raise click.ClickException(f"a writer thread failed: {failures[0]!r}")
 
 
 def _project(scope: str) -> str | None:

@@ -97,6 +97,14 @@ class Derived:
         started = time.monotonic()
         self._tiers[tier.name] = tier
         self.loads[tier.name] = "opening"
+        try:
+            self._load(tier, started)
+        except BaseException:  # the tier is unavailable (`stats.tiers_unavailable` says why): nothing of it is saved
+            for held in (self.loads, self._tiers, self.vectors):
+                held.pop(tier.name, None)
+            raise
+
+    def _load(self, tier: Tier, started: float) -> None:
         tokens = take_tokens(tier)  # before any write can reach the tier
         kept_words = self.keywords.adopt(tier.name, tokens.get(KEYWORDS))
         loaded = load_vectors(tier, tokens.get(VECTORS), self.exact_limit)
