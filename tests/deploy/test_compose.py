@@ -92,8 +92,7 @@ def test_the_dockerfile_copies_what_exists_and_runs_groove() -> None:
     assert copied
     for source in copied:
         assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
-    for package in ("protocol", "agents", "coordinator", "cli"):
-        assert package in copied
+    assert "groove" in copied  # the one package, its sub-packages inside it
     cmd = next(line for line in lines if line.startswith("CMD "))
     check_command(yaml.safe_load(cmd[4:]))
     text = "\n".join(lines).replace("\\\n", " ")
