@@ -299,3 +299,14 @@ def test_a_word_most_texts_hold_ranks_its_newest_holders_and_still_finds_those_f
     found = index.search("deploy", ["t"], 2, also={"d0"})  # found by meaning: its words are still read
     assert [m.lid for m in found] == ["d0", "d6", "d7"]
     assert found[0].matched == ["deploy"]
+
+
+def test_a_distrusted_file_is_made_afresh_and_keeps_no_tier_s_entries(tmp_path: Path) -> None:
+    path = tmp_path / "keywords.sqlite"
+    index = KeywordIndex(path)
+    index.upsert("user", [("a", "flaky tests under load")])
+    tokens = index.mark(["user"])
+    after_a_crash = KeywordIndex(path)
+    after_a_crash.distrust()
+    assert not after_a_crash.adopt("user", tokens["user"])
+    assert len(after_a_crash) == 0

@@ -81,3 +81,21 @@ def test_a_damaged_saved_index_is_rebuilt_and_loses_nothing(
     for (lid, vector), word in zip(saved, ("gamma", "delta"), strict=True):
         assert _found(client, lid, word, vector)
     assert _load(client) == load
+
+
+def test_after_a_crash_no_tier_keeps_its_keyword_entries_even_one_the_crashed_run_never_opened(
+    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+) -> None:
+    client = client_factory(coordinator.endpoint)
+    vector = np.random.default_rng(7).standard_normal(C.EMBEDDING_DIM)
+    learning = {"category": "solution", "description": "the epsilon case", "insight": "x", "embedding": list(vector)}
+    (lid,) = client.put_learnings([{**learning, "scope": "project:/srv/shop"}]).ids
+    coordinator.stop()
+    coordinator.restart()
+    client = client_factory(coordinator.endpoint)
+    _put(client, "zeta", 8)  # the user tier only: the project's tier is never opened in this run
+    coordinator.kill()  # the keyword file was being written, unsynced
+    coordinator.restart()
+    client = client_factory(coordinator.endpoint)
+    assert [hit.learning.id for hit in client.search("epsilon", mode="keyword", project="/srv/shop")] == [lid]
+    assert client.stats().index_loads["project:/srv/shop"] == "vectors kept, keywords rebuilt"

@@ -146,6 +146,10 @@ class Coordinator(Admission):
         if self.pool is not None and self.settings.embed_device == "cuda":
             check_gpu()  # CoordinatorError now, with nothing opened, if there is no GPU to use
         self.tiers.lock()  # DataDirLocked: another coordinator serves this data dir; never serve beside it
+        if self.tiers.crashed():
+            # the keyword file is written unsynced while serving, so after a crash (an OS crash too) no tier's
+            # entries in it are trusted, even those of tiers the crashed run never opened
+            self.derived.keywords.distrust()
         # the front binds while the user tier opens and the release is read: a restart after a crash serves sooner
         self.link.go()
         release()

@@ -79,6 +79,7 @@ class KeywordIndex:
         self._staged: dict[str, tuple[str, str]] = {}
         self._staging = threading.Lock()
         self._readers = threading.local()  # a file-backed index's connection for each thread that searches it
+        self._fresh = False  # whether the file is made afresh whatever a previous run left (`distrust`)
 
     def _db(self) -> sqlite3.Connection:
         """The database, made on first use (call with the lock held)."""
@@ -94,7 +95,7 @@ class KeywordIndex:
             conn.executescript(f"PRAGMA journal_mode = MEMORY; {_SCHEMA}")
             return conn
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        if self._path.exists():
+        if self._path.exists() and not self._fresh:
             conn = sqlite3.connect(str(self._path), check_same_thread=False)
             try:
                 conn.executescript(_FILE_PRAGMAS)
@@ -124,6 +125,12 @@ class KeywordIndex:
             if code in self._tables:
                 self._docs[code] = count
         self._next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM doc").fetchone()[0]) + 1
+
+    def distrust(self) -> None:
+        """Make the file afresh when first used: none of what it holds is kept (call before any tier opens)."""
+        with self._lock:
+            assert self._conn is None, "distrust the keyword file before it is opened"
+            self._fresh = True
 
     def adopt(self, tier: str, token: str | None) -> bool:
         """Whether the entries a previous run saved for `tier` were marked with `token` (what the tier says its

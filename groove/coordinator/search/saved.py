@@ -10,7 +10,9 @@ The tier's tokens are removed as it opens, before any write can reach it, and so
 keyword file's mark, the vector folder's token file): from then on only the next clean stop's save can match the
 tier again. A crash at any moment, a save that failed, a tier restored from a backup, files damaged or missing:
 each leaves a token that is not the tier's, or none, and that index is rebuilt from the source. Nothing is served
-from an index that does not hold exactly what its tier held when the token was recorded.
+from an index that does not hold exactly what its tier held when the token was recorded. The keyword file, which
+all tiers share and which is written unsynced while serving, is made afresh after a crash
+(`KeywordIndex.distrust`): a tier the crashed run never opened keeps its vectors, not its keyword entries.
 """
 
 from __future__ import annotations
