@@ -310,3 +310,16 @@ def test_a_distrusted_file_is_made_afresh_and_keeps_no_tier_s_entries(tmp_path: 
     after_a_crash.distrust()
     assert not after_a_crash.adopt("user", tokens["user"])
     assert len(after_a_crash) == 0
+
+
+def test_a_tier_s_table_made_halfway_is_made_again_at_its_first_use(tmp_path: Path) -> None:
+    path = tmp_path / "keywords.sqlite"
+    index = KeywordIndex(path)
+    index.upsert("user", [("a", "flaky tests under load")])
+    index.mark(["user"])
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("DROP TABLE kw_1_v")  # as a stop between the two CREATEs would leave it
+    again = KeywordIndex(path)
+    assert not again.adopt("user", "any token")
+    again.upsert("user", [("b", "flaky tests again")])
+    assert [m.lid for m in again.search("flaky", ["user"], 5)] == ["b"]

@@ -121,6 +121,11 @@ class KeywordIndex:
             if f"kw_{code}" in made and f"kw_{code}_v" in made:
                 self._tables.add(code)
                 self._docs[code], self._changes[code] = 0, 0
+            else:  # made halfway when a run stopped: gone, so that its first use makes both again
+                with conn:
+                    conn.execute(f"DROP TABLE IF EXISTS kw_{code}_v")
+                    conn.execute(f"DROP TABLE IF EXISTS kw_{code}")
+                    conn.execute("DELETE FROM doc WHERE label = ?", (code,))
         for code, count in conn.execute("SELECT label, count(*) FROM doc GROUP BY label").fetchall():
             if code in self._tables:
                 self._docs[code] = count
