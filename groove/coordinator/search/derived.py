@@ -88,6 +88,7 @@ class Derived:
         self._tiers: dict[str, Tier] = {}
         self._behind: set[str] = set()  # tiers with learnings left out of a full queue
         self.loads: dict[str, str] = {}  # tier -> how its indexes came to be at its opening (`stats.index_loads`)
+        self._half: set[str] = set()  # tiers whose last load failed partway
 
     # --- loading and change tracking ---------------------------------------------------------------
 
@@ -99,10 +100,12 @@ class Derived:
         self.loads[tier.name] = "opening"
         try:
             self._load(tier, started)
-        except BaseException:  # the tier is unavailable (`stats.tiers_unavailable` says why): nothing of it is saved
-            for held in (self.loads, self._tiers, self.vectors):
-                held.pop(tier.name, None)
+        except BaseException:
+            # what it holds now is half read: never saved (a reindex that failed keeps serving what it had read)
+            self._half.add(tier.name)
+            self.loads.pop(tier.name, None)
             raise
+        self._half.discard(tier.name)
 
     def _load(self, tier: Tier, started: float) -> None:
         tokens = take_tokens(tier)  # before any write can reach the tier
@@ -171,7 +174,8 @@ class Derived:
 
     def save(self, build_wait_s: float) -> None:
         """At a clean stop, once nothing writes: save what each loaded tier derived (`saved.save_indexes`)."""
-        save_indexes(self._tiers, self.vectors, self.keywords, build_wait_s)
+        whole = {name: tier for name, tier in self._tiers.items() if name not in self._half}
+        save_indexes(whole, self.vectors, self.keywords, build_wait_s)
 
     def after_batch(self, commits: list[tuple[str, DerivedChanges]]) -> None:
         """What a batch's commits changed, tier by tier in commit order: rows, new or edited texts, vectors stored
