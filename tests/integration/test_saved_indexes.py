@@ -44,6 +44,10 @@ def test_a_clean_stop_keeps_the_indexes_and_a_crash_after_a_write_rebuilds_them(
     client = client_factory(coordinator.endpoint)
     assert _found(client, first[0], "alpha", first[1])
     assert _load(client) == "kept"
+    # its count and content hashes were kept too: the same content is still known, and counted once
+    assert "opened tier user (1 learnings kept" in coordinator.log()
+    assert _put(client, "alpha", 1)[0] == first[0]
+    assert [t.learnings for t in client.stats().tiers if t.tier == "user"] == [1]
     second = _put(client, "beta", 2)  # then a crash: what was saved no longer matches the tier
     coordinator.kill()
     coordinator.restart()

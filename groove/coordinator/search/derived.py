@@ -30,7 +30,7 @@ from groove.coordinator.search.neighbours import NearDuplicates
 from groove.coordinator.search.notes import NoteIndex
 from groove.coordinator.search.queries import QueryVectors
 from groove.coordinator.search.rowcache import Archive, RowCache, Supersessions
-from groove.coordinator.search.saved import KEYWORDS, VECTORS, load_vectors, save_indexes, take_tokens
+from groove.coordinator.search.saved import KEYWORDS, VECTORS, load_vectors, save_indexes
 from groove.coordinator.search.vectors import VectorIndex, WorkCost
 from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
@@ -108,7 +108,7 @@ class Derived:
         self._half.discard(tier.name)
 
     def _load(self, tier: Tier, started: float) -> None:
-        tokens = take_tokens(tier)  # before any write can reach the tier
+        tokens = tier.take_saved()  # read and removed from the tier as it opened, before any write
         kept_words = self.keywords.adopt(tier.name, tokens.get(KEYWORDS))
         loaded = load_vectors(tier, tokens.get(VECTORS), self.exact_limit)
         self.rows.drop_tier(tier.name)

@@ -2,8 +2,9 @@
 
 A start used to rebuild every tier's keyword entries and vectors from CozoDB: at 100,000 learnings a restarted
 coordinator found every learning again after 34 s, and settled its graph after 54. Now a clean stop saves each
-open tier's vector index (the folder `VECTOR_DIR` in the tier's directory) and marks its entries in the keyword
-file, each with a fresh token, and only then records those tokens in the tier (`derived_saved`). A tier that opens
+open tier's vector index (the folder `VECTOR_DIR` in the tier's directory) and its count and content hashes
+(`Tier.save_counts`), and marks its entries in the keyword file, each with a fresh token (`store/kept.py`), and
+only then records those tokens in the tier (`derived_saved`). A tier that opens
 holding a token loads the index saved with it instead of rebuilding that index; the rest is rebuilt as before.
 
 The tier's tokens are removed as it opens, before any write can reach it, and so are the saved files' (the
@@ -18,41 +19,20 @@ all tiers share and which is written unsynced while serving, is made afresh afte
 from __future__ import annotations
 
 import logging
-import shutil
 import time
-import uuid
 
 from groove.coordinator.errors import DamagedIndex
 from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.vectors import VectorIndex
+from groove.coordinator.store import kept
 from groove.coordinator.store.relations import DERIVED_SAVED
-from groove.coordinator.store.tiers import Tier, fsync
+from groove.coordinator.store.tiers import COUNTS, Tier
 from groove.protocol.ids import now_ms
 
 log = logging.getLogger(__name__)
 
 KEYWORDS, VECTORS = "keywords", "vectors"  # the names of a tier's saved indexes
 VECTOR_DIR = "derived-vectors"  # in a tier's directory, beside its database
-_TOKEN_FILE = "token"  # written last into a saved vector folder
-_NAME = DERIVED_SAVED.name
-
-
-def new_token() -> str:
-    """A token for one save: never the same twice."""
-    return uuid.uuid4().hex
-
-
-def take_tokens(tier: Tier) -> dict[str, str]:
-    """The tokens a tier holds (index name -> token), removed from it: call as it opens, before any write. Nothing
-    (and so a rebuild) when they cannot be read or removed."""
-    try:
-        held = dict(tier.run(f"?[name, token] := *{_NAME}{{name, token}}"))
-        if held:
-            tier.run(f"?[name] := *{_NAME}{{name}} :rm {_NAME} {{name}}")
-    except Exception as exc:  # pycozo raises bare exceptions; an unreadable token means a rebuild, never a guess
-        log.warning("tier %s: its saved indexes cannot be checked (%s); rebuilding them", tier.name, exc)
-        return {}
-    return held
 
 
 def record_tokens(tier: Tier, tokens: dict[str, str], now: int) -> None:
@@ -62,33 +42,13 @@ def record_tokens(tier: Tier, tokens: dict[str, str], now: int) -> None:
 
 
 def load_vectors(tier: Tier, token: str | None, exact_limit: int) -> VectorIndex | None:
-    """The vector index saved with `token` in the tier's folder, or None (then it is rebuilt). Its token file goes
-    either way: the folder matches the tier only until the tier's next write."""
+    """The vector index saved with `token` in the tier's folder, or None (then it is rebuilt)."""
     folder = tier.path / VECTOR_DIR
-    mark = folder / _TOKEN_FILE
     try:
-        saved = mark.read_text().strip() if mark.exists() else None
-        mark.unlink(missing_ok=True)
-        if token is None or saved != token:
-            return None
-        return VectorIndex.load(folder, exact_limit)
+        return VectorIndex.load(folder, exact_limit) if kept.take(folder, token) else None
     except (OSError, ValueError, RuntimeError, DamagedIndex) as exc:  # numpy: ValueError; usearch: RuntimeError
         log.warning("tier %s: its saved vectors cannot be loaded (%s); rebuilding them", tier.name, exc)
         return None
-
-
-def save_vectors(tier: Tier, index: VectorIndex) -> str:
-    """Save a tier's vector index into its folder; the token it was saved with (for `record_tokens`)."""
-    folder = tier.path / VECTOR_DIR
-    (folder / _TOKEN_FILE).unlink(missing_ok=True)  # the old files no longer match what is about to be written
-    if folder.exists():
-        shutil.rmtree(folder)
-    index.save(folder)
-    token = new_token()
-    fsync(sorted(folder.iterdir()))  # the token goes down only after the files it vouches for
-    (folder / _TOKEN_FILE).write_text(token)
-    fsync([folder / _TOKEN_FILE, folder])
-    return token
 
 
 def save_indexes(
@@ -104,9 +64,14 @@ def save_indexes(
         if index is None or not index.wait_built(max(0.0, started + build_wait_s - time.monotonic())):
             continue
         try:
-            tokens[name][VECTORS] = save_vectors(tier, index)
+            tokens[name][VECTORS] = kept.write_folder(tier.path / VECTOR_DIR, index.save)
         except Exception as exc:  # derived data: the next start rebuilds it
             log.warning("tier %s: its vectors cannot be saved (%s); they are rebuilt at the next start", name, exc)
+    for name, tier in tiers.items():
+        try:
+            tokens[name][COUNTS] = tier.save_counts()
+        except OSError as exc:  # the next start counts again
+            log.warning("tier %s: its counts cannot be saved (%s); counted again at the next start", name, exc)
     for name, token in keywords.mark(list(tiers)).items():
         tokens[name][KEYWORDS] = token
     for name, saved in tokens.items():

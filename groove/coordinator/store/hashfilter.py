@@ -15,12 +15,14 @@ prepared, before it runs, and a tier loads its hashes when it opens (after its m
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 _MERGE_AT = 4096  # hashes added before they move into the sorted array (a merge copies the array)
 _PREFIX = 16  # hex digits kept of each hash: 64 bits
+HASHES_FILE = "hashes.npy"  # in a kept folder (`Tier.save_counts`)
 
 
 def _key(content_hash: str) -> int:
@@ -42,9 +44,27 @@ class HashFilter:
         """Hashes a transaction about to run may store."""
         self._recent.update(map(_key, hashes))
         if len(self._recent) >= _MERGE_AT:
-            merged = np.fromiter(self._recent, dtype=np.uint64, count=len(self._recent))
-            self._sorted = np.union1d(self._sorted, merged)
+            self._sorted = self._merged()
             self._recent.clear()
+
+    def save(self, folder: Path) -> None:
+        """Write the keys held into `folder` (`load` reads them back)."""
+        np.save(folder / HASHES_FILE, self._merged())
+
+    @classmethod
+    def load(cls, folder: Path) -> HashFilter:
+        """The filter `save` wrote; ValueError if the file is not one (damaged, or not sorted unique keys)."""
+        keys = np.load(folder / HASHES_FILE, allow_pickle=False)
+        if keys.dtype != np.uint64 or keys.ndim != 1 or not bool(np.all(keys[1:] > keys[:-1])):
+            raise ValueError(f"{folder / HASHES_FILE} does not hold sorted unique 64-bit keys")
+        loaded = cls()
+        loaded._sorted = keys
+        return loaded
+
+    def _merged(self) -> npt.NDArray[np.uint64]:
+        if not self._recent:
+            return self._sorted
+        return np.union1d(self._sorted, np.fromiter(self._recent, dtype=np.uint64, count=len(self._recent)))
 
     def maybe(self, hashes: Iterable[str]) -> list[str]:
         """Those of these hashes the tier may hold: each one left out is certainly not stored."""

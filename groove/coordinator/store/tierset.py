@@ -16,7 +16,8 @@ from pathlib import Path
 
 from groove.coordinator.errors import DataDirLocked, Rejected, StorageError, TierUnavailable
 from groove.coordinator.store.faults import Faults
-from groove.coordinator.store.tiers import DB_DIR, ROCKSDB_LOG, TIER_FILE, Tier, fsync, one_line, tier_dir
+from groove.coordinator.store.kept import fsync
+from groove.coordinator.store.tiers import DB_DIR, ROCKSDB_LOG, TIER_FILE, Tier, one_line, tier_dir
 from groove.protocol import constants as C
 from groove.protocol.errors import ErrorCode
 
@@ -167,9 +168,10 @@ class TierSet:
                 path / DB_DIR / ROCKSDB_LOG,
             )
         log.info(
-            "opened tier %s (%d learnings, %.0f ms%s)",
+            "opened tier %s (%d learnings %s, %.0f ms%s)",
             name,
             tier.learnings,
+            "kept" if tier.counts_kept else "counted",
             (time.monotonic() - started) * 1000,
             f", migrated to v{tier.migrated[-1]}" if tier.migrated else "",
         )
