@@ -35,7 +35,7 @@ from groove.cli.output import table
 from groove.cli.processes import start_coordinator
 from groove.client import GrooveClient
 from groove.coordinator.net.config import Settings
-from groove.coordinator.search.embedpool import default_workers
+from groove.coordinator.search.devices import default_workers
 from groove.coordinator.write.batcher import MOST_WRITERS
 from groove.coordinator.write.tiercommit import MOST_THREADS
 from groove.swarm.fleet import stop_process

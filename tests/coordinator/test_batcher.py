@@ -17,8 +17,9 @@ from groove.coordinator.search.changes import DerivedChanges
 from groove.coordinator.store.reads import list_relations
 from groove.coordinator.store.records import vector_blob
 from groove.coordinator.store.tierset import TierSet
-from groove.coordinator.write.batcher import IDEMPOTENCY_WINDOW_MS, Batcher, Outcome
+from groove.coordinator.write.batcher import Batcher, Outcome
 from groove.coordinator.write.bodies import StoreRelated, StoreVectors
+from groove.coordinator.write.housekeeping import IDEMPOTENCY_WINDOW_MS
 from groove.coordinator.write.ops import INJECT, PUT, STORE_RELATED, STORE_VECTORS, WriteItem
 from groove.protocol import constants as C
 from groove.protocol.errors import ErrorCode
@@ -294,10 +295,10 @@ def test_request_ids_are_remembered_for_the_idempotency_window_only(h: Harness) 
     (lid,) = put(h, learning())
     body = {"attributions": [{"learning_id": lid, "outcome": "helpful"}]}
     h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="old-id"), now=NOW)
-    h.batcher.prune(now=NOW + IDEMPOTENCY_WINDOW_MS)
+    h.batcher.housekeeper.prune(now=NOW + IDEMPOTENCY_WINDOW_MS)
     h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="old-id"), now=NOW + IDEMPOTENCY_WINDOW_MS)
     assert h.get(lid)["usage"]["times_helpful"] == 1  # still inside the window: not applied again
-    h.batcher.prune(now=NOW + IDEMPOTENCY_WINDOW_MS + 1)
+    h.batcher.housekeeper.prune(now=NOW + IDEMPOTENCY_WINDOW_MS + 1)
     h.run(h.item(C.OP_OUTCOME_RECORD, body, request_id="old-id"), now=NOW + IDEMPOTENCY_WINDOW_MS + 2)
     assert h.get(lid)["usage"]["times_helpful"] == 2  # forgotten: a request this old is a new request
 

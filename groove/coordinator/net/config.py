@@ -63,7 +63,7 @@ class Settings(BaseModel):
     log_level: LogLevel = "info"
     embedder: Embedder = "minilm"
     embed_device: EmbedDevice = "auto"
-    # the CPU embedding pool: 0 = from the cores (embedpool.cpu_layout); with GPUs, one worker per device
+    # the CPU embedding pool: 0 = from the cores (devices.cpu_layout); with GPUs, one worker per device
     embed_workers: int = Field(0, ge=0, le=256)
     embed_threads: int = Field(0, ge=0, le=256)
     exact_limit: int = Field(10_000, ge=0, le=10_000_000)

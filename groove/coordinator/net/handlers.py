@@ -39,8 +39,9 @@ from groove.coordinator.loop.injection import get_injection, params_list, prepar
 from groove.coordinator.loop.offers import offer
 from groove.coordinator.net.idle import IdleNudges
 from groove.coordinator.net.registry import AgentRegistry
-from groove.coordinator.search.derived import Derived, rebuild_index, reembed
+from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.ranking import search, search_notes
+from groove.coordinator.search.rebuilds import rebuild_index, reembed
 from groove.coordinator.store.backup import backup_tiers
 from groove.coordinator.store.portability import check_import, export_tiers
 from groove.coordinator.store.reads import get_learning, list_learnings, list_relations, list_reviews

@@ -43,7 +43,8 @@ from groove.coordinator.net.link import FrontLink
 from groove.coordinator.net.registry import AgentRegistry
 from groove.coordinator.net.resends import Resends
 from groove.coordinator.search.derived import KEYWORD_FILE, Derived
-from groove.coordinator.search.embedpool import EmbedPool, check_gpu, default_workers
+from groove.coordinator.search.devices import check_gpu, default_workers
+from groove.coordinator.search.embedpool import EmbedPool
 from groove.coordinator.store.idle import IdleTiers
 from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.wire.codec import (

@@ -17,17 +17,15 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from groove.coordinator.errors import Rejected
 from groove.coordinator.metrics import summarize
 from groove.coordinator.search.changes import DerivedChanges, Pending
 from groove.coordinator.search.embedder import Embedder, embedding_text
 from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.neighbours import NearDuplicates
 from groove.coordinator.search.notes import NoteIndex
+from groove.coordinator.search.pages import learning_texts, pages
 from groove.coordinator.search.queries import QueryVectors
 from groove.coordinator.search.rowcache import Archive, RowCache, Supersessions
 from groove.coordinator.search.saved import KEYWORDS, VECTORS, load_vectors, save_indexes
@@ -37,14 +35,10 @@ from groove.coordinator.search.votes import Votes
 from groove.coordinator.store.records import blob_vectors
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
 from groove.coordinator.store.tiers import Tier
-from groove.coordinator.store.tierset import TierSet
 from groove.protocol.constants import RELATION_SUPERSEDES
-from groove.protocol.errors import ErrorCode
-from groove.protocol.search import RebuildRequest
 
 log = logging.getLogger(__name__)
 
-_PAGE = 5000  # rows read per query while rebuilding a tier's derived data
 _DESCRIPTION, _INSIGHT = JOINED_AT["description"], JOINED_AT["insight"]
 _LAG_WINDOW = 2048
 _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier loads
@@ -153,7 +147,7 @@ class Derived:
         row cache."""
         room = self.rows.capacity - len(self.rows)
         stamp = self.rows.stamp()  # before reading: a commit meanwhile keeps its learnings out of the cache
-        for page in _pages(tier, f"?[{JOINED_HEAD}] := {JOINED_BODY}"):
+        for page in pages(tier, f"?[{JOINED_HEAD}] := {JOINED_BODY}"):
             entries = [(row[0], embedding_text(row[_DESCRIPTION], row[_INSIGHT])) for row in page]
             if not words:
                 self.keywords.upsert(tier.name, entries)
@@ -164,7 +158,7 @@ class Derived:
                 room -= len(page)
         if vectors:
             return
-        for page in _pages(tier, "?[id, embedding] := *learning_embeddings{learning_id: id, embedding}"):
+        for page in pages(tier, "?[id, embedding] := *learning_embeddings{learning_id: id, embedding}"):
             live = [(lid, v) for lid, v in page if lid in texts]
             if live:
                 index.upsert([lid for lid, _ in live], blob_vectors([v for _, v in live]))
@@ -302,7 +296,7 @@ class Derived:
     def requeue(self, tier: Tier) -> int:
         """Queue every learning and note of a tier for embedding again (after a model change); returns how many."""
         count = 0
-        for entries in _texts(tier):
+        for entries in learning_texts(tier):
             self.enqueue(tier.name, entries, since=None)
             count += len(entries)
         notes = [(nid, text) for nid, text in tier.run("?[id, content] := *memory_notes{id, content}")]
@@ -356,46 +350,3 @@ def _how(words: bool, vectors: bool) -> str:
     if words or vectors:
         return f"{'keywords' if words else 'vectors'} kept, {'vectors' if words else 'keywords'} rebuilt"
     return "rebuilt"
-
-
-def _texts(tier: Tier) -> Iterator[list[tuple[str, str]]]:
-    """Every learning of a tier as (id, the text it is embedded and indexed by), a page at a time."""
-    for page in _pages(tier, "?[id, description, insight] := *learning{id, description, insight}"):
-        yield [(lid, embedding_text(d, i)) for lid, d, i in page]
-
-
-def _pages(tier: Tier, script: str) -> Iterator[list[list[Any]]]:
-    """A whole relation, _PAGE rows at a time, so a large tier's vectors never sit in memory as lists at once.
-
-    `script` is a rule whose first column is its relation's first key, named `id`. Pages follow that key
-    (keyset paging): `:order ... :offset` would sort the whole relation again for every page, which made
-    loading 100k vectors take minutes. A stored relation is scanned in key order, so a page without
-    `:order` holds the smallest ids past the cursor.
-    """
-    after: str | None = None
-    while True:
-        if after is None:
-            rows = tier.run(f"{script} :limit {_PAGE}")
-        else:
-            rows = tier.run(f"{script}, id > $after :limit {_PAGE}", {"after": after})
-        if rows:
-            yield rows
-        if len(rows) < _PAGE:
-            return
-        after = max(row[0] for row in rows)
-
-
-def rebuild_index(tiers: TierSet, derived: Derived, body: RebuildRequest) -> dict[str, Any]:
-    """`index.rebuild`: rebuild keyword entries and vectors of the named tiers (default all) from CozoDB."""
-    chosen = tiers.named(body.tiers)
-    for tier in chosen:
-        derived.load_tier(tier)
-    return {"tiers": [t.name for t in chosen], "count": sum(len(derived.vectors[t.name]) for t in chosen)}
-
-
-def reembed(tiers: TierSet, derived: Derived, body: RebuildRequest) -> dict[str, Any]:
-    """`embeddings.rebuild`: queue every learning of the named tiers (default all) for a new embedding."""
-    if not derived.embeddings:
-        raise Rejected(ErrorCode.BAD_REQUEST, "this coordinator runs without an embedder (--embedder none)")
-    chosen = tiers.named(body.tiers)
-    return {"tiers": [t.name for t in chosen], "count": sum(derived.requeue(t) for t in chosen)}

@@ -23,7 +23,6 @@ import itertools
 import logging
 import os
 import queue
-import subprocess
 import sys
 import threading
 import time
@@ -39,7 +38,7 @@ import numpy as np
 import zmq
 from pydantic import BaseModel
 
-from groove.coordinator.errors import CoordinatorError, EmbeddingUnavailable
+from groove.coordinator.errors import EmbeddingUnavailable
 from groove.coordinator.inproc import Pushers
 from groove.coordinator.procs import Child
 from groove.coordinator.search.changes import Pending, StoreVectors
@@ -89,13 +88,6 @@ class _Slot:
     @property
     def ready(self) -> bool:
         return bool(self.device) and self.child.alive()
-
-
-def cpu_layout(cores: int) -> tuple[int, int]:
-    """Workers and torch threads per worker for a CPU pool on `cores` cores: threads of 4 (fewer cores: all
-    of them in one process), as many workers as fill the cores."""
-    threads = max(1, min(4, cores))
-    return max(1, cores // threads), threads
 
 
 class EmbedPool:
@@ -399,18 +391,3 @@ class EmbedPool:
         self.sock.close(linger=0)
         self.wake.close(linger=0)
         self._wakers.close()
-
-
-def check_gpu() -> None:
-    """`--embed-device cuda`: CoordinatorError at once if torch sees no GPU. Asked in a child process, which
-    imports torch so that the coordinator does not."""
-    probe = "from groove.coordinator.search.embedder import resolve_device\nresolve_device('cuda')"
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    if found.returncode != 0:
-        lines = found.stderr.strip().splitlines() or [f"the GPU probe exited with status {found.returncode}"]
-        raise CoordinatorError(lines[-1].split(": ", 1)[-1])  # the exception's message, after its class name
-
-
-def default_workers() -> tuple[int, int]:
-    """The CPU pool for this machine's cores (workers, threads each)."""
-    return cpu_layout(os.cpu_count() or 1)

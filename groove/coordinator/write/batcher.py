@@ -32,29 +32,22 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from groove.coordinator.board.directory import Boards
-from groove.coordinator.board.state import LeaseExpiry
-from groove.coordinator.errors import DiskFault, Rejected, StorageError
+from groove.coordinator.errors import DiskFault, Rejected
 from groove.coordinator.metrics import Metrics
 from groove.coordinator.search.changes import DerivedChanges
 from groove.coordinator.store.faults import probe
 from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batches import Landed, check_curation, check_owner, joinable
 from groove.coordinator.write.durability import Syncer
-from groove.coordinator.write.ops import LEASES, MAINTAIN, WriteItem
+from groove.coordinator.write.housekeeping import Housekeeper
+from groove.coordinator.write.ops import LEASES, WriteItem
 from groove.coordinator.write.planning import Planner
 from groove.coordinator.write.tiercommit import TierCommitter, recall
 from groove.protocol.cluster import ClusterMap
 from groove.protocol.errors import ErrorCode
-from groove.protocol.ids import now_ms, uuid7
-from groove.protocol.loop import MaintainRequest
+from groove.protocol.ids import now_ms
 
 log = logging.getLogger(__name__)
-
-# How long applied request ids are kept for answering retries (PROTOCOL.md, section 7).
-IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600 * 1000
-_PRUNE_EVERY_S = 600.0
-_GONE_CHECK_S = 1.0  # how often held leases are checked against the agents gone from the registry
-
 
 MOST_WRITERS = 8  # a writer holds the GIL about 40 % of its time: more than a few only wait for it
 
@@ -119,15 +112,13 @@ class Batcher:
         # batch (CozoDB lets go of the GIL while it does) while the acker updates derived data and answers.
         self._landing: queue.Queue[Landed | None] = queue.Queue(maxsize=writers)
         self._acker = threading.Thread(target=self._ack, name="groove-acker", daemon=True)
-        self._last_prune = 0.0
-        self.maintain_every_s = maintain_every_s  # 0: lifecycle maintenance only on request
-        self._last_maintain = time.monotonic()
         # --durability fsync: the tiers committed to in this batch, synced before its acks
         self.syncer = Syncer() if fsync else None
         self.faults = tiers.faults
-        self.gone_agents = gone_agents  # the agent registry's gone agents: they lose their leases at once
         self.owners = owners  # in a cluster: this coordinator's name and the map of who owns which tier
-        self._last_gone_check = 0.0
+        self.housekeeper = Housekeeper(
+            tiers, self.boards, self._commit_and_hand_over, self.held, gone_agents, maintain_every_s
+        )
         self.client_at = 0.0  # when the writer last took a batch holding a client's write (time.monotonic)
 
     @property
@@ -207,7 +198,7 @@ class Batcher:
                 if self._stopping.is_set():
                     return
                 if lane.index == 0:
-                    self._housekeeping()
+                    self.housekeeper.run()
                 continue
             items = [first]
             deadline = time.monotonic() + self.max_wait
@@ -228,7 +219,7 @@ class Batcher:
                 self.client_at = time.monotonic()
             self._commit_and_hand_over(items, now_ms(), lane)
             if lane.index == 0:
-                self._housekeeping()  # also under a steady load, when the queue is never empty
+                self.housekeeper.run()  # also under a steady load, when the queue is never empty
 
     def _commit_and_hand_over(self, items: list[WriteItem], now: int, lane: _Lane | None = None) -> None:
         """Commit a batch and queue it for its acks, both with its writer held (with every writer, unless each of
@@ -362,42 +353,3 @@ class Batcher:
         first = next(iter(refusals.values()))
         answers = [(item, next((refusals[t] for t in item.parts if t in refusals), first)) for item in landed.items]
         self.done([(item, item.error or refusal) for item, refusal in answers if not item.internal])
-
-    def _housekeeping(self) -> None:
-        """Lapsed task leases, periodic lifecycle maintenance and pruning of old request ids, between batches."""
-        now = now_ms()
-        gone: set[str] = set()
-        if self.gone_agents is not None and time.monotonic() - self._last_gone_check >= _GONE_CHECK_S:
-            self._last_gone_check = time.monotonic()
-            gone = self.gone_agents()
-        for tier_name, board in self.boards.loaded():
-            lapse = board.next_expiry()
-            leaving = sorted(board.holders() & gone) if gone else []
-            if leaving or (lapse is not None and lapse <= now):
-                lapsed = LeaseExpiry(tier=tier_name, gone=leaving)
-                self._commit_and_hand_over([WriteItem(uuid7(), LEASES, lapsed, internal=True)], now)
-        if self.maintain_every_s and time.monotonic() - self._last_maintain >= self.maintain_every_s:
-            self._last_maintain = time.monotonic()
-            # the tiers open now: one opened later catches up at its next run (decay counts idle time)
-            body = MaintainRequest(tiers=[t.name for t in self.tiers.opened()])
-            # through the acker like any batch, so derived data learns every commit in commit order
-            self._commit_and_hand_over([WriteItem(uuid7(), MAINTAIN, body, internal=True)], now_ms())
-        if time.monotonic() - self._last_prune < _PRUNE_EVERY_S:
-            return
-        self._last_prune = time.monotonic()
-        self.prune(now_ms())
-
-    def prune(self, now: int) -> None:
-        """Forget applied request ids older than the idempotency window, in every open tier (with every writer
-        held: a tier is written by one thread at a time)."""
-        cutoff = now - IDEMPOTENCY_WINDOW_MS
-        with self.held():
-            for tier in self.tiers.opened():
-                try:
-                    tier.run(
-                        "?[request_id] := *applied_requests{request_id, applied_at}, applied_at < $cutoff "
-                        ":rm applied_requests {request_id}",
-                        {"cutoff": cutoff},
-                    )
-                except StorageError as exc:
-                    log.warning("pruning applied request ids failed: %s", exc)

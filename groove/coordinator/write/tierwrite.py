@@ -1,7 +1,7 @@
 """One tier's share of a group commit: write parts applied in order to a working copy of the rows they touch.
 
 The batcher hands each tier the parts of the batch's requests that touch it. `TierWrite` loads the rows
-those parts read, applies each part in queue order to the working copy (so two outcomes for one learning in
+those parts read (`reads.py`), applies each part in queue order to the working copy (so two outcomes for one learning in
 one batch both count), and `render.py` turns the final state into one CozoDB script of `{...}` blocks: one
 transaction, all or nothing, carrying the applied request ids with the data they changed.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from groove.coordinator.board.state import Board
@@ -20,7 +19,7 @@ from groove.coordinator.loop.adaptive import SPECS, AdaptiveParam, from_row
 from groove.coordinator.loop.lifecycle import MaintainPart, RestorePart
 from groove.coordinator.search.embedder import embedding_text, normalise
 from groove.coordinator.store.records import UsageRow, VectorBlob, content_hash, learning_row, vector_blob
-from groove.coordinator.store.relations import LEARNING, PARAMS, RELATIONS, REVIEWS, USAGE
+from groove.coordinator.store.relations import LEARNING, PARAMS, RELATIONS, REVIEWS
 from groove.coordinator.store.tiers import Tier
 from groove.coordinator.write.parts import (
     BoardPart,
@@ -37,86 +36,15 @@ from groove.coordinator.write.parts import (
     RelatedPart,
     RelationPart,
 )
+from groove.coordinator.write.reads import Needs, RelKey
 from groove.protocol import constants as C
 from groove.protocol.models import compact_json
 
-RelKey = tuple[str, str, str]
-
-# Every stored learning has a usage row, so one join loads both.
-_ROWS = f"*learning{{id, created_at, confidence}}, *usage_stats{{learning_id: id, {', '.join(USAGE.values)}}}"
-_LOAD = f"?[id, created_at, confidence, {', '.join(USAGE.values)}] := id in $ids, {_ROWS}"
-# The owners of content hashes with their rows, in one call: a put of content stored already reinforces its
-# owner. One call, not a lookup then a load: 118 against 134 µs alone (2 vCPUs), and each call the writer makes
-# lets go of the GIL and waits to get it back (a few hundred µs on a busy coordinator).
-_OWNERS = (
-    f"?[id, created_at, confidence, {', '.join(USAGE.values)}, scope, hash] := hash in $hashes, "
-    f"*learning_hashes:by_hash{{hash, scope, learning_id: id}}, {_ROWS}"
-)
-_EXISTS = "?[id, created_at] := id in $ids, *learning{id, created_at}"
 _CONFIDENCE = LEARNING.at["confidence"]
 # Tells apart one learning's outcomes logged in the same millisecond. Restarting it with the process is safe:
 # a restart takes longer than a millisecond, so `at` differs.
 _LOG_SEQ = itertools.count()
 _FLAGS = REVIEWS.at["flags_json"]
-
-
-@dataclass(slots=True)
-class _Needs:
-    """What the parts of one tier read before they can apply."""
-
-    ids: set[str] = field(default_factory=set)  # learnings whose rows (learning, usage) are loaded
-    # learnings whose existence alone is read: half the cost a learning of loading its rows (the text is most of a
-    # row), and vectors and near-duplicate relations arrive by the thousand a second from a GPU
-    exists: set[str] = field(default_factory=set)
-    hashes: set[str] = field(default_factory=set)  # content hashes whose owners are looked up (dedupe)
-    unlinked: set[str] = field(default_factory=set)  # learnings whose relations may have to go
-    linked_from: set[str] = field(default_factory=set)  # learnings whose outgoing relations are loaded
-    params: bool = False  # the system's adaptive parameters
-
-    def add(self, part: Part) -> None:
-        match part:
-            case PutPart():
-                # an id the coordinator just made cannot be stored yet: only client-given ids need a lookup
-                self.ids.update(lid for _, lid, item in part.entries if item.id is not None)
-                self.hashes.update(content_hash(item.description, item.insight) for _, _, item in part.entries)
-            case OutcomePart():
-                self.ids.update(rating.learning_id for rating in part.ratings)
-                self.params = self.params or part.session is not None
-            case InjectPart():
-                self.ids.update(part.learning_ids)
-            case MaintainPart():
-                self.ids.update(part.decay)
-                self.ids.update(lid for lid, _ in part.archive)
-                self.ids.update(part.purge)
-                self.unlinked.update(part.purge + part.unlink)
-            case RestorePart():
-                self.ids.add(part.learning_id)
-            case PromotePart():
-                self.hashes.add(content_hash(part.item.description, part.item.insight))
-            case DecidePart():
-                if part.item is not None:
-                    self.hashes.add(content_hash(part.item.description, part.item.insight))
-            case ProposePart():
-                pass  # a new review row: nothing to read
-            case RelationPart():
-                self.exists.add(part.from_id)
-                (self.ids if part.demote else self.exists).add(part.to_id)  # a demotion changes its usage
-            case RelatedPart():
-                self.exists.update(lid for pair in part.pairs for lid in pair[:2])
-            case EmbedPart():
-                if not part.notes:
-                    self.exists.update(lid for lid, _ in part.rows)
-            case DeletePart():
-                self.ids.add(part.learning_id)
-                self.unlinked.add(part.learning_id)
-            case ImportPart():
-                self.ids.update(item.id for item in part.learnings)
-                self.linked_from.update(rel.from_id for rel in part.relations)
-            case BoardPart():
-                if part.put is not None:
-                    self.add(part.put)
-            case _:
-                assert_never(part)
 
 
 class TierWrite:
@@ -126,7 +54,7 @@ class TierWrite:
         self.tier = tier
         self.now = now
         self.board = board  # the tier's board, when a part is a board request
-        needs = _Needs()
+        needs = Needs()
         for part in parts:
             needs.add(part)
         self.params: dict[str, AdaptiveParam] | None = None  # the system parameters, loaded if an outcome needs them
@@ -140,22 +68,17 @@ class TierWrite:
         self.created: dict[str, int | None] = {}
         self.confidence: dict[str, float] = {}
         self.usage: dict[str, UsageRow] = {}
-        stored = tier.content_hashes.maybe(needs.hashes)  # most content is new: no lookup at all
-        if stored:
-            for row in tier.run(_OWNERS, {"hashes": sorted(stored)}):
-                self.hash_owner[(row[-2], row[-1])] = row[0]
-                self._loaded(row[:-2])
-        if ids := needs.ids - self.created.keys():
-            for row in tier.run(_LOAD, {"ids": sorted(ids)}):
-                self._loaded(row)
-        if only := needs.exists - needs.ids - self.created.keys():
-            self.created.update((lid, created_at) for lid, created_at in tier.run(_EXISTS, {"ids": sorted(only)}))
+        for row in needs.owners(tier):
+            self.hash_owner[(row[-2], row[-1])] = row[0]
+            self._loaded(row[:-2])
+        for row in needs.rows(tier, loaded=self.created.keys()):
+            self._loaded(row)
+        self.created.update(needs.existing(tier, loaded=self.created.keys()))
         self.existed = set(self.created)
         # relation changes: a row to put, or None to remove; `stored_relations` are stored ones this batch may
         # remove or must not put again
         self.relations: dict[RelKey, list[Any] | None] = {}
-        self.stored_relations: set[RelKey] = set()
-        self._load_relations(sorted(needs.unlinked), sorted(needs.linked_from))
+        self.stored_relations: set[RelKey] = needs.relations(tier)
         self.learning_put: dict[str, list[Any]] = {}
         self.usage_dirty: set[str] = set()
         self.confidence_dirty: set[str] = set()
@@ -185,18 +108,6 @@ class TierWrite:
             stored = {row[0]: from_row(row) for row in self.tier.run(PARAMS.scan())}
             self.params = {name: stored.get(name, spec.prior()) for name, spec in SPECS.items()}
         return self.params
-
-    def _load_relations(self, touching: list[str], linked_from: list[str]) -> None:
-        """Note the stored relations from or to `touching`, and from `linked_from`."""
-        keys = "from_id, relation_type, to_id"
-        rows: list[list[Any]] = []
-        if touching or linked_from:
-            rows += self.tier.run(
-                f"?[{keys}] := from_id in $ids, *learning_relations{{{keys}}}", {"ids": touching + linked_from}
-            )
-        if touching:
-            rows += self.tier.run(f"?[{keys}] := to_id in $ids, *learning_relations:by_to{{{keys}}}", {"ids": touching})
-        self.stored_relations.update((row[0], row[1], row[2]) for row in rows)
 
     def exists(self, learning_id: str) -> bool:
         """Whether the learning is stored (or put) in this tier and not deleted by this batch."""
