@@ -21,8 +21,10 @@ from groove.protocol.models import LearningOut
 F = TypeVar("F", bound=Callable[..., Any])
 
 # connecting refused this long, never connected: a verb says nothing is listening. Not less: a coordinator started
-# a moment before (`groove serve &` and then a verb) must have bound by then, on a loaded machine too.
-_ABSENT_AFTER_S = 2.5
+# a moment before (`groove serve &` and then a verb, as the README's first commands do) must have bound by then, on
+# a loaded machine too. It binds 1.4 s after its start on 2 idle cores, 2.1 s at a load of 3.5, and took over 2.5 s
+# (the bound this was before) beside the test suite's three workers.
+_ABSENT_AFTER_S = 5.0
 
 
 @contextmanager

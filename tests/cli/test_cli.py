@@ -87,7 +87,7 @@ def test_a_verb_with_nothing_listening_says_so_within_seconds_naming_the_endpoin
         result = run_groove("--endpoint", endpoint, "ping")  # the default 10 s timeout
         took = time.monotonic() - started
     assert result.returncode == 3
-    assert took < 3 + 2  # within 3 s of its start (a second or two to start Python under load)
+    assert took < 5 + 2  # within 5 s of its start (a second or two to start Python under load)
     assert result.stderr.startswith(f"groove: error: nothing is listening at {endpoint}")
     assert result.stderr.strip().count("\n") == 0
 

@@ -456,3 +456,20 @@ def test_vectors_land_only_on_learnings_that_still_exist_unedited_and_relations_
     )
     assert related == [[kept, older, 0.95]]  # the pairs whose learnings are both still there
     assert h.get(older)["confidence"] < h.get(kept)["confidence"]  # superseded: its usage was loaded and demoted
+
+
+def test_a_write_a_later_tier_refuses_is_refused_though_an_earlier_tier_took_its_share(h: Harness) -> None:
+    (x,) = put(h, learning(scope="project:/a", n=1))
+    (y,) = put(h, learning(scope="project:/b", n=2))
+    first = h.item(C.OP_LEARNING_PUT, {"learnings": [learning(scope="project:/a", n=3)]})  # tier a commits first
+    delete = h.item(C.OP_LEARNING_DELETE, {"id": y})
+    both = h.item(
+        C.OP_OUTCOME_RECORD,
+        {"attributions": [{"learning_id": x, "outcome": "helpful"}, {"learning_id": y, "outcome": "helpful"}]},
+    )
+    replies = h.run(first, delete, both)
+    # tier a took its share before tier b refused its own: an ack of tier a's share alone ("applied": 1) would
+    # tell the client both were recorded
+    assert isinstance(replies[2], Rejected)
+    assert replies[2].code == ErrorCode.NOT_FOUND
+    assert isinstance(replies[1], dict)

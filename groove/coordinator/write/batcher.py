@@ -325,8 +325,13 @@ class Batcher:
                 continue
             if item.error is None and not item.replies and item.parts:  # never ack what no tier committed
                 item.error = Rejected(ErrorCode.INTERNAL, "the write was not committed inside the coordinator")
+            # A refusal with replies is the stored reply of a request applied before (a resend after a crash that
+            # cannot be planned now), unless a tier it was planned into has none: then the replies are only part of
+            # it, and an ack would say a tier took a write it did not (a resend, once the tier takes it, gets all)
             if item.error is not None and (
-                not item.replies or item.error.code in (ErrorCode.INTERNAL, ErrorCode.BAD_REQUEST)
+                not item.replies
+                or item.error.code in (ErrorCode.INTERNAL, ErrorCode.BAD_REQUEST)
+                or any(tier not in item.replies for tier in item.parts)
             ):
                 outcomes.append((item, item.error))
             else:
