@@ -12,6 +12,8 @@ from groove.client import GrooveClient
 from groove.protocol.keys import CurveClient
 from tests.helpers import RunningCoordinator
 
+pytest_plugins = ["tests.diagnostics"]
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules holding `slow` tests run first, each kept whole (its module fixtures made once): pytest-xdist
