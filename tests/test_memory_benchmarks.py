@@ -48,11 +48,11 @@ def test_the_scale_benchmark_fills_to_each_mark_and_finds_every_probe_after_each
 
 
 def test_the_scale_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:
-    data = Path("docs/data/scale-2cpu-2026-12-01.json")
+    data = Path("docs/data/scale-2cpu-2026-12-02.json")
     _, result = benchmark("plots", str(data), "--out", str(tmp_path))
     assert len(result["written"]) == 2
     for drawn in map(Path, result["written"]):
         assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
     line = json.loads(data.read_text())
-    memory = (tmp_path / "scale-2cpu-2026-12-01-memory.svg").read_text()
+    memory = (tmp_path / "scale-2cpu-2026-12-02-memory.svg").read_text()
     assert f"{line['marks'][-1]['rss_mb']:,.0f}" in memory
