@@ -70,7 +70,7 @@ def save_indexes(
     for name, tier in tiers.items():
         try:
             tokens[name][COUNTS] = tier.save_counts()
-        except OSError as exc:  # the next start counts again
+        except Exception as exc:  # derived data: the next start counts again
             log.warning("tier %s: its counts cannot be saved (%s); counted again at the next start", name, exc)
     for name, token in keywords.mark(list(tiers)).items():
         tokens[name][KEYWORDS] = token
