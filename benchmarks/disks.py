@@ -14,10 +14,12 @@ import fcntl
 import os
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 _EXT4_IOC_SHUTDOWN = 0x8004587D  # _IOR('X', 125, __u32)
 _GOING_FLAGS_NOLOGFLUSH = 2  # neither the journal nor the data in the page cache reach the disk
+_RELEASE_S = 30.0  # longest wait for the kernel to let go of an unmounted image's loop device
 
 
 class Ext4:
@@ -44,8 +46,26 @@ class Ext4:
         subprocess.run(["mount", "-o", opts, str(self.image), str(self.mount)], check=True)
 
     def detach(self) -> None:
-        """Unmount it (nothing may have files open on it)."""
+        """Unmount it (nothing may have files open on it), and wait until its loop device is gone.
+
+        The kernel may let go of an unmounted image's loop device after `umount` returns (autoclear runs on a
+        work queue), and a `mount -o loop` of the same image meanwhile reuses that device: cleared under the new
+        mount, every call on it fails with EIO. A power-cut test's restart once failed so in a CI run (not
+        reproduced at rest: 15 crash-and-umount cycles never left the device behind); this wait rules it out."""
         subprocess.run(["umount", str(self.mount)], check=True)
+        deadline = time.monotonic() + _RELEASE_S
+        while self._loops():
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{self.image} is still on loop device(s) {self._loops()} {_RELEASE_S:.0f} s after umount"
+                )
+            time.sleep(0.05)
+
+    def _loops(self) -> str:
+        """The loop devices backed by the image (`losetup -j`), or ""."""
+        return subprocess.run(
+            ["losetup", "-j", str(self.image)], check=True, capture_output=True, text=True
+        ).stdout.strip()
 
     def release(self) -> None:
         """Unmount it whatever holds it (for clean-ups)."""
