@@ -25,7 +25,7 @@ from typing import Any
 
 from pycozo.client import Client
 
-from groove.coordinator.errors import StorageError
+from groove.coordinator.errors import DiskFault, StorageError
 from groove.coordinator.store import kept
 from groove.coordinator.store.faults import Faults
 from groove.coordinator.store.hashfilter import HashFilter
@@ -150,7 +150,7 @@ class Tier:
             held = dict(self.run(f"?[name, token] := *{name}{{name, token}}"))
             if held:
                 self.run(f"?[name] := *{name}{{name}} :rm {name} {{name}}")
-        except StorageError as exc:
+        except (StorageError, DiskFault) as exc:
             log.warning("tier %s: its saved indexes cannot be checked (%s); rebuilding them", self.name, exc)
             return {}
         return held
