@@ -57,8 +57,8 @@ test: $(STAMP)
 ## check: the inner loop, well under 2 minutes: lint, import contracts, types, and the tests that start no
 ## browser, agent or coordinator process of their own
 PACKAGES := groove benchmarks tests
-FAST_TESTS := tests/protocol tests/coordinator tests/test_house.py tests/ui/test_parts.py tests/cli/test_output.py \
-	tests/cli/test_entry.py tests/swarm/test_coding.py tests/integrations/test_install.py \
+FAST_TESTS := tests/protocol tests/coordinator tests/test_house.py tests/test_diagnostics.py tests/ui/test_parts.py \
+	tests/cli/test_output.py tests/cli/test_entry.py tests/swarm/test_coding.py tests/integrations/test_install.py \
 	tests/test_scripted_model.py tests/integrations/test_plugin.py
 check: $(STAMP)
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck
