@@ -109,7 +109,11 @@ def best(
     rowids = [rowid for rowid, _ in rows_of(db, extra)] if extra else []
     if rowids:
         marks = ",".join("?" * len(rowids))
-        rows += db.execute(f"WITH t AS ({top} AND {table}.rowid IN ({marks})) {texts}", (match, *rowids)).fetchall()
+        # The ids as a filter on the one walk of the words' lists (`+` keeps them from FTS5): given them as a
+        # constraint, FTS5 runs the query again for each id. With 30 ids that was 37 % of the coordinator's samples
+        # in a soak; a search's p50 fell from 5.1 to 3.4 ms at 50,000 texts, 10.2 to 7.7 at 200,000 and 15.0 to
+        # 13.0 at 1,000,000 (same results).
+        rows += db.execute(f"WITH t AS ({top} AND +{table}.rowid IN ({marks})) {texts}", (match, *rowids)).fetchall()
     return rows
 
 
