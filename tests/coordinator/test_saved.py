@@ -9,11 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from groove.coordinator.errors import DiskFault, Rejected
 from groove.coordinator.search import saved
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.store.hashfilter import HASHES_FILE
 from groove.coordinator.store.tiers import COUNTS, COUNTS_DIR, Tier
 from groove.coordinator.store.tierset import TierSet
+from groove.coordinator.write import tiercommit
+from groove.protocol import constants as C
+from groove.protocol.errors import ErrorCode
+from tests.coordinator.harness import Harness
+from tests.helpers import learning
 
 _HASH = "ab" * 32
 
@@ -83,4 +89,58 @@ def test_a_tier_whose_load_failed_is_left_out_of_the_save(tmp_path: Path, monkey
     assert user.name in derived.vectors  # a failed reindex keeps serving what it had read
     derived.save(build_wait_s=1)
     assert _held(user) == []  # nothing of a half-loaded tier was vouched for
+    tiers.close()
+
+
+class _ReadOnly:
+    """A disk that refuses writes while `on`: the tier's removal of its tokens fails as RocksDB's would."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.on = True
+        run = Tier.run
+
+        def guarded(tier: Tier, script: str, params: dict[str, object] | None = None) -> list[list[object]]:
+            if self.on and ":rm derived_saved" in script:
+                raise DiskFault(ErrorCode.STORAGE_IO, f"tier {tier.name!r}: Read-only file system")
+            return run(tier, script, params)
+
+        monkeypatch.setattr(Tier, "run", guarded)
+        monkeypatch.setattr(tiercommit, "probe", lambda _: (ErrorCode.STORAGE_IO, "read-only") if self.on else None)
+
+
+def test_tokens_a_tier_cannot_remove_as_it_opens_are_trusted_by_nothing_and_hold_its_writes_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Were a write let through beside them, a crash after the disk mended would leave tokens vouching for saved
+    # files that miss it
+    _stopped_with_counts(tmp_path / "data", learnings=5)
+    disk = _ReadOnly(monkeypatch)
+    h = Harness(tmp_path / "data")
+    user = h.tiers.open_user()
+    assert user.tokens_left
+    assert not user.counts_kept  # counted, not taken from the files the tokens vouch for
+    assert _held(user) == [COUNTS]
+    (refused,) = h.run(h.item(C.OP_LEARNING_PUT, {"learnings": [learning()]}))
+    assert isinstance(refused, Rejected)
+    assert refused.code == ErrorCode.STORAGE_IO
+    assert user.learnings == 0
+    disk.on = False  # mended: the next write removes them first, then commits
+    h.ok(C.OP_LEARNING_PUT, {"learnings": [learning()]})
+    assert _held(user) == []
+    assert not user.tokens_left
+    assert user.learnings == 1
+    h.tiers.close()
+
+
+def test_a_clean_stop_s_tokens_replace_every_one_a_tier_could_not_remove(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stopped_with_counts(tmp_path / "data", learnings=5)
+    disk = _ReadOnly(monkeypatch)
+    tiers = TierSet(tmp_path / "data")
+    user = tiers.open_user()
+    disk.on = False  # mended, and no write came before the stop: its next save names only what it saved
+    saved.record_tokens(user, {"vectors": "t2"}, now=2)
+    assert _held(user) == ["vectors"]
+    assert not user.tokens_left
     tiers.close()

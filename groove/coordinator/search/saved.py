@@ -38,6 +38,7 @@ VECTOR_DIR = "derived-vectors"  # in a tier's directory, beside its database
 def record_tokens(tier: Tier, tokens: dict[str, str], now: int) -> None:
     """Say in the tier that the indexes saved with these tokens match it (the last step of a clean stop)."""
     if tokens:
+        tier.clear_tokens()  # those of the save before: a name saved then and not now must vouch for nothing
         tier.run(DERIVED_SAVED.put("rows"), {"rows": [[name, token, now] for name, token in tokens.items()]})
 
 

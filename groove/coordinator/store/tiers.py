@@ -113,6 +113,8 @@ class Tier:
         self._users = 0
         self.last_used = time.monotonic()
         self.reopened = 0  # times its RocksDB was opened again after a release
+        # its saved indexes' tokens could not be removed as it opened: its writes wait until they are
+        self.tokens_left = False
         db = self._connect()
         self.db: Client | None = db
         try:
@@ -144,16 +146,33 @@ class Tier:
 
     def _tokens(self) -> dict[str, str]:
         """The tokens this tier holds, removed from it (before any write can reach it): nothing when they cannot
-        be read or removed, and so a rebuild of what they vouched for, never a guess."""
+        be read or removed, and so a rebuild of what they vouched for, never a guess. Tokens left in it would
+        vouch for the saved files after writes they do not hold, should the next stop be a crash: so until
+        they are gone, `clear_tokens` refuses its writes."""
         name = DERIVED_SAVED.name
         try:
             held = dict(self.run(f"?[name, token] := *{name}{{name, token}}"))
             if held:
                 self.run(f"?[name] := *{name}{{name}} :rm {name} {{name}}")
         except (StorageError, DiskFault) as exc:
-            log.warning("tier %s: its saved indexes cannot be checked (%s); rebuilding them", self.name, exc)
+            log.warning(
+                "tier %s: its saved indexes cannot be checked (%s); rebuilding them, its writes refused until "
+                "their tokens are removed",
+                self.name,
+                exc,
+            )
+            self.tokens_left = True
             return {}
         return held
+
+    def clear_tokens(self) -> None:
+        """Before a write: remove the tokens that could not be removed as the tier opened. Raises StorageError,
+        or the tier's DiskFault, while they still cannot be (the write is refused with it)."""
+        if self.tokens_left:
+            name = DERIVED_SAVED.name
+            self.run(f"?[name] := *{name}{{name}} :rm {name} {{name}}")
+            self.tokens_left = False
+            log.info("tier %s: the tokens of its saved indexes are removed; it takes writes again", self.name)
 
     def take_saved(self) -> dict[str, str]:
         """The tokens of the derived indexes a clean stop saved for this tier as it last stopped (index name ->

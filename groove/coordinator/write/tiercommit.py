@@ -165,6 +165,7 @@ class TierCommitter:
         parts = [item.parts[tier_name] for item in live]
         board = self.boards.get(tier) if any(isinstance(part, BoardPart) for part in parts) else None
         try:
+            tier.clear_tokens()  # a write must never sit beside tokens that vouch for what was saved before it
             write = TierWrite(tier, parts, now, board)  # reads what the batch touches
         except (StorageError, DiskFault):
             if not self._disk_fault(tier, live + joined):
