@@ -16,9 +16,10 @@ from benchmarks import board, common, faults, limits, load, storage
 
 def benchmark(name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """Run `python -m benchmarks.NAME ARGS` as users do; its output, and the JSON line it ends with."""
-    run = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{name}", *args], capture_output=True, text=True, timeout=300, check=True
-    )
+    argv = [sys.executable, "-m", f"benchmarks.{name}", *args]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    # a failed run says why: its own last lines, not only its exit status
+    assert run.returncode == 0, f"{name} exited {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
     result: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
     return run, result
 

@@ -47,8 +47,10 @@ def restart(endpoint: str, workdir: Path) -> dict[str, Any]:
     fleet = RayFleet(endpoint, workdir, agents=3)
     for i in range(3):  # the acked ids come back through Ray and land here, not in a directory the nodes share
         # 30 s: with the suite beside them the three actors took up to 19 s to start writing and Ray a second or
-        # two to report the kill, and a worker that crashes with less than a second left is (rightly) not restarted
-        fleet.spawn(f"w{i}", mix="learn=1", seed=i, duration=30, acked_file=workdir / f"w{i}.{{run}}.acked.json")
+        # two to report the kill, and a worker that crashes with less than a second left is (rightly) not restarted.
+        # Paced: flat out, the three workers and the coordinator took 35 CPU-seconds of the suite's two cores.
+        acked = workdir / f"w{i}.{{run}}.acked.json"
+        fleet.spawn(f"w{i}", mix="learn=1", seed=i, duration=30, rate=20, acked_file=acked)
     with GrooveClient(endpoint, timeout=10) as client:
         deadline = time.monotonic() + 60
         while len([a for a in client.agents() if a.requests > 0]) < 3 and time.monotonic() < deadline:

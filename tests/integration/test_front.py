@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-import pytest
 
 from groove.client import GrooveClient
 from tests.helpers import RunningCoordinator, learning
@@ -25,11 +24,13 @@ def link_dir(front: psutil.Process) -> Path:
     return Path(next(arg for arg in front.cmdline() if arg.startswith("ipc://")).removeprefix("ipc://")).parent
 
 
-@pytest.mark.serial  # any coordinator starting meanwhile would sweep the dead one's link first
 def test_the_front_dies_with_a_killed_coordinator_and_a_restart_gets_the_port_and_sweeps_the_link(
-    coordinator_factory: Callable[..., RunningCoordinator],
+    coordinator_factory: Callable[..., RunningCoordinator], tmp_path: Path
 ) -> None:
-    running = coordinator_factory()
+    # a temp dir of its own: any coordinator starting meanwhile sweeps the dead one's link from the shared one
+    private = tmp_path / "tmp"
+    private.mkdir()
+    running = coordinator_factory(env={"TMPDIR": str(private)})
     with GrooveClient(running.endpoint, timeout=30) as client:
         (lid,) = client.put_learnings([learning()]).ids
     front = front_of(running)
