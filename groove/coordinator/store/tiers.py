@@ -153,7 +153,7 @@ class Tier:
         try:
             held = dict(self.run(f"?[name, token] := *{name}{{name, token}}"))
             if held:
-                self.run(f"?[name] := *{name}{{name}} :rm {name} {{name}}")
+                self._remove_tokens()
         except (StorageError, DiskFault) as exc:
             log.warning(
                 "tier %s: its saved indexes cannot be checked (%s); rebuilding them, its writes refused until "
@@ -169,10 +169,13 @@ class Tier:
         """Before a write: remove the tokens that could not be removed as the tier opened. Raises StorageError,
         or the tier's DiskFault, while they still cannot be (the write is refused with it)."""
         if self.tokens_left:
-            name = DERIVED_SAVED.name
-            self.run(f"?[name] := *{name}{{name}} :rm {name} {{name}}")
+            self._remove_tokens()
             self.tokens_left = False
             log.info("tier %s: the tokens of its saved indexes are removed; it takes writes again", self.name)
+
+    def _remove_tokens(self) -> None:
+        name = DERIVED_SAVED.name
+        self.run(f"?[name] := *{name}{{name}} :rm {name} {{name}}")
 
     def take_saved(self) -> dict[str, str]:
         """The tokens of the derived indexes a clean stop saved for this tier as it last stopped (index name ->
