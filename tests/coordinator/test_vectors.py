@@ -125,6 +125,10 @@ def test_a_saved_index_loads_as_it_was_in_either_regime_and_damaged_files_are_re
             assert loaded.search(vectors[i], 3) == index.search(vectors[i], 3)
         loaded.upsert(["more"], vectors[0:1])  # a loaded index takes writes as any other
         assert loaded.search(vectors[0], 1)[0][0] == "more"
-        (folder / IDS_FILE).write_text("v1\nv2")  # ids that do not match the vectors beside them
+        for damage in (b"v1\nv2", b"\x93NUMPY garbage"):  # not numpy's, or cut short
+            (folder / IDS_FILE).write_bytes(damage)
+            with pytest.raises(DamagedIndex):
+                VectorIndex.load(folder, exact_limit=limit)
+        np.save(folder / IDS_FILE, np.zeros((2, 2), dtype=np.uint64))  # ids that do not match the vectors
         with pytest.raises(DamagedIndex):
             VectorIndex.load(folder, exact_limit=limit)

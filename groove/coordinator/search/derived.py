@@ -124,7 +124,7 @@ class Derived:
                     self._behind.add(tier.name)
         else:
             self._read_pages(tier, index, texts, kept_words, loaded is not None)
-        missing = [lid for lid in texts if lid not in index]
+        missing = index.missing(list(texts))
         self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
         self.loads[tier.name] = _how(kept_words, loaded is not None)
         notes = self.notes.load_tier(tier)

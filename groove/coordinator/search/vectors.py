@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from groove.coordinator.errors import DamagedIndex
 from groove.coordinator.search.embedder import Vectors
+from groove.coordinator.search.idmap import IdMap
 from groove.protocol import constants as C
 
 if TYPE_CHECKING:  # usearch is imported with the first graph: a start, and a tier searched exactly, go without it
@@ -50,7 +51,8 @@ _COST_WEIGHT = 0.2  # of the latest call in `WorkCost`'s moving average
 
 
 _FIRST_ROWS = 1024  # rows of a new index's matrix; it doubles when full (up to the graph's taking over)
-GRAPH_FILE, MATRIX_FILE, IDS_FILE = "graph.usearch", "matrix.npy", "ids.txt"  # a saved index's files
+# a saved index's files: its graph or its matrix, and its ids (as 128-bit uuids, and any others as text)
+GRAPH_FILE, MATRIX_FILE, IDS_FILE, OTHER_IDS_FILE = "graph.usearch", "matrix.npy", "ids.npy", "other-ids.txt"
 
 
 class WorkCost:
@@ -85,24 +87,24 @@ class VectorIndex:
         self.exact_limit = exact_limit
         self._lock = threading.Lock()
         self._matrix: Vectors | None = np.zeros((_FIRST_ROWS, dim), dtype=np.float32)  # None once the graph answers
-        self._ids: list[str | None] = []  # row -> id (None: a row freed in the graph)
-        self._rows: dict[str, int] = {}  # id -> row
+        self._ids = IdMap()  # row <-> learning id (a row freed in the graph holds none)
         self._free: list[int] = []  # the graph's freed rows
         self._hnsw: Index | None = None
         self._dirty: set[int] | None = None  # while a graph is being built: rows changed since its snapshot
         self._builder: threading.Thread | None = None
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._ids)
 
     def memory_bytes(self) -> int:
-        """What it holds: the matrix, the id maps (about 170 B an id) and any graph. The first matrix's untouched
+        """What it holds: the matrix, the id map (`IdMap.memory_bytes`) and any graph. The first matrix's untouched
         rows are not resident (numpy asks for zeroed pages, which the system gives on first write); a grown one
         was copied whole, spare rows too. The graph counts `_NODE_BYTES` a vector: usearch's `memory_usage` counts
         what it reserved (1.6 KB a vector at 200,000 against 0.97 KB resident after a load, measured)."""
         matrix, graph = self._matrix, self._hnsw
-        rows = 0 if matrix is None else len(self._ids) if len(matrix) == _FIRST_ROWS else len(matrix)
-        return rows * self.dim * 4 + 170 * len(self._ids) + (len(graph) * _NODE_BYTES if graph is not None else 0)
+        rows = 0 if matrix is None else self._ids.rows if len(matrix) == _FIRST_ROWS else len(matrix)
+        graph_bytes = len(graph) * _NODE_BYTES if graph is not None else 0
+        return rows * self.dim * 4 + self._ids.memory_bytes() + graph_bytes
 
     def heap_bytes(self) -> int:
         """What it took from the C heap, resident or not: the whole matrix (numpy's zeroed pages count there before
@@ -112,7 +114,7 @@ class VectorIndex:
         return 0 if matrix is None else int(matrix.nbytes)
 
     def __contains__(self, learning_id: object) -> bool:
-        return learning_id in self._rows
+        return learning_id in self._ids
 
     @property
     def uses_hnsw(self) -> bool:
@@ -136,53 +138,53 @@ class VectorIndex:
     def upsert(self, ids: list[str], vectors: Vectors) -> None:
         """Add or replace the vectors of these (distinct) learnings."""
         with self._lock:
-            rows = []
-            for lid in ids:
-                row = self._rows.get(lid)
+            rows, new_rows, new_ids, next_row = [], [], [], self._ids.rows
+            for lid, held in zip(ids, self._ids.rows_of(ids), strict=True):
+                row = held
                 if row is None:
-                    row = self._free.pop() if self._free else len(self._ids)
-                    if row == len(self._ids):
-                        self._ids.append(lid)
+                    if self._free:
+                        row = self._free.pop()
                     else:
-                        self._ids[row] = lid
-                    self._rows[lid] = row
+                        row, next_row = next_row, next_row + 1
+                    new_rows.append(row)
+                    new_ids.append(lid)
                 rows.append(row)
+            self._ids.put_many(new_rows, new_ids)
             if self._hnsw is not None:
                 _put(self._hnsw, vectors, rows, threads=_BUILD_THREADS)
                 return
             matrix = self._matrix
             assert matrix is not None  # the exact regime's
-            if len(self._ids) > len(matrix):
-                grown = np.zeros((max(len(self._ids), 2 * len(matrix)), self.dim), dtype=np.float32)
+            if self._ids.rows > len(matrix):
+                grown = np.zeros((max(self._ids.rows, 2 * len(matrix)), self.dim), dtype=np.float32)
                 grown[: len(matrix)] = matrix
                 self._matrix = matrix = grown
             matrix[rows] = vectors
             if self._dirty is not None:
                 self._dirty.update(rows)
-            elif len(self._ids) > self.exact_limit:
+            elif self._ids.rows > self.exact_limit:
                 self._start_build()
 
     def remove(self, ids: list[str]) -> None:
         """Forget these learnings' vectors (unknown ids are ignored)."""
         with self._lock:
             for lid in ids:
-                row = self._rows.pop(lid, None)
+                row = self._ids.row(lid)
                 if row is None:
                     continue
+                self._ids.free(row)
                 if self._hnsw is not None:  # the row is freed for the next new vector
                     self._hnsw.remove(row)
-                    self._ids[row] = None
                     self._free.append(row)
                     continue
                 matrix = self._matrix
                 assert matrix is not None
-                last = len(self._ids) - 1  # the last row fills the freed one: the matrix stays dense
+                last = self._ids.rows - 1  # the last row fills the freed one: the matrix stays dense
                 if row != last:
-                    moved = self._ids[last]
+                    moved = self._ids.free(last)
                     assert moved is not None
                     matrix[row] = matrix[last]
-                    self._ids[row] = moved
-                    self._rows[moved] = row
+                    self._ids.put(row, moved)
                 if self._dirty is not None:
                     self._dirty.update((row, last))
                 self._ids.pop()
@@ -201,30 +203,31 @@ class VectorIndex:
     def similarity(self, learning_id: str, query: Vectors) -> float | None:
         """Cosine similarity of one learning to the query; None if it has no vector."""
         with self._lock:
-            row = self._rows.get(learning_id)
+            row = self._ids.row(learning_id)
             return None if row is None else float(self._vectors([row])[0] @ query.reshape(-1))
 
     def search(self, query: Vectors, k: int) -> list[tuple[str, float]]:
         """The `k` nearest learnings by cosine similarity, best first."""
         with self._lock:
-            n = len(self._ids)
-            if not self._rows or k <= 0:
+            n = self._ids.rows
+            if not len(self._ids) or k <= 0:
                 return []
-            k = min(k, len(self._rows))
+            k = min(k, len(self._ids))
             if self._hnsw is not None:
                 _search_depth(self._hnsw, 2 * k)
                 found = self._hnsw.search(query.reshape(-1), k, threads=1)
-                return [(self._id(key), 1.0 - float(d)) for key, d in zip(found.keys, found.distances, strict=True)]
+                hits = self._ids.ids_at(found.keys.tolist())
+                return [(_held(lid), 1.0 - float(d)) for lid, d in zip(hits, found.distances.tolist(), strict=True)]
             assert self._matrix is not None
             scores = self._matrix[:n] @ query.reshape(-1)
             top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-            top = top[np.argsort(-scores[top])]
-            return [(self._id(i), float(scores[i])) for i in top]
+            top = top[np.argsort(-scores[top])].tolist()
+            return [(_held(lid), float(scores[i])) for i, lid in zip(top, self._ids.ids_at(top), strict=True)]
 
-    def _id(self, row: object) -> str:
-        lid = self._ids[int(row)]  # type: ignore[call-overload]
-        assert lid is not None  # a freed row is no longer in the graph
-        return lid
+    def missing(self, ids: list[str]) -> list[str]:
+        """Those of these learnings that have no vector here."""
+        with self._lock:
+            return [lid for lid, row in zip(ids, self._ids.rows_of(ids), strict=True) if row is None]
 
     def neighbours(self, ids: list[str], threshold: float, k: int = 4) -> list[tuple[str, str, float]]:
         """(id, other id, cosine) for each of these learnings' `k` nearest others, those at least `threshold`
@@ -236,28 +239,29 @@ class VectorIndex:
         found: list[tuple[str, str, float]] = []
         for start in range(0, len(ids), _NEIGHBOUR_CHUNK):
             with self._lock:
-                rows = [self._rows[lid] for lid in ids[start : start + _NEIGHBOUR_CHUNK] if lid in self._rows]
-                if not rows or len(self._rows) < 2:
+                rows = [row for row in self._ids.rows_of(ids[start : start + _NEIGHBOUR_CHUNK]) if row is not None]
+                if not rows or len(self._ids) < 2:
                     continue
                 queries = self._vectors(rows)
-                want = min(k + 1, len(self._rows))  # each one itself and its k nearest, searched exactly or not
+                want = min(k + 1, len(self._ids))  # each one itself and its k nearest, searched exactly or not
                 if self._hnsw is not None:
                     _search_depth(self._hnsw, 2 * want)
                     answers = _per_query(self._hnsw.search(queries, want, threads=1))
-                    for row, (keys, distances) in zip(rows, answers, strict=True):
+                    for lid, (keys, distances) in zip(self._ids.ids_at(rows), answers, strict=True):
+                        others = self._ids.ids_at(keys.tolist())
                         found += [
-                            (self._id(row), self._id(key), 1.0 - float(d))
-                            for key, d in zip(keys, distances, strict=True)
+                            (_held(lid), _held(other), 1.0 - float(d))
+                            for other, d in zip(others, distances.tolist(), strict=True)
                         ]
                     continue
                 assert self._matrix is not None
-                scores = queries @ self._matrix[: len(self._ids)].T
-                for row, row_scores in zip(rows, scores, strict=True):
-                    nearest = np.argpartition(-row_scores, want - 1)[:want]
+                scores = queries @ self._matrix[: self._ids.rows].T
+                for lid, row_scores in zip(self._ids.ids_at(rows), scores, strict=True):
+                    nearest = np.argpartition(-row_scores, want - 1)[:want].tolist()
+                    close = [row for row in nearest if row_scores[row] >= threshold]
                     found += [
-                        (self._id(row), self._id(other), float(row_scores[other]))
-                        for other in nearest
-                        if row_scores[other] >= threshold
+                        (_held(lid), _held(other), float(row_scores[row]))
+                        for row, other in zip(close, self._ids.ids_at(close), strict=True)
                     ]
         return [(a, b, score) for a, b, score in found if a != b and score >= threshold]
 
@@ -269,37 +273,33 @@ class VectorIndex:
             if self._dirty is not None:
                 raise RuntimeError("a graph is being built")
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / IDS_FILE).write_text("\n".join(lid or "" for lid in self._ids))
+            self._ids.save(folder / IDS_FILE, folder / OTHER_IDS_FILE)
             if self._hnsw is not None:
                 self._hnsw.save(str(folder / GRAPH_FILE))
             else:
                 assert self._matrix is not None
-                np.save(folder / MATRIX_FILE, self._matrix[: len(self._ids)])
+                np.save(folder / MATRIX_FILE, self._matrix[: self._ids.rows])
 
     @classmethod
     def load(cls, folder: Path, exact_limit: int, dim: int = C.EMBEDDING_DIM) -> VectorIndex:
         """An index as `save` wrote it; DamagedIndex (or OSError) if its files do not make one."""
         index = cls(exact_limit, dim)
-        text = (folder / IDS_FILE).read_text()
-        ids: list[str | None] = [lid or None for lid in text.split("\n")] if text else []
+        ids = IdMap.load(folder / IDS_FILE, folder / OTHER_IDS_FILE)
         if (folder / GRAPH_FILE).exists():
             from usearch.index import Index  # noqa: PLC0415 - see the imports
 
             graph = Index.restore(str(folder / GRAPH_FILE))
-            if graph is None or graph.ndim != dim or len(graph) != sum(1 for lid in ids if lid is not None):
+            if graph is None or graph.ndim != dim or len(graph) != len(ids):
                 raise DamagedIndex(f"{folder / GRAPH_FILE} does not hold the graph of {folder / IDS_FILE}")
             index._hnsw, index._matrix = graph, None
         else:
             matrix = np.load(folder / MATRIX_FILE)
-            if matrix.shape != (len(ids), dim) or None in ids:
+            if matrix.shape != (ids.rows, dim) or len(ids) != ids.rows:
                 raise DamagedIndex(f"{folder / MATRIX_FILE} does not hold the vectors of {folder / IDS_FILE}")
-            index._matrix = np.zeros((max(_FIRST_ROWS, len(ids)), dim), dtype=np.float32)
-            index._matrix[: len(ids)] = matrix
+            index._matrix = np.zeros((max(_FIRST_ROWS, ids.rows), dim), dtype=np.float32)
+            index._matrix[: ids.rows] = matrix
         index._ids = ids
-        index._rows = {lid: row for row, lid in enumerate(ids) if lid is not None}
-        index._free = [row for row, lid in enumerate(ids) if lid is None]
-        if len(index._rows) != sum(1 for lid in ids if lid is not None):
-            raise DamagedIndex(f"{folder / IDS_FILE} names a learning twice")
+        index._free = ids.free_rows()
         return index
 
     # --- building the graph --------------------------------------------------------------------------
@@ -307,7 +307,7 @@ class VectorIndex:
     def _start_build(self) -> None:
         """Start building the graph from a snapshot of the matrix (called with the lock held)."""
         assert self._matrix is not None
-        snapshot = self._matrix[: len(self._ids)].copy()
+        snapshot = self._matrix[: self._ids.rows].copy()
         self._dirty = set()
         self._builder = threading.Thread(target=self._build, args=(snapshot,), name="groove-hnsw-build", daemon=True)
         self._builder.start()
@@ -333,7 +333,7 @@ class VectorIndex:
                 assert self._dirty is not None
                 assert self._matrix is not None
                 rows, self._dirty = self._dirty, set()
-                n = len(self._ids)
+                n = self._ids.rows
                 live = sorted(r for r in rows if r < n)
                 if len(live) <= _REPLAY_UNDER_LOCK:
                     _put(index, self._matrix[live], live, threads=_BUILD_THREADS)
@@ -349,6 +349,11 @@ class VectorIndex:
             # on are in the fresh `_dirty` set and get re-added on the next turn.
             _put(index, vectors, live, threads=_BUILD_THREADS)
         log.info("HNSW graph of %d vectors built in %.1f s", len(snapshot), time.monotonic() - started)
+
+
+def _held(lid: str | None) -> str:
+    assert lid is not None  # a row the graph or the matrix answers holds an id
+    return lid
 
 
 def _per_query(found: Matches | BatchMatches) -> list[tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]]:
