@@ -147,7 +147,10 @@ def serve_command(config_file: Path | None, endpoint_file: Path | None, **option
     )
     # The front process imports (≈ 85 ms) beside this one's imports of the coordinator (≈ 150 ms) instead of
     # after them; it binds only once the coordinator holds its data dir (`Coordinator.start`).
-    link = FrontLink(zmq.Context())
+    try:
+        link = FrontLink(zmq.Context())
+    except CoordinatorError as exc:  # no directory for its ipc endpoints
+        fail(str(exc), 2)
     link.launch(settings)
     try:
         from groove.coordinator.net.server import Coordinator

@@ -21,18 +21,39 @@ import time
 from pathlib import Path
 from typing import Any
 
+from groove.coordinator.errors import ConfigError
+
 log = logging.getLogger(__name__)
 
 _PREFIX = "groove-link-"  # then the coordinator's pid: a kill -9 leaves the directory, the next start sweeps it
 RESTART_BACKOFF_S = (0.0, 0.5, 1.0, 2.0, 5.0)  # before the 1st, 2nd ... restart in a row; the last one repeats
 _STEADY_S = 30.0  # a child that ran this long has its backoff reset: it was not crashing at start
+_IPC_PATH_MAX = 107  # bytes of a unix socket's path (sockaddr_un.sun_path, less its NUL)
+# what a link directory adds to the temp dir's path: "/groove-link-" a pid, "-" mkdtemp's 8 characters, and the
+# longest endpoint inside ("/front-" and a run's number, "/embed")
+_LINK_NAME_CHARS = len(f"/{_PREFIX}4194304-12345678/front-99999")
+
+
+def link_base() -> Path:
+    """Where the link directories go: the temp dir, or /tmp where the temp dir's path is so long that an ipc
+    endpoint inside would pass the system's limit (ZeroMQ refuses to bind it)."""
+    base = Path(tempfile.gettempdir())
+    if len(str(base)) + _LINK_NAME_CHARS <= _IPC_PATH_MAX:
+        return base
+    fallback = Path("/tmp")
+    if fallback.is_dir() and os.access(fallback, os.W_OK | os.X_OK):
+        return fallback
+    raise ConfigError(
+        f"the temp dir {base} is too long for the coordinator's ipc sockets (at most "
+        f"{_IPC_PATH_MAX - _LINK_NAME_CHARS} characters) and /tmp cannot be written: set TMPDIR to a shorter one"
+    )
 
 
 def sweep() -> None:
     """Remove the link directories of coordinators that are gone (killed before they could)."""
     import psutil  # noqa: PLC0415 - only the coordinator sweeps; its children import this module too, and start fast
 
-    for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
+    for path in link_base().glob(f"{_PREFIX}*-*"):
         pid = path.name[len(_PREFIX) :].split("-", 1)[0]
         if not pid.isdigit() or psutil.pid_exists(int(pid)):
             continue
@@ -47,7 +68,7 @@ def sweep() -> None:
 def private_dir() -> Path:
     """A new directory (mode 0700) for this coordinator's ipc endpoints, after sweeping dead ones'."""
     sweep()
-    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=link_base()))
 
 
 def die_with_parent(parent: int) -> None:

@@ -3,6 +3,7 @@ coordinator sweeping too), and restarting a child that dies."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sys
@@ -13,6 +14,7 @@ import psutil
 import pytest
 
 from groove.coordinator import procs
+from groove.coordinator.errors import ConfigError
 
 
 def test_a_directory_another_start_swept_first_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,3 +69,17 @@ def test_stopping_a_child_ends_it_and_a_live_one_is_never_due() -> None:
     child.stop(10)
     assert not child.alive()
     assert child.exited() == -signal.SIGTERM
+
+
+def test_a_temp_dir_too_long_for_an_ipc_path_puts_the_links_in_tmp_or_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    long = "/tmp/" + "x" * 80  # with a link directory and an endpoint inside: past the 107 bytes of a socket path
+    monkeypatch.setattr(tempfile, "tempdir", long)
+    assert procs.link_base() == Path("/tmp")
+    monkeypatch.setattr(tempfile, "tempdir", "/tmp/short")
+    assert procs.link_base() == Path("/tmp/short")
+    monkeypatch.setattr(tempfile, "tempdir", long)
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # /tmp unwritable too
+    with pytest.raises(ConfigError, match="TMPDIR"):
+        procs.link_base()
