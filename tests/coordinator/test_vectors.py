@@ -10,6 +10,7 @@ import pytest
 
 from groove.coordinator.errors import DamagedIndex
 from groove.coordinator.search.vectors import IDS_FILE, VectorIndex
+from groove.protocol.ids import uuid7
 
 
 def unit_rows(n: int, seed: int) -> np.ndarray:
@@ -132,3 +133,13 @@ def test_a_saved_index_loads_as_it_was_in_either_regime_and_damaged_files_are_re
         np.save(folder / IDS_FILE, np.zeros((2, 2), dtype=np.uint64))  # ids that do not match the vectors
         with pytest.raises(DamagedIndex):
             VectorIndex.load(folder, exact_limit=limit)
+
+
+def test_missing_names_the_learnings_without_a_vector_across_lookup_chunks() -> None:
+    index = VectorIndex(exact_limit=100_000)
+    held = [uuid7() for _ in range(5000)]  # past one hold of the lock's 4,096 lookups
+    index.upsert(held, unit_rows(len(held), seed=8))
+    index.remove(held[4500:4510])
+    others = [uuid7(), "not-a-uuid"]
+    asked = [*held, *others, *held[:10]]  # 5,012 ids: two chunks
+    assert index.missing(asked) == [*held[4500:4510], *others]

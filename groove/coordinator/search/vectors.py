@@ -44,6 +44,7 @@ _HNSW_EF_MIN = 64
 _BUILD_THREADS = max(1, (os.cpu_count() or 2) - 1)
 _REPLAY_UNDER_LOCK = 2000  # rows changed during a build that are replayed while searches wait
 _NEIGHBOUR_CHUNK = 8  # learnings compared per hold of the lock
+_LOOKUP_CHUNK = 4096  # ids looked up per hold of the lock
 
 log = logging.getLogger(__name__)
 
@@ -228,9 +229,14 @@ class VectorIndex:
             return [(_held(lid), float(scores[i])) for i, lid in zip(top, self._ids.ids_at(top), strict=True)]
 
     def missing(self, ids: list[str]) -> list[str]:
-        """Those of these learnings that have no vector here."""
-        with self._lock:
-            return [lid for lid, row in zip(ids, self._ids.rows_of(ids), strict=True) if row is None]
+        """Those of these learnings that have no vector here (a few thousand looked up per hold of the lock: a
+        rebuild asks for every learning of its tier)."""
+        found: list[str] = []
+        for start in range(0, len(ids), _LOOKUP_CHUNK):
+            chunk = ids[start : start + _LOOKUP_CHUNK]
+            with self._lock:
+                found += [lid for lid, row in zip(chunk, self._ids.rows_of(chunk), strict=True) if row is None]
+        return found
 
     def neighbours(self, ids: list[str], threshold: float, k: int = 4) -> list[tuple[str, str, float]]:
         """(id, other id, cosine) for each of these learnings' `k` nearest others, those at least `threshold`
