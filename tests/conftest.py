@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +23,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     others have finished."""
     slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
+
+
+@pytest.fixture
+def short_tmpdir() -> Iterator[Path]:
+    """A temp dir of its own, short, under /tmp: a coordinator's links in it are socket paths, at most 107 bytes,
+    and pytest's tmp_path under xdist can be too long for them (then `procs.link_base` would use /tmp)."""
+    path = Path(tempfile.mkdtemp(prefix="gt-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

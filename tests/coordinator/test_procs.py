@@ -17,10 +17,10 @@ from groove.coordinator import procs
 from groove.coordinator.errors import ConfigError
 
 
-def test_a_directory_another_start_swept_first_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    raced = tmp_path / "groove-link-999999991-aaaa"  # its coordinator is gone; another start removes it meanwhile
-    left = tmp_path / "groove-link-999999992-bbbb"  # gone too, and still there to sweep
+def test_a_directory_another_start_swept_first_is_skipped(short_tmpdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(short_tmpdir))
+    raced = short_tmpdir / "groove-link-999999991-aaaa"  # its coordinator is gone; another start removes it meanwhile
+    left = short_tmpdir / "groove-link-999999992-bbbb"  # gone too, and still there to sweep
     for path in (raced, left):
         path.mkdir()
 

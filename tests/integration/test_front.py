@@ -3,13 +3,10 @@ died starts it again on the same endpoint (under load: tests/integration/test_pr
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-import pytest
 
 from groove.client import GrooveClient
 from tests.helpers import RunningCoordinator, learning
@@ -27,19 +24,10 @@ def link_dir(front: psutil.Process) -> Path:
     return Path(next(arg for arg in front.cmdline() if arg.startswith("ipc://")).removeprefix("ipc://")).parent
 
 
-@pytest.fixture
-def own_tmpdir() -> Iterator[Path]:
-    """A temp dir for one coordinator alone: any coordinator starting meanwhile sweeps a dead one's link from the
-    shared one. Short, under /tmp: the link is a socket path, at most 107 bytes (pytest's tmp_path can be longer)."""
-    path = Path(tempfile.mkdtemp(prefix="gt-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
 def test_the_front_dies_with_a_killed_coordinator_and_a_restart_gets_the_port_and_sweeps_the_link(
-    coordinator_factory: Callable[..., RunningCoordinator], own_tmpdir: Path
+    coordinator_factory: Callable[..., RunningCoordinator], short_tmpdir: Path
 ) -> None:
-    running = coordinator_factory(env={"TMPDIR": str(own_tmpdir)})
+    running = coordinator_factory(env={"TMPDIR": str(short_tmpdir)})
     with GrooveClient(running.endpoint, timeout=30) as client:
         (lid,) = client.put_learnings([learning()]).ids
     front = front_of(running)
