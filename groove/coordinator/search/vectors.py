@@ -118,7 +118,8 @@ class VectorIndex:
         return 0 if matrix is None else int(matrix.nbytes)
 
     def __contains__(self, learning_id: object) -> bool:
-        return learning_id in self._ids
+        with self._lock:  # a lookup reads several of the id map's parts, which a write replaces
+            return learning_id in self._ids
 
     @property
     def uses_hnsw(self) -> bool:
