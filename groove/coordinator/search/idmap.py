@@ -102,14 +102,10 @@ class IdMap:
         if row is not None:
             return row
         digits = lid.replace("-", "")
-        if not _canonical(lid, digits):
+        packed = _packed(digits) if _canonical(lid, digits) else _NOT_UUID  # as `uuid_bits` reads a batch
+        if packed == _NOT_UUID:
             return self._other.get(lid)
-        try:
-            value = int(digits, 16)
-        except ValueError:
-            value = 0
-        if value == 0 or f"{value:032x}" != digits:  # int() also takes signs, underscores and "0x"
-            return self._other.get(lid)
+        value = int.from_bytes(packed, "big")
         return self._scan(int(self._sorted_low.searchsorted(value & _LOW)), value >> 64, value & _LOW)
 
     def rows_of(self, lids: Sequence[str]) -> list[int | None]:
