@@ -88,7 +88,7 @@ def test_an_injection_retried_after_a_crash_gets_its_first_choice_again(
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # alone: beside other tests, 20 agent processes and 20 restarts starve two cores
+@pytest.mark.serial  # after the rest: beside them, 20 agent processes and 20 restarts starve two cores
 # each durability once: the process run with two writers (each its tiers, outcomes and the board with both held),
 # the fsync run with a tier's transaction running behind the writer when the kills land
 @pytest.mark.parametrize(("durability", "commit_threads", "writers"), [("process", "1", "2"), ("fsync", "2", "1")])
