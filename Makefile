@@ -105,9 +105,9 @@ wheels:
 	rm -rf $(WHEELS_VENV) $(WHEELS_VENV).empty-mb build
 
 # three workers (pytest-xdist), even on two cores: most tests wait on processes and sockets (measured: 6.6 min
-# against 7.6 with two); Ray's tests share one worker, and the two that must not share it with them run after the rest,
-# two side by side: each kill -9 torture keeps about one core busy for its 40 s of paced kills (per-test CPU from
-# getrusage: 34-37 CPU-s in 39-40 s), so one at a time left a core idle (84 s; side by side 54 s, 85 % busy).
+# against 7.6 with two); Ray's tests share one worker. The two kill -9 tortures (`serial`) would starve the other
+# tests, so they run after them, side by side: each keeps about one core busy for its 40 s of paced kills
+# (getrusage: 34-37 CPU-s in 39-40 s), and one at a time left a core idle (84 s; side by side 54 s, 85 % busy).
 # The sources are compiled first: with PYTHONDONTWRITEBYTECODE set (as on CI) each of the hundreds of processes
 # the tests start would compile them again (40-70 ms a process).
 unit: $(STAMP) $(AGENTS_STAMP) $(CHROMIUM)
