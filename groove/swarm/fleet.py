@@ -138,8 +138,11 @@ class FleetBase(ABC):
         """Wait for every worker to end (restarting crashed ones meanwhile); False if `timeout` ran out."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            # counted before the check, so a worker that ends between the two is reaped (its report kept) before
+            # this returns; counted after it, such a worker was left unreaped and its report lost
+            idle = not self.running()
             self.check()
-            if not self.running():
+            if idle and not self.running():  # the check restarted none
                 return True
             if deadline is not None and time.monotonic() > deadline:
                 return False

@@ -8,7 +8,7 @@ import pytest
 
 from groove.cli.agent import agent_command
 from groove.swarm.backends import open_fleet
-from groove.swarm.fleet import WORKER_OPTIONS, Fleet, worker_flags
+from groove.swarm.fleet import WORKER_OPTIONS, Fleet, FleetBase, Member, worker_flags
 
 
 def test_every_worker_option_is_a_groove_agent_option_of_the_same_name() -> None:
@@ -44,3 +44,32 @@ def test_an_unknown_option_or_backend_is_refused_before_anything_starts(tmp_path
         open_fleet("k8s", "tcp://127.0.0.1:1", tmp_path, agents=1)
     with pytest.raises(ValueError, match="address: only for the ray backend"):
         open_fleet("local", "tcp://127.0.0.1:1", tmp_path, agents=1, address="auto")
+
+
+class _EndsBetweenLooks(FleetBase):
+    """One worker that ends just after a check looked at it, so the check reaps it only the next time."""
+
+    def _start(self, member: Member) -> None:
+        self.ended = False
+
+    def check(self) -> list[str]:
+        for member in self.members.values():
+            if self.ended and not member.reports:
+                member.reports.append({"agent_id": member.agent_id})
+        return []
+
+    def running(self) -> int:
+        self.ended = True  # it ends now: after any check before this count, before any check after it
+        return 0
+
+    def stop(self, grace: float = 30.0) -> None:
+        self.check()
+
+
+def test_waiting_keeps_the_report_of_a_worker_that_ends_between_a_check_and_the_count(tmp_path: Path) -> None:
+    # `benchmarks.load` once failed with "agents ['load-0'] ended without a report: []": its worker ended after
+    # the wait's check and before its count of running workers, and the wait returned with it unreaped
+    fleet = _EndsBetweenLooks("tcp://127.0.0.1:1", tmp_path)
+    fleet.spawn("a", duration=1)
+    assert fleet.wait(timeout=5, poll_s=0.01)
+    assert fleet.reports() == [{"agent_id": "a"}]
