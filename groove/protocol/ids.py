@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import threading
@@ -10,8 +11,11 @@ import uuid
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 _lock = threading.Lock()
-# Ids need uniqueness, not secrecy; the random module is re-seeded in forked children.
+# Ids need uniqueness, not secrecy. A forked child (the coordinator forks its front) seeds this afresh: the
+# random module re-seeds only its own global instance, and a copied state would repeat the parent's ids' bits.
 _random = random.Random()
+if hasattr(os, "register_at_fork"):  # not on Windows, where nothing forks
+    os.register_at_fork(after_in_child=_random.seed)
 _last_ms = 0
 _seq = 0
 

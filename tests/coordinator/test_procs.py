@@ -3,9 +3,11 @@ coordinator sweeping too), and restarting a child that dies."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -83,3 +85,59 @@ def test_a_temp_dir_too_long_for_an_ipc_path_puts_the_links_in_tmp_or_is_a_clear
     monkeypatch.setattr(os, "access", lambda path, mode: False)  # /tmp unwritable too
     with pytest.raises(ConfigError, match="TMPDIR"):
         procs.link_base()
+
+
+_FORKING = """
+import json, os, subprocess, sys, threading, time
+from pathlib import Path
+from groove.coordinator import procs
+
+out = Path(sys.argv[1])
+seen = {}
+
+def names():  # what the forked child sees: its own name, and the environment it was given
+    out.write_text(json.dumps([Path("/proc/self/comm").read_text().strip(), os.environ.get("GROOVE_T")]))
+    raise SystemExit(5)
+
+child = procs.Child("test", [sys.executable, "-c", "import sys; sys.exit(3)"], env={"GROOVE_T": "given"})
+child.start(fork=names)
+seen["forked"] = isinstance(child.proc, procs.Forked)
+seen["status"] = child.proc.wait(10)
+seen["named"] = json.loads(out.read_text())
+
+def fails():
+    raise RuntimeError("the target failed")
+
+seen["raised"] = procs.Forked("test", fails, {}).wait(10)
+sleeper = procs.Forked("test", lambda: time.sleep(30), {})
+try:
+    sleeper.wait(0.05)
+except subprocess.TimeoutExpired:
+    seen["timed_out"] = True
+sleeper.terminate()
+seen["terminated"] = sleeper.wait(10)
+sleeper.kill()  # once it has ended: nothing, not an error (its pid may be another process's by now)
+
+threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
+child.start(fork=names)  # with a second thread running: started from its command line instead
+seen["with_a_thread"] = [isinstance(child.proc, procs.Forked), child.proc.wait(10)]
+print(json.dumps(seen))
+"""
+
+
+def test_a_child_is_forked_only_while_one_thread_runs_and_its_status_name_and_environment_are_its_own(
+    tmp_path: Path,
+) -> None:
+    # in a process of its own: the test process runs pytest's threads, and a fork beside them is what is refused
+    argv = [sys.executable, "-c", _FORKING, str(tmp_path / "seen.json")]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert seen["forked"] is True
+    assert seen["status"] == 5  # its SystemExit's code
+    assert seen["named"] == ["groove-test", "given"]
+    assert seen["raised"] == 1
+    assert "RuntimeError: the target failed" in run.stderr  # its traceback, on the stderr it shares
+    assert seen["timed_out"] is True
+    assert seen["terminated"] == -signal.SIGTERM
+    assert seen["with_a_thread"] == [False, 3]

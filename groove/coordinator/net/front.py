@@ -58,6 +58,7 @@ GO, HELLO, FAILED, BATCH, CREDIT, REPLIES, STOP = "G", "H", "E", "B", "C", "R", 
 _DRAIN = 64  # client messages per batch
 _PARENT_CHECK_MS = 1000
 _LINGER_MS = 2000
+_RECONNECT_MS = 5  # between tries to connect the link
 _Check = Callable[[str | None, list[bytes]], tuple[int, list[Any]] | None]
 
 
@@ -185,11 +186,14 @@ def main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
     die_with_parent(parent)
-    logging.basicConfig(
-        level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s (front): %(message)s"
+    logging.basicConfig(  # forced: forked from the coordinator, it has the coordinator's handler already
+        level=log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s (front): %(message)s",
+        force=True,
     )
     check: _Check | None = None
-    if checks:  # before the go, beside the coordinator's own imports: the protocol's models take a while
+    if checks:  # before the go (started afresh, beside the coordinator's own work; forked, imported already)
         from groove.coordinator.net import checks as checking  # noqa: PLC0415
 
         check = checking.check
@@ -197,6 +201,8 @@ def main(
     pair: zmq.Socket[bytes] = context.socket(zmq.PAIR)
     pair.setsockopt(zmq.SNDHWM, 0)  # bounded by the coordinator's credit instead
     pair.setsockopt(zmq.RCVHWM, 0)
+    # forked, it connects before the coordinator has bound the link (ZeroMQ retries): soon, not 100 ms on
+    pair.setsockopt(zmq.RECONNECT_IVL, _RECONNECT_MS)
     pair.connect(link)
     if not _told_to_go(pair, parent):
         pair.close(linger=0)

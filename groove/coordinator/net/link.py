@@ -18,6 +18,7 @@ import msgpack
 import zmq
 
 from groove.coordinator.errors import CoordinatorError
+from groove.coordinator.net import front
 from groove.coordinator.net.config import Settings
 from groove.coordinator.net.front import BATCH, CREDIT, FAILED, GO, HELLO, REPLIES, STOP
 from groove.coordinator.procs import Child, private_dir
@@ -35,7 +36,7 @@ class FrontLink:
 
     def __init__(self, context: zmq.Context[Any]) -> None:
         self.context = context  # the coordinator's, for its other sockets too
-        self.sock = self._pair()
+        self._sock: zmq.Socket[bytes] | None = None  # made by `launch`, after the front is forked
         self._dir: Path | None = None  # made by `launch`: a start that fails earlier leaves nothing behind
         self._bind = ""
         self._args: list[str] = []  # the front's options but its link and its bind
@@ -46,6 +47,11 @@ class FrontLink:
         self.dropped = 0  # replies the front could not hand to their client
         self._out: list[list[bytes]] = []
 
+    @property
+    def sock(self) -> zmq.Socket[bytes]:
+        assert self._sock is not None, "launch first"
+        return self._sock
+
     def _pair(self) -> zmq.Socket[bytes]:
         sock: zmq.Socket[bytes] = self.context.socket(zmq.PAIR)
         sock.setsockopt(zmq.SNDHWM, 0)  # bounded by the credit the front is given
@@ -53,7 +59,9 @@ class FrontLink:
         return sock
 
     def launch(self, settings: Settings) -> None:
-        """Start the front process. It imports while the caller does, then waits for `go` before it binds."""
+        """Start the front process; it waits for `go` before it binds. Called before this process has a socket or
+        a thread, with the modules the front needs imported (`groove serve` imports the coordinator first), it is
+        forked from this one and starts at once; else (and when it is restarted) it starts afresh and imports."""
         self._dir = private_dir()
         self._args = ["--hwm", str(settings.peer_hwm), "--log-level", settings.log_level]
         if settings.front_checks:
@@ -64,26 +72,20 @@ class FrontLink:
             self._args += ["--curve-key", str(settings.server_key_path())]
         self._bind = settings.bind
         self.child = Child("front", [])
-        self._start(self.child.start)
+        child = self.child
+        self._start(lambda options: child.start(fork=lambda: front.main.main(options, standalone_mode=False)))
 
-    def _start(self, start: Callable[[], None]) -> None:
+    def _start(self, start: Callable[[list[str]], None]) -> None:
         # each run of the front gets a link endpoint of its own: a PAIR socket pairs with one peer for good
         assert self._dir is not None
         assert self.child is not None
         self._runs += 1
         endpoint = f"ipc://{self._dir / f'front-{self._runs}'}"
-        self.sock.bind(endpoint)
-        self.child.argv = [
-            sys.executable,
-            "-m",
-            "groove.coordinator.net.front",
-            "--link",
-            endpoint,
-            "--bind",
-            self._bind,
-        ]
-        self.child.argv += self._args
-        start()
+        options = ["--link", endpoint, "--bind", self._bind, *self._args]
+        self.child.argv = [sys.executable, "-m", "groove.coordinator.net.front", *options]
+        start(options)  # before the socket: a fork must come before this process's first socket (its threads)
+        self._sock = self._pair()
+        self._sock.bind(endpoint)  # the front retries its connect until this is bound
 
     def restart(self) -> bool:
         """Start the front again after it died, on the endpoint it had bound (`ready`'s answer), with a fresh link;
@@ -96,9 +98,9 @@ class FrontLink:
         self.dropped += len(self._out)
         self._out = []
         self.sock.close(linger=0)
-        self.sock = self._pair()
         self._serving = False
-        self._start(self.child.restart)
+        child = self.child
+        self._start(lambda _: child.restart())  # afresh: this process has threads by now
         self.go()
         self.ready()
         return True
@@ -193,7 +195,8 @@ class FrontLink:
                 self.flush()
                 self._send([STOP])
                 self.child.wait(_STOP_S)
-        self.sock.close(linger=0)
+        if self._sock is not None:
+            self._sock.close(linger=0)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
 
