@@ -48,13 +48,13 @@ run: $(STAMP)
 	$(BIN)/groove swarm --agents $(or $(AGENTS),6) --duration $(or $(DURATION),20)
 
 ## test: lint, import contracts, type-check, a wheels-only install, then every test (integration tests included)
-# The coding agents install (npm, mostly waiting on the registry) beside the venv's install (pip, one core); then
-# the checks run side by side (from a fresh clone the type-check takes 49 s, the wheels-only install about 50);
-# then the tests. Measured by /proc/stat in a fresh clone's CI run: the pip install left one core idle for a minute,
-# and the type-check ran alone for the checks' last minute.
+# The venv's install (pip, one core), the coding agents' (npm, mostly waiting on the registry) and the wheels-only
+# install (pip again, one core; it needs no venv) side by side; then the checks that need the venv (from a fresh
+# clone the type-check takes 49 s); then the tests. Measured by /proc/stat in a fresh clone's CI run: the venv's
+# install alone left one core idle for a minute.
 test:
-	$(MAKE) --no-print-directory -j2 --output-sync=target $(STAMP) $(AGENTS_STAMP)
-	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck wheels
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(AGENTS_STAMP) wheels
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint contracts typecheck
 	$(MAKE) --no-print-directory unit
 
 ## check: the inner loop, well under 2 minutes: lint, import contracts, types, and the tests that start no
@@ -82,13 +82,18 @@ typecheck: $(STAMP)
 ## groove puts one top-level package there, `groove`, which imports beside the OpenAI Agents SDK's `agents`; that
 ## default install holds no torch, adds at most 400 MB, and alone finds a learning by meaning (buildtools/leancheck.py)
 WHEELS_VENV := .wheels-venv
+# built from a copy of the tree's files (tracked, and new ones git does not ignore), as a fresh clone has them: a
+# build here would share setuptools' build/ and egg-info with the venv's install, which `make test` runs beside it
+WHEELS_SRC := .wheels-src
 # The OpenAI Agents SDK's wheel has one package, a top-level `agents` (constraints.txt pins its version): it and
 # groove's integration must import side by side.
 wheels:
-	rm -rf $(WHEELS_VENV) $(WHEELS_VENV).empty-mb build
+	rm -rf $(WHEELS_VENV) $(WHEELS_VENV).empty-mb $(WHEELS_SRC)
+	mkdir $(WHEELS_SRC) && git ls-files -z --cached --others --exclude-standard \
+		| tar --null --ignore-failed-read -T - -c | tar -x -C $(WHEELS_SRC)
 	$(PYTHON) -m venv $(WHEELS_VENV)
 	du -sm $(WHEELS_VENV) | cut -f1 > $(WHEELS_VENV).empty-mb
-	$(WHEELS_VENV)/bin/python -m pip install --quiet --no-compile --only-binary=:all: -c constraints.txt . \
+	$(WHEELS_VENV)/bin/python -m pip install --quiet --no-compile --only-binary=:all: -c constraints.txt ./$(WHEELS_SRC) \
 		> $(WHEELS_VENV)/pip.log 2>&1 \
 		|| { grep -v '^WARNING: Location' $(WHEELS_VENV)/pip.log; exit 1; }
 	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "import groove.coordinator.net.server, groove.cli.main, usearch; \
@@ -102,7 +107,7 @@ wheels:
 		openai-agents > $(WHEELS_VENV)/pip.log 2>&1 || { cat $(WHEELS_VENV)/pip.log; exit 1; }
 	cd / && $(CURDIR)/$(WHEELS_VENV)/bin/python -c "from agents import Agent, Runner; \
 		from groove import GrooveClient, AsyncGrooveClient; from groove.integrations.openai_agents import GrooveRun"
-	rm -rf $(WHEELS_VENV) $(WHEELS_VENV).empty-mb build
+	rm -rf $(WHEELS_VENV) $(WHEELS_VENV).empty-mb $(WHEELS_SRC)
 
 # three workers (pytest-xdist), even on two cores: most tests wait on processes and sockets (measured: 6.6 min
 # against 7.6 with two); Ray's tests share one worker. The two kill -9 tortures (`serial`) would starve the other
