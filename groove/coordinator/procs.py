@@ -32,6 +32,7 @@ _PREFIX = "groove-link-"  # then the coordinator's pid: a kill -9 leaves the dir
 RESTART_BACKOFF_S = (0.0, 0.5, 1.0, 2.0, 5.0)  # before the 1st, 2nd ... restart in a row; the last one repeats
 _STEADY_S = 30.0  # a child that ran this long has its backoff reset: it was not crashing at start
 _WAIT_POLL_S = 0.01  # how often `Forked.wait` looks
+_STATUS_UNKNOWN = 255  # the exit status of a forked child that something else reaped
 _IPC_PATH_MAX = 107  # bytes of a unix socket's path (sockaddr_un.sun_path, less its NUL)
 # what a link directory adds to the temp dir's path: "/groove-link-" a pid, "-" mkdtemp's 8 characters, and the
 # longest endpoint inside ("/front-" and a run's number, "/embed")
@@ -110,7 +111,11 @@ class Forked:
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped by something else: ended, its status unknown
+                self.returncode = _STATUS_UNKNOWN
+                return self.returncode
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode

@@ -117,6 +117,9 @@ except subprocess.TimeoutExpired:
 sleeper.terminate()
 seen["terminated"] = sleeper.wait(10)
 sleeper.kill()  # once it has ended: nothing, not an error (its pid may be another process's by now)
+stolen = procs.Forked("test", lambda: None, {})
+os.waitpid(stolen.pid, 0)  # reaped by something else
+seen["reaped_elsewhere"] = stolen.poll()
 
 threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
 child.start(fork=names)  # with a second thread running: started from its command line instead
@@ -140,4 +143,5 @@ def test_a_child_is_forked_only_while_one_thread_runs_and_its_status_name_and_en
     assert "RuntimeError: the target failed" in run.stderr  # its traceback, on the stderr it shares
     assert seen["timed_out"] is True
     assert seen["terminated"] == -signal.SIGTERM
+    assert seen["reaped_elsewhere"] == 255  # ended, its status unknown
     assert seen["with_a_thread"] == [False, 3]
