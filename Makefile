@@ -144,5 +144,5 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.inject
 
 clean:
-	rm -rf $(VENV) $(WHEELS_VENV) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache test-artifacts site \
+	rm -rf $(VENV) $(WHEELS_VENV) $(WHEELS_SRC) $(AGENTS_DIR)/node_modules .pytest_cache .mypy_cache .ruff_cache test-artifacts site \
 		buildtools/wheelhouse docker-compose.local.yml
