@@ -151,9 +151,14 @@ def _run_forked(name: str, target: Callable[[], None]) -> NoReturn:
             ctypes.CDLL(None).prctl(pr_set_name, f"groove-{name}"[:15].encode(), 0, 0, 0)
         target()
         code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
-    except BaseException:
+    except SystemExit as exc:  # as the interpreter does: an int is the status, anything else is printed, status 1
+        if isinstance(exc.code, int):
+            code = exc.code
+        elif exc.code is None:
+            code = 0
+        else:
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # whatever ended it is said, and the child still exits: it must not return to the caller
         traceback.print_exc()
     finally:
         try:

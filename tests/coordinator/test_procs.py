@@ -109,6 +109,7 @@ def fails():
     raise RuntimeError("the target failed")
 
 seen["raised"] = procs.Forked("test", fails, {}).wait(10)
+seen["exit_text"] = procs.Forked("test", lambda: sys.exit("the target gave up"), {}).wait(10)
 sleeper = procs.Forked("test", lambda: time.sleep(30), {})
 try:
     sleeper.wait(0.05)
@@ -140,6 +141,8 @@ def test_a_child_is_forked_only_while_one_thread_runs_and_its_status_name_and_en
     assert seen["status"] == 5  # its SystemExit's code
     assert seen["named"] == ["groove-test", "given"]
     assert seen["raised"] == 1
+    assert seen["exit_text"] == 1
+    assert "the target gave up" in run.stderr  # printed, as the interpreter prints it
     assert "RuntimeError: the target failed" in run.stderr  # its traceback, on the stderr it shares
     assert seen["timed_out"] is True
     assert seen["terminated"] == -signal.SIGTERM
