@@ -33,6 +33,7 @@ RESTART_BACKOFF_S = (0.0, 0.5, 1.0, 2.0, 5.0)  # before the 1st, 2nd ... restart
 _STEADY_S = 30.0  # a child that ran this long has its backoff reset: it was not crashing at start
 _WAIT_POLL_S = 0.01  # how often `Forked.wait` looks
 _STATUS_UNKNOWN = 255  # the exit status of a forked child that something else reaped
+_PR_SET_PDEATHSIG, _PR_SET_NAME = 1, 15  # prctl(2) options
 _IPC_PATH_MAX = 107  # bytes of a unix socket's path (sockaddr_un.sun_path, less its NUL)
 # what a link directory adds to the temp dir's path: "/groove-link-" a pid, "-" mkdtemp's 8 characters, and the
 # longest endpoint inside ("/front-" and a run's number, "/embed")
@@ -76,14 +77,18 @@ def private_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=link_base()))
 
 
-def die_with_parent(parent: int) -> None:
-    """In a child: be killed the moment the coordinator dies (Linux), not at the child's next look at its
-    parent (which still ends it elsewhere). Exits at once if the parent is already gone."""
+def _prctl(option: int, arg: int | bytes) -> None:
+    """Linux's prctl(2) on this process; nothing elsewhere."""
     if sys.platform.startswith("linux"):
         import ctypes  # noqa: PLC0415 - Linux only
 
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child: be killed the moment the coordinator dies (Linux), not at the child's next look at its
+    parent (which still ends it elsewhere). Exits at once if the parent is already gone."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before the line above took effect
         sys.exit(1)
 
@@ -144,11 +149,7 @@ def _run_forked(name: str, target: Callable[[], None]) -> NoReturn:
     (nor running the parent's exit handlers)."""
     code = 1
     try:
-        if sys.platform.startswith("linux"):  # `ps -o comm`, top: the child's name, not the parent's
-            import ctypes  # noqa: PLC0415 - Linux only
-
-            pr_set_name = 15
-            ctypes.CDLL(None).prctl(pr_set_name, f"groove-{name}"[:15].encode(), 0, 0, 0)
+        _prctl(_PR_SET_NAME, f"groove-{name}"[:15].encode())  # `ps -o comm`, top: the child's name, not the parent's
         target()
         code = 0
     except SystemExit as exc:  # as the interpreter does: an int is the status, anything else is printed, status 1
@@ -174,6 +175,9 @@ class Child:
     def __init__(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.name = name
         self.argv = argv
+        # what `argv` does, run in a forked child instead where given and `can_fork` (a first start, before this
+        # process has threads; a restart comes later and starts from `argv`)
+        self.fork: Callable[[], None] | None = None
         self.env = env  # set over the coordinator's own environment
         self.proc: subprocess.Popen[bytes] | Forked | None = None
         self.restarts = 0
@@ -181,11 +185,11 @@ class Child:
         self.started = 0.0  # monotonic time of the current run's start
         self._crashes_in_a_row = 0
 
-    def start(self, fork: Callable[[], None] | None = None) -> None:
-        """Start (or start again) the process: forked to run `fork` where given and `can_fork` (its first start,
-        before this process has threads; `fork` must do what `argv` does), else from `argv`."""
-        if fork is not None and can_fork():
-            self.proc = Forked(self.name, fork, self.env or {})
+    def start(self) -> None:
+        """Start (or start again) the process: forked to run `fork` where it is given and `can_fork`, else from
+        `argv`."""
+        if self.fork is not None and can_fork():
+            self.proc = Forked(self.name, self.fork, self.env or {})
         else:
             self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env} if self.env else None)
         self.started = time.monotonic()

@@ -100,7 +100,8 @@ def names():  # what the forked child sees: its own name, and the environment it
     raise SystemExit(5)
 
 child = procs.Child("test", [sys.executable, "-c", "import sys; sys.exit(3)"], env={"GROOVE_T": "given"})
-child.start(fork=names)
+child.fork = names
+child.start()
 seen["forked"] = isinstance(child.proc, procs.Forked)
 seen["status"] = child.proc.wait(10)
 seen["named"] = json.loads(out.read_text())
@@ -123,7 +124,7 @@ os.waitpid(stolen.pid, 0)  # reaped by something else
 seen["reaped_elsewhere"] = stolen.poll()
 
 threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
-child.start(fork=names)  # with a second thread running: started from its command line instead
+child.start()  # with a second thread running: started from its command line instead
 seen["with_a_thread"] = [isinstance(child.proc, procs.Forked), child.proc.wait(10)]
 print(json.dumps(seen))
 """

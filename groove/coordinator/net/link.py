@@ -11,6 +11,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +73,9 @@ class FrontLink:
             self._args += ["--curve-key", str(settings.server_key_path())]
         self._bind = settings.bind
         self.child = Child("front", [])
-        child = self.child
-        self._start(lambda options: child.start(fork=lambda: front.main.main(options, standalone_mode=False)))
+        self._start(self.child.start)
 
-    def _start(self, start: Callable[[list[str]], None]) -> None:
+    def _start(self, start: Callable[[], None]) -> None:
         # each run of the front gets a link endpoint of its own: a PAIR socket pairs with one peer for good
         assert self._dir is not None
         assert self.child is not None
@@ -83,7 +83,8 @@ class FrontLink:
         endpoint = f"ipc://{self._dir / f'front-{self._runs}'}"
         options = ["--link", endpoint, "--bind", self._bind, *self._args]
         self.child.argv = [sys.executable, "-m", "groove.coordinator.net.front", *options]
-        start(options)  # before the socket: a fork must come before this process's first socket (its threads)
+        self.child.fork = partial(front.main.main, options, standalone_mode=False)
+        start()  # before the socket: a fork must come before this process's first socket (its threads)
         self._sock = self._pair()
         self._sock.bind(endpoint)  # the front retries its connect until this is bound
 
@@ -99,8 +100,7 @@ class FrontLink:
         self._out = []
         self.sock.close(linger=0)
         self._serving = False
-        child = self.child
-        self._start(lambda _: child.restart())  # afresh: this process has threads by now
+        self._start(self.child.restart)  # afresh: this process has threads by now
         self.go()
         self.ready()
         return True
