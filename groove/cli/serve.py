@@ -93,6 +93,12 @@ def setting(name: str, help_text: str, negatable: bool = False, **kwargs: Any) -
 @setting("exact_limit", "Vectors per tier searched exactly; past this an HNSW index answers", type=int)
 @setting("maintain_every_s", "Seconds between lifecycle runs (decay, archive, purge); 0 turns them off", type=float)
 @setting(
+    "checkpoint_every_s",
+    "Seconds between checkpoints of the derived indexes while few learnings change (a restart after a crash reads "
+    "again only what came after the last); 0 = only at a clean stop",
+    type=float,
+)
+@setting(
     "durability",
     "process: acked writes survive a coordinator crash; fsync: also an OS crash (WAL synced before each ack)",
     type=click.Choice(DURABILITIES),

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from groove.coordinator.errors import Rejected
 from groove.coordinator.metrics import Metrics
 from groove.coordinator.net.handlers import HANDLERS, Write
+from groove.coordinator.search.derived import Derived
 from groove.coordinator.store.reads import get_learning
 from groove.coordinator.store.schema import MIGRATIONS
 from groove.coordinator.store.tierset import TierSet
@@ -27,12 +28,21 @@ NOW = 1_800_000_000_000
 class Harness:
     """A TierSet and Batcher on a temp dir, collecting replies instead of sending them."""
 
-    def __init__(self, data_dir: Path, commit_threads: int = 1) -> None:
-        self.tiers = TierSet(data_dir)
+    def __init__(self, data_dir: Path, commit_threads: int = 1, derived: Derived | None = None) -> None:
+        """`derived`: the derived data the writes reach, as a coordinator's do (none by default)."""
+        self.tiers = TierSet(data_dir, on_open=derived.load_tier if derived is not None else None)
         self.tiers.open_user()
         self.replies: dict[str, dict[str, Any] | Rejected] = {}
         self.batcher = Batcher(
-            self.tiers, Metrics(), self._done, max_batch=64, max_wait_ms=0, capacity=100, commit_threads=commit_threads
+            self.tiers,
+            Metrics(),
+            self._done,
+            max_batch=64,
+            max_wait_ms=0,
+            capacity=100,
+            commit_threads=commit_threads,
+            committed=derived.after_batch if derived is not None else None,
+            settle=derived.settle if derived is not None else None,
         )
 
     def _done(self, outcomes: list[Outcome]) -> None:

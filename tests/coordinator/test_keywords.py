@@ -270,22 +270,27 @@ def test_texts_that_could_not_be_written_wait_and_are_written_with_the_next_newe
     assert kw.search("old", ["user"], 10) == []
 
 
-def test_a_marked_file_keeps_a_tier_s_entries_for_its_token_once_and_drops_them_otherwise(tmp_path: Path) -> None:
+def test_a_marked_file_keeps_a_tier_s_entries_for_its_token_and_drops_them_otherwise(tmp_path: Path) -> None:
     path = tmp_path / "keywords.sqlite"
     index = KeywordIndex(path)
     index.upsert("user", [("a", "flaky tests under load")])
     index.upsert("project:x", [("b", "flaky deploys")])
     tokens = index.mark(["user", "project:x", "never-opened"])
     assert set(tokens) == {"user", "project:x"}
+    index.upsert("user", [("z", "written after the mark")])
+    assert index.mark(["user"]) == {"user": tokens["user"]}  # entries keep their token until they are dropped
     again = KeywordIndex(path)
     assert again.adopt("user", tokens["user"])
-    assert [m.lid for m in again.search("flaky", ["user"], 5)] == ["a"]
+    assert sorted(m.lid for m in again.search("flaky written", ["user"], 5)) == ["a", "z"]
     assert not again.adopt("project:x", "another token")  # not what the tier says: dropped, to be indexed again
     assert again.search("flaky", ["project:x"], 5) == []
     again.upsert("project:x", [("c", "flaky deploys again")])
     assert [m.lid for m in again.search("flaky", ["user", "project:x"], 5)] == ["a", "c"]
-    third = KeywordIndex(path)  # the marks went at the first adopt: the tier has changed since, as far as it knows
-    assert not third.adopt("user", tokens["user"])
+    renewed = again.mark(["project:x"])["project:x"]
+    assert renewed != tokens["project:x"]  # made again: a new token, so the old one vouches for nothing
+    third = KeywordIndex(path)
+    assert third.adopt("user", tokens["user"])  # a crash after the mark: the tier's log says what came since
+    assert not third.adopt("project:x", tokens["project:x"])
     assert KeywordIndex().mark(["user"]) == {}  # an index in memory is never saved
 
 
@@ -301,13 +306,14 @@ def test_a_word_most_texts_hold_ranks_its_newest_holders_and_still_finds_those_f
     assert found[0].matched == ["deploy"]
 
 
-def test_a_distrusted_file_is_made_afresh_and_keeps_no_tier_s_entries(tmp_path: Path) -> None:
+def test_a_dropped_tier_s_token_goes_with_its_entries(tmp_path: Path) -> None:
     path = tmp_path / "keywords.sqlite"
     index = KeywordIndex(path)
     index.upsert("user", [("a", "flaky tests under load")])
     tokens = index.mark(["user"])
+    index.drop_tier("user")  # a reindex, say, that a crash interrupts halfway
+    index.upsert("user", [("b", "half of it again")])
     after_a_crash = KeywordIndex(path)
-    after_a_crash.distrust()
     assert not after_a_crash.adopt("user", tokens["user"])
     assert len(after_a_crash) == 0
 

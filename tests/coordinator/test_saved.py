@@ -1,83 +1,140 @@
-"""Saved derived indexes at the unit level, on a real tier: a tier whose load failed has nothing saved, a tier's
-tokens go as it opens, and its count and content hashes are kept only for the token they were saved with (the
-process tests are tests/integration/test_saved_indexes.py)."""
+"""Checkpointed derived indexes at the unit level, on real tiers written through the real writer: a start after a
+crash loads the last checkpoint and reads again only what the derived log says came after it; counts and content
+hashes likewise; a checkpoint that fails or races a reindex vouches for nothing (the process tests are
+tests/integration/test_saved_indexes.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from groove.coordinator.errors import DiskFault, Rejected
 from groove.coordinator.search import saved
 from groove.coordinator.search.derived import Derived
+from groove.coordinator.search.saved import VECTOR_DIR
+from groove.coordinator.store import journal
 from groove.coordinator.store.hashfilter import HASHES_FILE
-from groove.coordinator.store.tiers import COUNTS, COUNTS_DIR, Tier
-from groove.coordinator.store.tierset import TierSet
-from groove.coordinator.write import tiercommit
+from groove.coordinator.store.tiers import COUNTS_DIR, Tier
 from groove.protocol import constants as C
-from groove.protocol.errors import ErrorCode
 from tests.coordinator.harness import Harness
 from tests.helpers import learning
 
-_HASH = "ab" * 32
+
+def _derived(data: Path) -> Derived:
+    return Derived(10, embeddings=False, keyword_file=data / "keywords.sqlite")
 
 
-def _held(tier: Tier) -> list[str]:
-    """The index names whose tokens the tier holds in its database."""
-    return [row[0] for row in tier.run("?[name] := *derived_saved{name}")]
+def _vector(seed: int) -> list[float]:
+    vector = np.random.default_rng(seed).standard_normal(C.EMBEDDING_DIM)
+    return list(vector / np.linalg.norm(vector))
 
 
-def _stopped_with_counts(data: Path, learnings: int) -> None:
-    """A tier that a clean stop left with these counts (and one content hash) saved."""
-    tiers = TierSet(data)
-    user = tiers.open_user()
-    user.learnings = learnings
-    user.content_hashes.add([_HASH])
-    saved.record_tokens(user, {COUNTS: user.save_counts()}, now=1)
-    tiers.close()
+def _put(h: Harness, word: str, seed: int) -> str:
+    body = learning(description=f"the {word} case", insight="x", embedding=_vector(seed))
+    lid: str = h.ok(C.OP_LEARNING_PUT, {"learnings": [body]})["ids"][0]
+    return lid
 
 
-def test_a_clean_stops_counts_are_kept_once_then_counted_again(tmp_path: Path) -> None:
-    _stopped_with_counts(tmp_path / "data", learnings=5)
-    tiers = TierSet(tmp_path / "data")
-    user = tiers.open_user()
+def _words(derived: Derived, word: str) -> list[str]:
+    return [m.lid for m in derived.keywords.search(word, [C.TIER_USER], 5)]
+
+
+def _nearest(derived: Derived, seed: int) -> str:
+    return derived.vectors[C.TIER_USER].search(np.asarray(_vector(seed), dtype=np.float32), 1)[0][0]
+
+
+def _checkpoint(derived: Derived, h: Harness) -> None:
+    derived.checkpoint(h.batcher.held, derived.due(0.0, 0.0, 0))
+
+
+def _rows(tier: Tier) -> list[tuple[int, list[str], int]]:
+    """The tier's derived log: each entry's number, learnings and count change."""
+    rows = tier.run("?[seq, ids_json, delta] := *derived_log{seq, ids_json, delta}")
+    return sorted((seq, json.loads(ids), delta) for seq, ids, delta in rows)
+
+
+def test_each_commit_that_changes_derived_data_logs_its_learnings_and_its_count_change(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "data")
+    user = h.tiers.open_user()
+    two = h.ok(C.OP_LEARNING_PUT, {"learnings": [learning(n=1), learning(n=2)]})["ids"]
+    h.ok(C.OP_LEARNING_DELETE, {"id": two[0]})
+    assert _rows(user) == [(1, two, 2), (2, [two[0]], -1)]
+    assert user.journal_seq == 2
+    h.tiers.close()
+
+
+def test_a_start_after_a_crash_loads_the_checkpoint_and_reads_again_only_what_came_after(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    alpha, beta = _put(h, "alpha", 1), _put(h, "beta", 2)
+    _checkpoint(derived, h)
+    assert _rows(h.tiers.open_user()) == []  # every index holds them: their entries went
+    h.ok(C.OP_LEARNING_DELETE, {"id": alpha})
+    gamma = _put(h, "gamma", 3)
+    h.tiers.close()  # a crash, as far as derived data knows: nothing saved since the checkpoint
+
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    user = h.tiers.open_user()
+    assert derived.loads[C.TIER_USER] == "kept, 2 read again"
+    assert _words(derived, "alpha") == []
+    assert (_words(derived, "beta"), _words(derived, "gamma")) == ([beta], [gamma])
+    assert len(derived.vectors[C.TIER_USER]) == 2
+    assert (_nearest(derived, 2), _nearest(derived, 3)) == (beta, gamma)
     assert user.counts_kept
-    assert user.learnings == 5
-    assert user.content_hashes.maybe([_HASH]) == [_HASH]
-    assert _held(user) == []  # taken as it opened: a write from now on is not in what was saved
-    tiers.close()
-    tiers = TierSet(tmp_path / "data")
-    user = tiers.open_user()
-    assert not user.counts_kept
-    assert user.learnings == 0
-    assert user.content_hashes.maybe([_HASH]) == []
-    tiers.close()
+    assert user.learnings == 2  # the count saved, plus the log's changes since
+    assert _put(h, "gamma", 3) == gamma  # its content hash was read again too: known, not stored twice
+    assert user.learnings == 2
+    _checkpoint(derived, h)
+    h.tiers.close()
+
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    assert derived.loads[C.TIER_USER] == "kept"  # nothing since: nothing read again
+    assert _words(derived, "gamma") == [gamma]
+    h.tiers.close()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "unsorted", "missing"])
-def test_damaged_saved_counts_are_counted_again(tmp_path: Path, damage: str) -> None:
-    _stopped_with_counts(tmp_path / "data", learnings=5)
-    hashes = tmp_path / "data" / "user" / COUNTS_DIR / HASHES_FILE
-    if damage == "garbage":
-        hashes.write_bytes(b"not an array")
-    elif damage == "unsorted":
-        np.save(hashes, np.array([3, 1], dtype=np.uint64))
-    else:
-        hashes.unlink()
-    tiers = TierSet(tmp_path / "data")
-    user = tiers.open_user()
-    assert not user.counts_kept
-    assert user.learnings == 0
-    tiers.close()
+def test_a_checkpoint_that_cannot_be_recorded_leaves_the_last_one_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    first = _put(h, "alpha", 1)
+    _checkpoint(derived, h)
+    user = h.tiers.open_user()
+    recorded = dict(user.recorded)
+    second = _put(h, "beta", 2)
+
+    def refused(*_: object) -> None:
+        raise RuntimeError("the disk refused the record")
+
+    monkeypatch.setattr(journal, "record", refused)
+    _checkpoint(derived, h)
+    assert user.recorded == recorded
+    # the new folders are gone, the last checkpoint's stay
+    assert [p.name for p in (user.path / VECTOR_DIR).iterdir()] == [recorded[saved.VECTORS][0]]
+    assert [p.name for p in (user.path / COUNTS_DIR).iterdir()] == [recorded["counts"][0]]
+    monkeypatch.undo()
+    h.tiers.close()
+
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    assert derived.loads[C.TIER_USER] == "kept, 1 read again"
+    assert (_words(derived, "alpha"), _words(derived, "beta")) == ([first], [second])
+    h.tiers.close()
 
 
-def test_a_tier_whose_load_failed_is_left_out_of_the_save(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    derived = Derived(10, embeddings=False, keyword_file=tmp_path / "keywords.sqlite")
-    tiers = TierSet(tmp_path / "data")
-    user = tiers.open_user()
-    derived.load_tier(user)
+def test_a_tier_whose_load_failed_is_left_out_of_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    user = h.tiers.open_user()
+    _put(h, "alpha", 1)
 
     def broken(*_: object) -> None:
         raise RuntimeError("the tier broke while it was read")
@@ -85,62 +142,49 @@ def test_a_tier_whose_load_failed_is_left_out_of_the_save(tmp_path: Path, monkey
     monkeypatch.setattr(Derived, "_read_pages", broken)
     with pytest.raises(RuntimeError):
         derived.load_tier(user)  # a reindex, say, that fails halfway
-    assert user.name not in derived.loads
     assert user.name in derived.vectors  # a failed reindex keeps serving what it had read
-    derived.save(build_wait_s=1)
-    assert _held(user) == []  # nothing of a half-loaded tier was vouched for
-    tiers.close()
-
-
-class _ReadOnly:
-    """A disk that refuses writes while `on`: the tier's removal of its tokens fails as RocksDB's would."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.on = True
-        run = Tier.run
-
-        def guarded(tier: Tier, script: str, params: dict[str, object] | None = None) -> list[list[object]]:
-            if self.on and ":rm derived_saved" in script:
-                raise DiskFault(ErrorCode.STORAGE_IO, f"tier {tier.name!r}: Read-only file system")
-            return run(tier, script, params)
-
-        monkeypatch.setattr(Tier, "run", guarded)
-        monkeypatch.setattr(tiercommit, "probe", lambda _: (ErrorCode.STORAGE_IO, "read-only") if self.on else None)
-
-
-def test_tokens_a_tier_cannot_remove_as_it_opens_are_trusted_by_nothing_and_hold_its_writes_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Were a write let through beside them, a crash after the disk mended would leave tokens vouching for saved
-    # files that miss it
-    _stopped_with_counts(tmp_path / "data", learnings=5)
-    disk = _ReadOnly(monkeypatch)
-    h = Harness(tmp_path / "data")
-    user = h.tiers.open_user()
-    assert user.tokens_left
-    assert not user.counts_kept  # counted, not taken from the files the tokens vouch for
-    assert _held(user) == [COUNTS]
-    (refused,) = h.run(h.item(C.OP_LEARNING_PUT, {"learnings": [learning()]}))
-    assert isinstance(refused, Rejected)
-    assert refused.code == ErrorCode.STORAGE_IO
-    assert user.learnings == 0
-    disk.on = False  # mended: the next write removes them first, then commits
-    h.ok(C.OP_LEARNING_PUT, {"learnings": [learning()]})
-    assert _held(user) == []
-    assert not user.tokens_left
-    assert user.learnings == 1
+    assert derived.due(0.0, 0.0, 0) == []
+    derived.checkpoint(h.batcher.held, [C.TIER_USER])
+    assert user.recorded == {}  # nothing of a half-loaded tier was vouched for
     h.tiers.close()
 
 
-def test_a_clean_stop_s_tokens_replace_every_one_a_tier_could_not_remove(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _stopped_with_counts(tmp_path / "data", learnings=5)
-    disk = _ReadOnly(monkeypatch)
-    tiers = TierSet(tmp_path / "data")
-    user = tiers.open_user()
-    disk.on = False  # mended, and no write came before the stop: its next save names only what it saved
-    saved.record_tokens(user, {"vectors": "t2"}, now=2)
-    assert _held(user) == ["vectors"]
-    assert not user.tokens_left
-    tiers.close()
+def test_a_checkpoint_that_a_reindex_overtakes_is_not_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    user = h.tiers.open_user()
+    _put(h, "alpha", 1)
+    mark = derived.keywords.mark
+
+    def reindexed_meanwhile(tiers: list[str]) -> dict[str, str]:
+        derived.load_tier(user)  # what was saved so far may be half of what the tier now derives
+        return mark(tiers)
+
+    monkeypatch.setattr(derived.keywords, "mark", reindexed_meanwhile)
+    _checkpoint(derived, h)
+    assert user.recorded == {}
+    h.tiers.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "unsorted", "missing"])
+def test_damaged_saved_counts_are_counted_again(tmp_path: Path, damage: str) -> None:
+    data = tmp_path / "data"
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    _put(h, "alpha", 1)
+    _checkpoint(derived, h)
+    user = h.tiers.open_user()
+    hashes = user.path / COUNTS_DIR / user.recorded["counts"][0] / HASHES_FILE
+    h.tiers.close()
+    if damage == "garbage":
+        hashes.write_bytes(b"not an array")
+    elif damage == "unsorted":
+        np.save(hashes, np.array([3, 1], dtype=np.uint64))
+    else:
+        hashes.unlink()
+    h = Harness(data, derived=_derived(data))
+    user = h.tiers.open_user()
+    assert not user.counts_kept
+    assert user.learnings == 1
+    h.tiers.close()

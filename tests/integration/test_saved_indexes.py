@@ -1,5 +1,6 @@
-"""Derived indexes across restarts: a clean stop's are loaded, never a crash's or a damaged one's, and every
-learning stays findable by its words and by its vector either way (real coordinators, real RocksDB dirs)."""
+"""Derived indexes across restarts: the last checkpoint's are loaded, after a clean stop or a crash, and brought
+up to date from the tier's derived log; a damaged one is rebuilt; every learning stays findable by its words and
+by its vector either way (real coordinators, real RocksDB dirs)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from groove.coordinator.search.saved import VECTOR_DIR
 from groove.coordinator.search.vectors import MATRIX_FILE
 from groove.coordinator.store.tiers import tier_dir
 from groove.protocol import constants as C
-from tests.helpers import RunningCoordinator
+from tests.helpers import RunningCoordinator, wait_for
 
 
 def _put(client: GrooveClient, word: str, seed: int) -> tuple[str, list[float]]:
@@ -34,7 +35,7 @@ def _load(client: GrooveClient) -> str:
     return client.stats().index_loads["user"]
 
 
-def test_a_clean_stop_keeps_the_indexes_and_a_crash_after_a_write_rebuilds_them(
+def test_a_clean_stop_keeps_the_indexes_and_a_crash_reads_again_only_what_came_after_the_last_checkpoint(
     coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
 ) -> None:
     client = client_factory(coordinator.endpoint)
@@ -48,13 +49,15 @@ def test_a_clean_stop_keeps_the_indexes_and_a_crash_after_a_write_rebuilds_them(
     assert "opened tier user (1 learnings kept" in coordinator.log()
     assert _put(client, "alpha", 1)[0] == first[0]
     assert [t.learnings for t in client.stats().tiers if t.tier == "user"] == [1]
-    second = _put(client, "beta", 2)  # then a crash: what was saved no longer matches the tier
+    second = _put(client, "beta", 2)  # then a crash: the derived log holds what came after the checkpoint
+    client.delete(first[0])
     coordinator.kill()
     coordinator.restart()
     client = client_factory(coordinator.endpoint)
-    assert _found(client, first[0], "alpha", first[1])
+    assert client.search("alpha", mode="keyword") == []
     assert _found(client, second[0], "beta", second[1])
-    assert _load(client) == "rebuilt"
+    assert _load(client) == "kept, 2 read again"
+    assert [t.learnings for t in client.stats().tiers if t.tier == "user"] == [1]
     coordinator.stop()
     coordinator.restart()
     client = client_factory(coordinator.endpoint)
@@ -77,7 +80,8 @@ def test_a_damaged_saved_index_is_rebuilt_and_loses_nothing(
     saved = [_put(client, word, seed) for seed, word in enumerate(("gamma", "delta"))]
     coordinator.stop()
     if damaged in ("vectors", "both"):
-        (tier_dir(coordinator.data_dir, C.TIER_USER) / VECTOR_DIR / MATRIX_FILE).write_bytes(b"not a matrix")
+        (matrix,) = (tier_dir(coordinator.data_dir, C.TIER_USER) / VECTOR_DIR).glob(f"*/{MATRIX_FILE}")
+        matrix.write_bytes(b"not a matrix")
     if damaged in ("keywords", "both"):
         (coordinator.data_dir / "keywords.sqlite").write_bytes(b"not a database either")
     coordinator.restart()
@@ -87,19 +91,23 @@ def test_a_damaged_saved_index_is_rebuilt_and_loses_nothing(
     assert _load(client) == load
 
 
-def test_after_a_crash_no_tier_keeps_its_keyword_entries_even_one_the_crashed_run_never_opened(
-    coordinator: RunningCoordinator, client_factory: Callable[..., GrooveClient]
+def test_a_checkpoint_while_serving_spares_a_crash_the_rebuild_even_of_a_tier_the_crashed_run_never_opened(
+    coordinator_factory: Callable[..., RunningCoordinator], client_factory: Callable[..., GrooveClient]
 ) -> None:
+    coordinator = coordinator_factory("--checkpoint-every-s", "0.1")
     client = client_factory(coordinator.endpoint)
     vector = np.random.default_rng(7).standard_normal(C.EMBEDDING_DIM)
     learning = {"category": "solution", "description": "the epsilon case", "insight": "x", "embedding": list(vector)}
     (lid,) = client.put_learnings([{**learning, "scope": "project:/srv/shop"}]).ids
-    coordinator.stop()
+    wait_for(lambda: "checkpointed the derived indexes" in coordinator.log(), "a checkpoint while serving")
+    coordinator.kill()
     coordinator.restart()
     client = client_factory(coordinator.endpoint)
-    _put(client, "zeta", 8)  # the user tier only: the project's tier is never opened in this run
-    coordinator.kill()  # the keyword file was being written, unsynced
+    _put(client, "zeta", 8)  # the user tier only: the project's tier is not opened in this run
+    coordinator.kill()
     coordinator.restart()
     client = client_factory(coordinator.endpoint)
     assert [hit.learning.id for hit in client.search("epsilon", mode="keyword", project="/srv/shop")] == [lid]
-    assert client.stats().index_loads["project:/srv/shop"] == "vectors kept, keywords rebuilt"
+    assert client.stats().index_loads["project:/srv/shop"] == "kept"
+    by_meaning = client.search(vector=list(vector), mode="semantic", limit=1, project="/srv/shop")
+    assert by_meaning[0].learning.id == lid

@@ -71,6 +71,8 @@ class Settings(BaseModel):
     memory_mb: int = Field(DEFAULT_MB, ge=128, le=1_048_576)
     tier_idle_s: float = Field(300.0, ge=1.0, le=30 * 86400.0)
     maintain_every_s: float = Field(3600.0, ge=0.0, le=30 * 86400.0)
+    # derived indexes checkpointed this often when few learnings changed (sooner when many did); 0: at a clean stop
+    checkpoint_every_s: float = Field(300.0, ge=0.0, le=86400.0)
     durability: Durability = "process"
     curve: bool = False
     authorized_keys: Path | None = None

@@ -42,6 +42,7 @@ from groove.coordinator.net.idle import IdleNudges
 from groove.coordinator.net.link import FrontLink
 from groove.coordinator.net.registry import AgentRegistry
 from groove.coordinator.net.resends import Resends
+from groove.coordinator.search.checkpoints import Checkpoints
 from groove.coordinator.search.derived import KEYWORD_FILE, Derived
 from groove.coordinator.search.devices import check_gpu, default_workers
 from groove.coordinator.search.embedpool import EmbedPool
@@ -112,6 +113,7 @@ class Coordinator(Admission):
         near = (self.derived.near.run, (functools.partial(relate, self.batcher), self._stop))
         self._neighbours = threading.Thread(target=near[0], args=near[1], name="groove-neighbours", daemon=True)
         self.idle_tiers = IdleTiers(self.tiers, settings.tier_idle_s, settings.budget().tiers_mb, self._stop)
+        self.checkpoints = Checkpoints(self.derived, self.batcher.held, settings.checkpoint_every_s, self._stop)
         self.readers = ThreadPoolExecutor(settings.readers, thread_name_prefix="groove-reader")
         self.link, self.context = link, link.context  # the front process owns the public socket
         self.started = time.monotonic()
@@ -147,10 +149,6 @@ class Coordinator(Admission):
         if self.pool is not None and self.settings.embed_device == "cuda":
             check_gpu()  # CoordinatorError now, with nothing opened, if there is no GPU to use
         self.tiers.lock()  # DataDirLocked: another coordinator serves this data dir; never serve beside it
-        if self.tiers.crashed():
-            # the keyword file is written unsynced while serving, so after a crash (an OS crash too) no tier's
-            # entries in it are trusted, even those of tiers the crashed run never opened
-            self.derived.keywords.distrust()
         # the front binds while the user tier opens and the release is read: a restart after a crash serves sooner
         self.link.go()
         release()
@@ -168,6 +166,7 @@ class Coordinator(Admission):
             self.pool.start()
         self._neighbours.start()
         self.idle_tiers.start()
+        self.checkpoints.start()
         # Everything made so far (modules, classes, the user tier's derived data) lives as long as the process:
         # out of the cyclic collector's sight, each full collection under load scans a third as many objects
         # (~93k tracked under a write flood, two thirds import-time ones). `groove serve` starts with it off.
@@ -263,8 +262,8 @@ class Coordinator(Admission):
             self.pool.stop()
         if self._neighbours.is_alive():
             self._neighbours.join(_DERIVED_JOIN_S)
-        if self.failure is None:  # every commit reached the derived indexes: they can be saved for the next start
-            self.derived.save(_DERIVED_JOIN_S)
+        if self.failure is None:  # every commit reached the derived indexes: a last checkpoint of what changed
+            self.derived.checkpoint(self.batcher.held, self.derived.due(time.monotonic(), 0.0, 0), _DERIVED_JOIN_S)
         self.close()
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ class DerivedChanges:
     note_vectors: list[tuple[str, VectorBlob]]  # vectors of notes stored
     tasks: list[tuple[str, VectorBlob]] = field(default_factory=list)  # (injection id, its task's vector) stored
     ratings: list[tuple[str, str, str, int]] = field(default_factory=list)  # outcome_log: (id, outcome, injection, at)
+    seq: int = 0  # the commit's entry in its tier's derived log (`store/journal.py`); 0: none
 
 
 @dataclass(slots=True)

@@ -28,13 +28,13 @@ from groove.coordinator.search.notes import NoteIndex
 from groove.coordinator.search.pages import learning_texts, pages
 from groove.coordinator.search.queries import QueryVectors
 from groove.coordinator.search.rowcache import Archive, RowCache, Supersessions
-from groove.coordinator.search.saved import KEYWORDS, VECTORS, load_vectors, save_indexes
+from groove.coordinator.search.saved import KEYWORDS, VECTORS, Held, catch_up, checkpoint, load_vectors
 from groove.coordinator.search.vectors import VectorIndex, WorkCost
 from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
 from groove.coordinator.store.records import blob_vectors
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
-from groove.coordinator.store.tiers import Tier
+from groove.coordinator.store.tiers import COUNTS, Tier
 from groove.protocol.constants import RELATION_SUPERSEDES
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,14 @@ class Derived:
         self._tiers: dict[str, Tier] = {}
         self._behind: set[str] = set()  # tiers with learnings left out of a full queue
         self.loads: dict[str, str] = {}  # tier -> how its indexes came to be at its opening (`stats.index_loads`)
-        self._half: set[str] = set()  # tiers whose last load failed partway
+        self._half: set[str] = set()  # tiers whose last load, or an update since, failed partway: never saved
+        # per tier: the last entry of its derived log these indexes hold, the last one a checkpoint recorded them
+        # through (-1: none yet), learnings changed since, and when it was last checkpointed (monotonic)
+        self.journaled: dict[str, int] = {}
+        self._checkpointed: dict[str, int] = {}
+        self._unsaved: dict[str, int] = {}
+        self._checkpoint_at: dict[str, float] = {}
+        self._generation: dict[str, int] = {}  # loads of each tier so far
 
     # --- loading and change tracking ---------------------------------------------------------------
 
@@ -90,20 +97,22 @@ class Derived:
         """Load a tier's keyword entries and vectors as a clean stop saved them where the tier says they match it,
         else rebuild them from CozoDB; queue learnings lacking a vector."""
         started = time.monotonic()
+        self._generation[tier.name] = self._generation.get(tier.name, 0) + 1  # a checkpoint meanwhile: unrecorded
+        self._half.add(tier.name)
         self._tiers[tier.name] = tier
         self.loads[tier.name] = "opening"
         try:
             self._load(tier, started)
         except BaseException:
             # what it holds now is half read: never saved (a reindex that failed keeps serving what it had read)
-            self._half.add(tier.name)
             self.loads.pop(tier.name, None)
             raise
         self._half.discard(tier.name)
 
     def _load(self, tier: Tier, started: float) -> None:
-        tokens = tier.take_saved()  # read and removed from the tier as it opened, before any write
-        kept_words = self.keywords.adopt(tier.name, tokens.get(KEYWORDS))
+        tokens = tier.take_saved()
+        self.journaled[tier.name] = tier.journal_seq  # what the indexes hold once loaded (and caught up)
+        kept_words = self.keywords.adopt(tier.name, tokens.get(KEYWORDS, ("", 0))[0])
         loaded = load_vectors(tier, tokens.get(VECTORS), self.exact_limit)
         self.rows.drop_tier(tier.name)
         pairs = tier.run(
@@ -116,7 +125,17 @@ class Derived:
         index = loaded or VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
         texts: dict[str, str] = {}
-        if kept_words and loaded is not None:
+        unembedded: list[tuple[str, str]]
+        marks = [tokens[name][1] for name, held in ((KEYWORDS, kept_words), (VECTORS, loaded is not None)) if held]
+        caught, unembedded = 0, []
+        if marks:  # what was committed after the checkpoint, read again
+            caught, unembedded = catch_up(tier, min(marks), self.keywords if kept_words else None, loaded)
+            self.enqueue(tier.name, unembedded, since=None)
+        whole = kept_words and loaded is not None
+        self._checkpointed[tier.name] = min(marks) if whole and COUNTS in tokens else -1
+        self._unsaved[tier.name] = caught
+        self._checkpoint_at[tier.name] = time.monotonic()
+        if whole:
             # Both saved: no page of the tier is read. Learnings still without a vector are looked up in CozoDB
             # when the embedding queue is next empty, and the row cache fills as learnings are read.
             with self._ready:
@@ -126,17 +145,19 @@ class Derived:
             self._read_pages(tier, index, texts, kept_words, loaded is not None)
         missing = index.missing(list(texts))
         self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
-        self.loads[tier.name] = _how(kept_words, loaded is not None)
+        self.loads[tier.name] = _how(kept_words, loaded is not None) + (f", {caught:,} read again" if caught else "")
         notes = self.notes.load_tier(tier)
         self.enqueue(tier.name, notes, since=None, note=True)
         log.info(
-            "derived data for tier %s: keyword entries %s, %d vectors (%s, %s), %d to embed (and %d notes), %.0f ms",
+            "derived data for tier %s: keyword entries %s, %d vectors (%s, %s), %d learnings read again from its "
+            "log, %d to embed (and %d notes), %.0f ms",
             tier.name,
             "kept" if kept_words else f"{len(texts)} indexed",
             len(index),
             "hnsw" if index.uses_hnsw else "exact",
             "kept" if loaded is not None else "read",
-            len(missing),
+            caught,
+            len(missing) + len(unembedded),
             len(notes),
             (time.monotonic() - started) * 1000,
         )
@@ -166,10 +187,35 @@ class Derived:
                 log.info("tier %s: %d of %d vectors loaded", tier.name, len(index), len(texts))
                 self.loads[tier.name] = f"rebuilding: {len(index):,} of {len(texts):,} vectors read"
 
-    def save(self, build_wait_s: float) -> None:
-        """At a clean stop, once nothing writes: save what each loaded tier derived (`saved.save_indexes`)."""
-        whole = {name: tier for name, tier in self._tiers.items() if name not in self._half}
-        save_indexes(whole, self.vectors, self.keywords, build_wait_s)
+    def due(self, now: float, every_s: float, changed: int) -> list[str]:
+        """The tiers to checkpoint now: those with learnings changed since their last checkpoint, once `changed`
+        of them have or `every_s` has passed (0: any change)."""
+        return [
+            name
+            for name in list(self._tiers)  # a tier may open meanwhile
+            if name not in self._half
+            and self.journaled.get(name, 0) > self._checkpointed.get(name, -1)
+            and (self._unsaved.get(name, 0) >= changed or now - self._checkpoint_at.get(name, 0.0) >= every_s)
+        ]
+
+    def checkpoint(self, held: Held, names: list[str], build_wait_s: float = 0.0) -> None:
+        """Save these tiers' derived data and record it in each (`saved.checkpoint`); `held` holds every writer."""
+        chosen = [self._tiers[name] for name in names if name in self._tiers and name not in self._half]
+        if not chosen:
+            return
+        through = {tier.name: self.journaled.get(tier.name, 0) for tier in chosen}
+        changed = {tier.name: self._unsaved.get(tier.name, 0) for tier in chosen}
+        loads = {tier.name: self._generation.get(tier.name, 0) for tier in chosen}
+
+        def current(name: str) -> bool:  # not loaded again since (a reindex): what was saved may be half of it
+            return name not in self._half and self._generation.get(name, 0) == loads[name]
+
+        whole = checkpoint(chosen, through, self.vectors, self.keywords, held, current, build_wait_s)
+        for tier in chosen:
+            self._checkpoint_at[tier.name] = time.monotonic()
+            if tier.name in whole:
+                self._checkpointed[tier.name] = through[tier.name]
+                self._unsaved[tier.name] = max(0, self._unsaved.get(tier.name, 0) - changed[tier.name])
 
     def after_batch(self, commits: list[tuple[str, DerivedChanges]]) -> None:
         """What a batch's commits changed, tier by tier in commit order: rows, new or edited texts, vectors stored
@@ -183,12 +229,18 @@ class Derived:
                 self._after_commit(tier, changes)
             except Exception:  # derived data must never fail a committed source write
                 log.exception("updating derived data for tier %s failed", tier)
+                self._half.add(tier)  # its indexes miss this commit until a reindex: never checkpointed
             for lid in changes.deleted:
                 words.pop(lid, None)
             gone += changes.deleted
             words.update((lid, (tier, text)) for lid, text in changes.words)
         self.keywords.remove(gone)
         self.keywords.stage(words)  # written once the acks are out (`settle`), or by the next search
+        for tier, changes in commits:  # only now: a checkpoint that reads these flushes what was staged first
+            if changes.seq:
+                self.journaled[tier] = max(self.journaled.get(tier, 0), changes.seq)
+                touched = len(changes.texts) + len(changes.vectors) + len(changes.deleted)
+                self._unsaved[tier] = self._unsaved.get(tier, 0) + touched
 
     def settle(self) -> None:
         """After a batch's acks: write the keyword entries its commits staged."""

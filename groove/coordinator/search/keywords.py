@@ -5,8 +5,8 @@ one SQLite statement per table for the whole batch): a search flushes what is st
 learning is findable by its words the moment its write is acknowledged, long before its embedding exists, and
 the acks do not wait for the index. It is never part of the write
 transaction (CozoDB's own FTS index cut bulk writes twentyfold here). A tier's entries are kept from one run to
-the next only where a clean stop marked them and the tier says they match it (`adopt`, `mark`, `search/saved.py`);
-otherwise they are indexed again from CozoDB as the tier opens.
+the next where a checkpoint marked them and the tier holds that mark (`adopt`, `mark`, `search/saved.py`), and
+brought up to date from the tier's derived log; otherwise they are indexed again from CozoDB as the tier opens.
 
 Each tier (or working memory, for notes) has an FTS5 table of its own, so a learning's BM25 is reckoned over
 its own tier's statistics: the same learning scores the same whichever coordinator holds its tier, and
@@ -39,7 +39,9 @@ _READ_CACHE_KIB = 2048  # ... and for each reading thread's connection (SQLite's
 # FTS5's `automerge`: segments merged per level (4 by default). Each transaction writes a segment; merging 8 at
 # a time made indexing 7-11 % cheaper here, with the same query time at 40,000 learnings (5.6-6.2 ms).
 _AUTOMERGE = 8
-_FILE_PRAGMAS = f"PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -{_CACHE_KIB};"
+# NORMAL, not OFF: in WAL mode it syncs only as the log is copied into the file, and an OS crash can then lose the
+# last transactions (the log past a checkpoint, read again from the tiers' derived logs), never damage the file
+_FILE_PRAGMAS = f"PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -{_CACHE_KIB};"
 # doc: each text's id and label; label: each tier's (or memory's) number, and the token of a clean stop's save
 _SCHEMA = """
 CREATE TABLE doc (lid TEXT PRIMARY KEY, label INTEGER NOT NULL);
@@ -53,11 +55,12 @@ class KeywordIndex:
 
     In memory, or in a file: the learnings' index lives in the data dir, so that what a stored learning costs in
     RAM does not grow with its words (SQLite keeps `_CACHE_KIB` of its pages, the operating system the rest).
-    The file is derived data: kept across a clean stop (then synced, and marked), never trusted across a crash,
-    so it is written without syncing. A file-backed index is read by each searching
-    thread through a connection of its own, in WAL mode: searches run side by side and beside a write, SQLite
-    letting go of the GIL meanwhile (through the writer's one connection, under its lock, the four reader
-    threads took turns: under the default mix a search waited 2.7 s at p50, most of it for that lock).
+    The file is derived data, written without syncing but at checkpoints (`mark`): a tier's entries are kept
+    from one run to the next where the tier holds their token, and brought up to date from its derived log. A
+    file-backed index is read by each searching thread through a connection of its own, in WAL mode: searches
+    run side by side and beside a write, SQLite letting go of the GIL meanwhile (through the writer's one
+    connection, under its lock, the four reader threads took turns: under the default mix a search waited 2.7 s
+    at p50, most of it for that lock).
     """
 
     def __init__(self, path: Path | None = None) -> None:
@@ -79,7 +82,6 @@ class KeywordIndex:
         self._staged: dict[str, tuple[str, str]] = {}
         self._staging = threading.Lock()
         self._readers = threading.local()  # a file-backed index's connection for each thread that searches it
-        self._fresh = False  # whether the file is made afresh whatever a previous run left (`distrust`)
 
     def _db(self) -> sqlite3.Connection:
         """The database, made on first use (call with the lock held)."""
@@ -95,7 +97,7 @@ class KeywordIndex:
             conn.executescript(f"PRAGMA journal_mode = MEMORY; {_SCHEMA}")
             return conn
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        if self._path.exists() and not self._fresh:
+        if self._path.exists():
             conn = sqlite3.connect(str(self._path), check_same_thread=False)
             try:
                 conn.executescript(_FILE_PRAGMAS)
@@ -131,40 +133,37 @@ class KeywordIndex:
                 self._docs[code] = count
         self._next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM doc").fetchone()[0]) + 1
 
-    def distrust(self) -> None:
-        """Make the file afresh when first used: none of what it holds is kept (call before any tier opens)."""
-        with self._lock:
-            assert self._conn is None, "distrust the keyword file before it is opened"
-            self._fresh = True
-
     def adopt(self, tier: str, token: str | None) -> bool:
-        """Whether the entries a previous run saved for `tier` were marked with `token` (what the tier says its
-        saved keyword entries are): then they are kept, else dropped, to be indexed again. The mark goes either
-        way: from now on the tier's writes change what it holds (`search/saved.py`)."""
+        """Whether the entries a previous run left for `tier` were marked with `token` (what the tier says its
+        checkpointed keyword entries are): then they are kept, to be brought up to date from the tier's log, else
+        dropped, to be indexed again (`search/saved.py`)."""
         with self._lock:
             db = self._db()
             code = self._labels.get(tier)
             if code is None:
                 return False
             row = db.execute("SELECT token FROM label WHERE code = ?", (code,)).fetchone()
-            if row is not None and row[0] is not None:
-                with db:
-                    db.execute("UPDATE label SET token = NULL WHERE code = ?", (code,))
             kept = token is not None and row is not None and row[0] == token and code in self._tables
         if not kept:
             self.drop_tier(tier)
         return kept
 
     def mark(self, tiers: list[str]) -> dict[str, str]:
-        """Write what is staged, mark these tiers' entries with fresh tokens and put the file on disk: the tokens
-        to record in each tier (none if the file cannot be written, or is in memory)."""
+        """Write what is staged and put the file on disk: the token of each of these tiers' entries, to record in
+        the tier (none if the file cannot be written, or is in memory). A tier's entries keep their token until
+        they are dropped, so a checkpoint that a crash interrupts leaves the tier's last one true."""
         self.flush()
-        if self._path is None or self._failing or self._staged:
+        if self._path is None or self._failing:
             return {}
-        tokens = {tier: uuid.uuid4().hex for tier in tiers if tier in self._labels}
         try:
             with self._lock:
                 db = self._db()
+                held = dict(db.execute("SELECT name, token FROM label").fetchall())
+                tokens = {
+                    tier: held.get(tier) or uuid.uuid4().hex
+                    for tier in tiers
+                    if tier in self._labels and self._labels[tier] in self._tables
+                }
                 with db:
                     db.executemany("UPDATE label SET token = ? WHERE name = ?", [(t, n) for n, t in tokens.items()])
                 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -307,6 +306,8 @@ class KeywordIndex:
                 self._staged = {lid: entry for lid, entry in self._staged.items() if entry[0] != tier}
             code = self._labels.get(tier)
             if code is not None and code in self._tables:
+                # its token first, in the same transaction: entries dropped or half made again vouch for nothing
+                db.execute("UPDATE label SET token = NULL WHERE code = ?", (code,))
                 db.execute("DELETE FROM doc WHERE label = ?", (code,))
                 db.execute(f"DROP TABLE kw_{code}_v")
                 db.execute(f"DROP TABLE kw_{code}")

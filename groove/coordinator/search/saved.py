@@ -1,83 +1,132 @@
-"""Derived indexes kept across a clean stop, and trusted only where the tier says they match it.
+"""Derived indexes checkpointed while serving, loaded at the next start and brought up to date from the tier's
+derived log, crash or not.
 
-A start used to rebuild every tier's keyword entries and vectors from CozoDB: at 100,000 learnings a restarted
-coordinator found every learning again after 34 s, and settled its graph after 54. Now a clean stop saves each
-open tier's vector index (the folder `VECTOR_DIR` in the tier's directory) and its count and content hashes
-(`Tier.save_counts`), and marks its entries in the keyword file, each with a fresh token (`store/kept.py`), and
-only then records those tokens in the tier (`derived_saved`). A tier that opens
-holding a token loads the index saved with it instead of rebuilding that index; the rest is rebuilt as before.
+A start used to rebuild every tier's keyword entries and vectors from CozoDB after a crash: at 100,000 learnings a
+restarted coordinator found every learning again after 19 s and settled its graph after 35, at 300,000 after 55 and
+127 s. Now a checkpoint (`checkpoint`: every few minutes, or after a few thousand learnings changed, and at a clean
+stop) saves each tier's vector index into a new folder of `VECTOR_DIR` and its count and content hashes
+(`Tier.save_counts`), syncs the keyword file (`KeywordIndex.mark`), and only then records their tokens in the
+tier, each with the last entry of the tier's derived log it holds for certain (`store/journal.py`). A tier that
+opens loads what its tokens name and reads again the learnings of the log entries past them (`catch_up`); an index
+whose token names nothing whole (damaged, missing, a folder another data dir's) is rebuilt from the source.
 
-The tier's tokens are removed as it opens, before any write can reach it, and so are the saved files' (the
-keyword file's mark, the vector folder's token file): from then on only the next clean stop's save can match the
-tier again. A crash at any moment, a save that failed, a tier restored from a backup, files damaged or missing:
-each leaves a token that is not the tier's, or none, and that index is rebuilt from the source. Nothing is served
-from an index that does not hold exactly what its tier held when the token was recorded. The keyword file, which
-all tiers share and which is written unsynced while serving, is made afresh after a crash
-(`KeywordIndex.distrust`): a tier the crashed run never opened keeps its vectors, not its keyword entries.
+Nothing is served from an index that does not hold what its tier holds: every commit that changes a learning's
+derived data writes its log entry in the same transaction, and an entry goes only once a checkpoint holding it is
+recorded. A checkpoint saves while writes go on, so what it saves may hold changes past its `through`; reading such
+a learning again only makes its entry what it already is.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from groove.coordinator.errors import DamagedIndex
+from groove.coordinator.search.embedder import embedding_text
 from groove.coordinator.search.keywords import KeywordIndex
 from groove.coordinator.search.vectors import VectorIndex
-from groove.coordinator.store import kept
-from groove.coordinator.store.relations import DERIVED_SAVED
-from groove.coordinator.store.tiers import COUNTS, Tier
+from groove.coordinator.store import journal, kept
+from groove.coordinator.store.records import blob_vectors
+from groove.coordinator.store.tiers import COUNTS, COUNTS_DIR, Tier
 from groove.protocol.ids import now_ms
 
 log = logging.getLogger(__name__)
 
 KEYWORDS, VECTORS = "keywords", "vectors"  # the names of a tier's saved indexes
-VECTOR_DIR = "derived-vectors"  # in a tier's directory, beside its database
+VECTOR_DIR = "derived-vectors"  # in a tier's directory, beside its database: one folder per checkpoint
+_READ_CHUNK = 4096  # learnings read again per query while catching up
+
+Held = Callable[[], AbstractContextManager[None]]  # every writer held: no commit runs inside
 
 
-def record_tokens(tier: Tier, tokens: dict[str, str], now: int) -> None:
-    """Say in the tier that the indexes saved with these tokens match it (the last step of a clean stop)."""
-    if tokens:
-        tier.clear_tokens()  # those of the save before: a name saved then and not now must vouch for nothing
-        tier.run(DERIVED_SAVED.put("rows"), {"rows": [[name, token, now] for name, token in tokens.items()]})
-
-
-def load_vectors(tier: Tier, token: str | None, exact_limit: int) -> VectorIndex | None:
-    """The vector index saved with `token` in the tier's folder, or None (then it is rebuilt)."""
-    folder = tier.path / VECTOR_DIR
+def load_vectors(tier: Tier, saved: tuple[str, int] | None, exact_limit: int) -> VectorIndex | None:
+    """The vector index a checkpoint saved for the tier, or None (then it is rebuilt)."""
+    parent = tier.path / VECTOR_DIR
+    token = saved[0] if saved is not None else None
     try:
-        return VectorIndex.load(folder, exact_limit) if kept.take(folder, token) else None
+        kept.prune(parent, token)  # checkpoints a crash interrupted, and older ones
+        folder = kept.folder(parent, token)
+        return None if folder is None else VectorIndex.load(folder, exact_limit)
     except (OSError, ValueError, RuntimeError, DamagedIndex) as exc:  # numpy: ValueError; usearch: RuntimeError
         log.warning("tier %s: its saved vectors cannot be loaded (%s); rebuilding them", tier.name, exc)
         return None
 
 
-def save_indexes(
-    tiers: dict[str, Tier], vectors: dict[str, VectorIndex], keywords: KeywordIndex, build_wait_s: float
-) -> None:
-    """At a clean stop, once nothing writes: save each of these tiers' vector index and mark its keyword entries,
-    then record the tokens in each tier. What cannot be saved is rebuilt at the next start; a graph still being
-    built after `build_wait_s` is not saved."""
-    started = time.monotonic()
-    tokens: dict[str, dict[str, str]] = {name: {} for name in tiers}
-    for name, tier in tiers.items():
-        index = vectors.get(name)
-        if index is None or not index.wait_built(max(0.0, started + build_wait_s - time.monotonic())):
+def catch_up(
+    tier: Tier, through: int, keywords: KeywordIndex | None, index: VectorIndex | None
+) -> tuple[int, list[tuple[str, str]]]:
+    """Make what the loaded indexes hold of each learning the log touched past `through` what the tier holds now
+    (`keywords` and `index`: those loaded, None for one rebuilt). Returns how many learnings were read again, and
+    those of them with no vector (to embed)."""
+    ids, _ = journal.since(tier.run, through)
+    unembedded: list[tuple[str, str]] = []
+    for start in range(0, len(ids), _READ_CHUNK):
+        chunk = ids[start : start + _READ_CHUNK]
+        rows = tier.run("?[id, d, i] := id in $ids, *learning{id, description: d, insight: i}", {"ids": chunk})
+        texts = {lid: embedding_text(d, i) for lid, d, i in rows}
+        if keywords is not None:
+            keywords.remove(chunk)
+            keywords.upsert(tier.name, list(texts.items()))
+        if index is None:
             continue
+        stored = tier.run(
+            "?[id, v] := id in $ids, *learning_embeddings{learning_id: id, embedding: v}", {"ids": list(texts)}
+        )
+        index.remove([lid for lid in chunk if lid not in {row[0] for row in stored}])
+        if stored:
+            index.upsert([lid for lid, _ in stored], blob_vectors([v for _, v in stored]))
+        vectored = {row[0] for row in stored}
+        unembedded += [(lid, text) for lid, text in texts.items() if lid not in vectored]
+    return len(ids), unembedded
+
+
+def checkpoint(
+    tiers: list[Tier],
+    through: dict[str, int],
+    vectors: dict[str, VectorIndex],
+    keywords: KeywordIndex,
+    held: Held,
+    current: Callable[[str], bool],
+    build_wait_s: float = 0.0,
+) -> set[str]:
+    """Save these tiers' derived indexes and record them in each tier; `through[tier]` is the last log entry that
+    derived data has taken in (read before anything is saved). A tier is recorded only if `current` still says so
+    once all is saved (it was not loaded again meanwhile). Returns the tiers whose every index was recorded; what
+    cannot be saved now keeps its last checkpoint (and the log entries past it). A graph still being built after
+    `build_wait_s` is not saved."""
+    started = time.monotonic()
+    with held():  # the counts are the writer's: read between its commits
+        counts = {tier.name: tier.counts_now() for tier in tiers}
+    saved: dict[str, journal.Saved] = {tier.name: {} for tier in tiers}
+    for tier in tiers:
+        index = vectors.get(tier.name)
+        if index is not None and index.wait_built(max(0.0, started + build_wait_s - time.monotonic())):
+            try:
+                saved[tier.name][VECTORS] = (kept.write_folder(tier.path / VECTOR_DIR, index.save), through[tier.name])
+            except Exception as exc:  # derived data: the last checkpoint's stays, with the log past it
+                log.warning("tier %s: its vectors cannot be saved (%s); kept as last checkpointed", tier.name, exc)
         try:
-            tokens[name][VECTORS] = kept.write_folder(tier.path / VECTOR_DIR, index.save)
-        except Exception as exc:  # derived data: the next start rebuilds it
-            log.warning("tier %s: its vectors cannot be saved (%s); they are rebuilt at the next start", name, exc)
-    for name, tier in tiers.items():
-        try:
-            tokens[name][COUNTS] = tier.save_counts()
-        except Exception as exc:  # derived data: the next start counts again
-            log.warning("tier %s: its counts cannot be saved (%s); counted again at the next start", name, exc)
-    for name, token in keywords.mark(list(tiers)).items():
-        tokens[name][KEYWORDS] = token
-    for name, saved in tokens.items():
-        try:
-            record_tokens(tiers[name], saved, now_ms())
-        except Exception as exc:  # pycozo raises bare exceptions
-            log.warning("tier %s: its saved indexes cannot be recorded (%s); rebuilt at the next start", name, exc)
-    log.info("derived indexes of %d tiers saved in %.0f ms", len(tokens), (time.monotonic() - started) * 1000)
+            saved[tier.name][COUNTS] = tier.save_counts(counts[tier.name])
+        except Exception as exc:  # as the vectors
+            log.warning("tier %s: its counts cannot be saved (%s); kept as last checkpointed", tier.name, exc)
+    for name, token in keywords.mark([tier.name for tier in tiers]).items():
+        saved[name][KEYWORDS] = (token, through[name])
+    whole: set[str] = set()
+    with held():
+        for tier in tiers:
+            if not current(tier.name):
+                continue
+            try:
+                tier.recorded = journal.record(tier.run, tier.recorded, saved[tier.name], now_ms())
+            except Exception as exc:  # pycozo raises bare exceptions; the last checkpoint stays
+                log.warning("tier %s: its checkpoint cannot be recorded (%s)", tier.name, exc)
+                continue
+            if len(saved[tier.name]) == 2 + (tier.name in vectors):
+                whole.add(tier.name)
+    for tier in tiers:  # the folders no token names any more
+        kept.prune(tier.path / VECTOR_DIR, tier.recorded.get(VECTORS, (None, 0))[0])
+        kept.prune(tier.path / COUNTS_DIR, tier.recorded.get(COUNTS, (None, 0))[0])
+    log.info("checkpointed the derived indexes of %d tiers in %.0f ms", len(tiers), (time.monotonic() - started) * 1000)
+    return whole

@@ -47,6 +47,12 @@ class HashFilter:
             self._sorted = self._merged()
             self._recent.clear()
 
+    def frozen(self) -> HashFilter:
+        """A copy that later `add`s leave as it is (for a checkpoint to save on another thread)."""
+        copy = HashFilter()
+        copy._sorted = self._merged() if self._recent else self._sorted  # never changed in place, only replaced
+        return copy
+
     def save(self, folder: Path) -> None:
         """Write the keys held into `folder` (`load` reads them back)."""
         np.save(folder / HASHES_FILE, self._merged())

@@ -1,9 +1,9 @@
-"""Folders of derived files kept across a clean stop, each vouched for by a token file written last.
+"""Folders of derived files kept from one run to the next, each named by the token it was saved with.
 
-A clean stop writes a folder's files, syncs them, and only then writes its token; the tier records the same token
-(`derived_saved`) after every folder is down. As a tier opens, its tokens are read and removed from it before any
-write can reach it (`Tier.take_saved`), and a folder's token file is removed as it is read (`take`): from then on
-only the next clean stop can make the two match again. A folder is trusted only where they do.
+A checkpoint writes a new folder, `<parent>/<token>/`, syncs its files and the folder, and only then does the tier
+record the token (`derived_saved`); the folder of the checkpoint before stays until that record is in, so a crash at
+any moment leaves the tier holding a token whose folder is whole. A folder is trusted only where the tier holds its
+token; the others are removed once a later record is in (`prune`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-
-TOKEN_FILE = "token"  # written last into a kept folder
 
 
 def fsync(paths: list[Path]) -> None:
@@ -32,24 +30,37 @@ def new_token() -> str:
     return uuid.uuid4().hex
 
 
-def write_folder(folder: Path, write: Callable[[Path], None]) -> str:
-    """Make `folder` afresh with what `write` puts in it, synced, then its token; returns the token."""
-    (folder / TOKEN_FILE).unlink(missing_ok=True)  # the old files no longer match what is about to be written
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    write(folder)
+def write_folder(parent: Path, write: Callable[[Path], None]) -> str:
+    """Make a folder in `parent` holding what `write` puts in it, synced; returns its token (its name)."""
     token = new_token()
-    fsync(sorted(folder.iterdir()))  # the token goes down only after the files it vouches for
-    (folder / TOKEN_FILE).write_text(token)
-    fsync([folder / TOKEN_FILE, folder])
+    folder = parent / token
+    folder.mkdir(parents=True)
+    try:
+        write(folder)
+        fsync([*sorted(folder.iterdir()), folder, parent])
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return token
 
 
-def take(folder: Path, token: str | None) -> bool:
-    """Whether `folder` was written with `token` (the tier's); its token file goes either way, since the folder
-    matches the tier only until the tier's next write. OSError if the token file cannot be read or removed."""
-    mark = folder / TOKEN_FILE
-    saved = mark.read_text().strip() if mark.exists() else None
-    mark.unlink(missing_ok=True)
-    return token is not None and saved == token
+def folder(parent: Path, token: str | None) -> Path | None:
+    """The folder saved with `token` (the tier's), or None when there is none."""
+    if token is None or not token.isalnum():
+        return None
+    found = parent / token
+    return found if found.is_dir() else None
+
+
+def prune(parent: Path, token: str | None) -> None:
+    """Remove everything in `parent` but the folder saved with `token`: older checkpoints, and halves of ones a
+    crash interrupted."""
+    if not parent.is_dir():
+        return
+    for entry in parent.iterdir():
+        if entry.name == token:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)

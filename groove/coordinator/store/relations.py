@@ -212,9 +212,14 @@ HASHES = Relation(
 )
 ARCHIVED = Relation("archived", "learning_id: String => archived_at: Int, reason: String")
 MAINTENANCE = Relation("maintenance", "name: String => at: Int")
-# Which saved derived index (`search/saved.py`: "keywords", "vectors") matches this tier: the token its files were
-# saved with at the last clean stop. Removed as the tier opens, so only a clean stop's save can match again.
-DERIVED_SAVED = Relation("derived_saved", "name: String => token: String, saved_at: Int")
+# Which saved derived index (`search/saved.py`: "keywords", "vectors", "counts") matches this tier: the token its
+# files were saved with at the last checkpoint, and the last entry of `derived_log` they hold (`through`).
+DERIVED_SAVED = Relation("derived_saved", "name: String => token: String, through: Int, saved_at: Int")
+# The learnings whose derived entries (keyword entry, vector, content hash) each commit may have changed, as a JSON
+# list, and how many learnings it added less those it removed: written in the commit's own transaction, so a start
+# after a crash brings saved indexes up to date from the entries past their `through` instead of rebuilding them.
+# Entries a checkpoint holds are removed once it is recorded.
+DERIVED_LOG = Relation("derived_log", "seq: Int => ids_json: String, delta: Int, at: Int")
 REVIEWS = Relation(
     "pending_reviews",
     "review_id: String => status: String, learning_json: String, from_tier: String, from_id: String, "
@@ -290,6 +295,7 @@ ALL = (
     ARCHIVED,
     MAINTENANCE,
     DERIVED_SAVED,
+    DERIVED_LOG,
     REVIEWS,
     REJECTIONS,
     MEMORIES,

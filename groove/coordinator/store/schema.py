@@ -23,6 +23,7 @@ from groove.coordinator.store.relations import (
     ARTIFACTS,
     CHECKPOINTS,
     DECISIONS,
+    DERIVED_LOG,
     DERIVED_SAVED,
     EMBEDDINGS,
     HASHES,
@@ -98,6 +99,19 @@ def _digest_column(db: Client) -> None:
 _EMBEDDINGS_V1 = Relation(EMBEDDINGS.name, "learning_id: String => embedding: <F32; 384>")
 _NOTE_EMBEDDINGS_V1 = Relation(NOTE_EMBEDDINGS.name, "note_id: String => embedding: <F32; 384>")
 _REBUILD_PAGE = 5000  # vectors copied per query (as lists of floats, about 46 MB of them)
+
+
+# derived_saved as migration 15 made it, before each token said how far into derived_log it holds (migration 16)
+_DERIVED_SAVED_V15 = Relation(DERIVED_SAVED.name, "name: String => token: String, saved_at: Int")
+
+
+def _tokens_through(db: Client) -> None:
+    """derived_saved made again with `through`: its tokens go (a migrated tier trusts none of them anyway)."""
+    if DERIVED_SAVED.name in {row[0] for row in db.run("::relations")["rows"]}:  # not when stopped halfway
+        if "through" in {row[0] for row in db.run(f"::columns {DERIVED_SAVED.name}")["rows"]}:
+            return
+        db.run(f"::remove {DERIVED_SAVED.name}")
+    db.run(DERIVED_SAVED.create())
 
 
 def _vectors_as_bytes(db: Client) -> None:
@@ -220,7 +234,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         15,
         "derived indexes saved at a clean stop, and the token that says they match this tier",
-        (Step.create(DERIVED_SAVED),),
+        (Step(DERIVED_SAVED.name, _DERIVED_SAVED_V15.create()),),
+    ),
+    Migration(
+        16,
+        "derived indexes checkpointed while serving: a log of what each commit changed, and how far an index holds it",
+        (Step.create(DERIVED_LOG),),
+        backfill=_tokens_through,
     ),
 )
 

@@ -6,8 +6,8 @@ On-disk layout under the data directory (documented in docs/concepts.md):
     <data>/user/                   the user tier
     <data>/projects/<slug>-<hash>/ one project tier; <hash> is the first 16 hex digits of sha256(root)
     <data>/enterprises/<org>/      one enterprise tier
-    each tier directory holds tier.json ({"tier": "<name>"}), db/ (the RocksDB files) and, after a clean
-    stop, derived-counts/ (its count and content hashes, here) and derived-vectors/ (search/saved.py)
+    each tier directory holds tier.json ({"tier": "<name>"}), db/ (the RocksDB files) and, once checkpointed,
+    derived-counts/<token>/ (its count and content hashes, here) and derived-vectors/<token>/ (search/saved.py)
 """
 
 from __future__ import annotations
@@ -25,11 +25,10 @@ from typing import Any
 
 from pycozo.client import Client
 
-from groove.coordinator.errors import DiskFault, StorageError
-from groove.coordinator.store import kept
+from groove.coordinator.errors import StorageError
+from groove.coordinator.store import journal, kept
 from groove.coordinator.store.faults import Faults
 from groove.coordinator.store.hashfilter import HashFilter
-from groove.coordinator.store.relations import DERIVED_SAVED
 from groove.coordinator.store.schema import ensure_schema
 from groove.protocol import constants as C
 
@@ -37,8 +36,9 @@ log = logging.getLogger(__name__)
 
 TIER_FILE = "tier.json"
 DB_DIR = "db"
-COUNTS, COUNTS_DIR = "counts", "derived-counts"  # a tier's count and content hashes, kept across a clean stop
+COUNTS, COUNTS_DIR = "counts", "derived-counts"  # a tier's count and content hashes, kept by checkpoints
 _LEARNINGS_FILE = "learnings"  # in COUNTS_DIR: the count
+_HASHES_OF = "?[hash] := id in $ids, *learning_hashes{learning_id: id, hash}"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 # RocksDB's options for every tier: CozoDB's own, but for the write buffer. RocksDB's default (64 MiB, two, and as
 # much again kept for conflict checks) let each tier hold ~192 MiB of memtables, and there is a tier per project.
@@ -113,16 +113,15 @@ class Tier:
         self._users = 0
         self.last_used = time.monotonic()
         self.reopened = 0  # times its RocksDB was opened again after a release
-        # its saved indexes' tokens could not be removed as it opened: its writes wait until they are
-        self.tokens_left = False
         db = self._connect()
         self.db: Client | None = db
         try:
             self.migrated = ensure_schema(db, snapshot_dir=path)
-            # index name -> token of what a clean stop saved for this tier; a migration may have changed what
-            # they were derived from
-            tokens = self._tokens()
-            self._saved = {} if self.migrated else tokens
+            # index name -> (token, last log entry held) of what the last checkpoint saved for this tier; a
+            # migration may have changed what they were derived from
+            self.recorded: journal.Saved = {} if self.migrated else journal.held_tokens(self.run)
+            self.journal_seq = journal.last_seq(self.run, self.recorded)  # the writer's: the last entry's number
+            self._saved = dict(self.recorded)
             kept_counts = self._kept_counts(self._saved.pop(COUNTS, None))
             self.counts_kept = kept_counts is not None  # else counted: 12-17 µs a learning, seconds at 150,000
             if kept_counts is None:
@@ -144,65 +143,50 @@ class Tier:
         except Exception as exc:  # pycozo raises bare exceptions; say which tier and why
             raise StorageError(f"cannot open tier {self.name!r} at {self.path}: {one_line(exc)}") from None
 
-    def _tokens(self) -> dict[str, str]:
-        """The tokens this tier holds, removed from it (before any write can reach it): nothing when they cannot
-        be read or removed, and so a rebuild of what they vouched for, never a guess. Tokens left in it would
-        vouch for the saved files after writes they do not hold, should the next stop be a crash: so until
-        they are gone, `clear_tokens` refuses its writes."""
-        name = DERIVED_SAVED.name
-        try:
-            held = dict(self.run(f"?[name, token] := *{name}{{name, token}}"))
-            if held:
-                self._remove_tokens()
-        except (StorageError, DiskFault) as exc:
-            log.warning(
-                "tier %s: its saved indexes cannot be checked (%s); rebuilding them, its writes refused until "
-                "their tokens are removed",
-                self.name,
-                exc,
-            )
-            self.tokens_left = True
-            return {}
-        return held
-
-    def clear_tokens(self) -> None:
-        """Before a write: remove the tokens that could not be removed as the tier opened. Raises StorageError,
-        or the tier's DiskFault, while they still cannot be (the write is refused with it)."""
-        if self.tokens_left:
-            self._remove_tokens()
-            self.tokens_left = False
-            log.info("tier %s: the tokens of its saved indexes are removed; it takes writes again", self.name)
-
-    def _remove_tokens(self) -> None:
-        name = DERIVED_SAVED.name
-        self.run(f"?[name] := *{name}{{name}} :rm {name} {{name}}")
-
-    def take_saved(self) -> dict[str, str]:
-        """The tokens of the derived indexes a clean stop saved for this tier as it last stopped (index name ->
-        token), once: a later call (a reindex) gets none."""
+    def take_saved(self) -> journal.Saved:
+        """What the last checkpoint saved of this tier's derived indexes (index name -> token, last log entry
+        held), once: a later call (a reindex) gets none."""
         saved, self._saved = self._saved, {}
         return saved
 
-    def _kept_counts(self, token: str | None) -> tuple[int, HashFilter] | None:
-        """The count and content hashes the clean stop saved with `token`, or None: then they are counted."""
-        folder = self.path / COUNTS_DIR
+    def next_entry(self) -> int:
+        """The number of this tier's next log entry (the writer's, as it prepares a commit)."""
+        self.journal_seq += 1
+        return self.journal_seq
+
+    def _kept_counts(self, saved: tuple[str, int] | None) -> tuple[int, HashFilter] | None:
+        """The count and content hashes the last checkpoint saved, brought up to date from the log entries past
+        it; None when there are none to load: then they are counted."""
+        parent = self.path / COUNTS_DIR
+        token, through = saved if saved is not None else (None, 0)
+        kept.prune(parent, token)  # checkpoints a crash interrupted, and older ones
+        folder = kept.folder(parent, token)
+        if folder is None:
+            return None
         try:
-            if not kept.take(folder, token):
-                return None
-            return int((folder / _LEARNINGS_FILE).read_text()), HashFilter.load(folder)
+            learnings, hashes = int((folder / _LEARNINGS_FILE).read_text()), HashFilter.load(folder)
         except (OSError, ValueError) as exc:
             log.warning("tier %s: its saved counts cannot be loaded (%s); counting again", self.name, exc)
             return None
+        ids, delta = journal.since(self.run, through)
+        if ids:
+            hashes.add(row[0] for row in self.run(_HASHES_OF, {"ids": ids}))
+        return learnings + delta, hashes
 
-    def save_counts(self) -> str:
-        """At a clean stop, once nothing writes: save the count and content hashes; the token they were saved
-        with (to record in the tier with the derived indexes' own)."""
+    def counts_now(self) -> tuple[int, HashFilter, int]:
+        """The count, a copy of the content hashes and the last log entry they include (call with the writer
+        held: they are its)."""
+        return self.learnings, self.content_hashes.frozen(), self.journal_seq
+
+    def save_counts(self, counts: tuple[int, HashFilter, int]) -> tuple[str, int]:
+        """Save counts from `counts_now`; the token they were saved with and the log entry they hold."""
+        learnings, hashes, through = counts
 
         def write(folder: Path) -> None:
-            (folder / _LEARNINGS_FILE).write_text(str(self.learnings))
-            self.content_hashes.save(folder)
+            (folder / _LEARNINGS_FILE).write_text(str(learnings))
+            hashes.save(folder)
 
-        return kept.write_folder(self.path / COUNTS_DIR, write)
+        return kept.write_folder(self.path / COUNTS_DIR, write), through
 
     @contextmanager
     def using(self) -> Iterator[Client]:

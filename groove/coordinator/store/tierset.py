@@ -85,10 +85,6 @@ class TierSet:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
 
-    def crashed(self) -> bool:
-        """Whether the previous coordinator on this data dir did not stop cleanly (call with the lock held)."""
-        return (self.data_dir / RUNNING_MARKER).exists()
-
     def mark_running(self) -> str | None:
         """Mark the data dir as served by this process (call with the lock held); returns what the marker of a
         previous coordinator that did not stop cleanly said, or None if it stopped cleanly."""

@@ -17,6 +17,7 @@ from groove.coordinator.search.lexical import index_text
 from groove.coordinator.store.relations import (
     APPLIED,
     ARCHIVED,
+    DERIVED_LOG,
     EMBEDDINGS,
     HASHES,
     INJECTION_TASKS,
@@ -36,9 +37,9 @@ from groove.coordinator.write.tierwrite import TierWrite
 from groove.protocol.constants import RELATION_SUPERSEDES
 
 
-def script(w: TierWrite, built: Sequence[Built] = ()) -> tuple[str, dict[str, Any]]:
+def script(w: TierWrite, built: Sequence[Built] = (), journal: list[Any] | None = None) -> tuple[str, dict[str, Any]]:
     """The transaction: every block of the final state plus the applied request ids, with the rows of the puts
-    built outside the writer (`built.py`) joined to their relations' blocks."""
+    built outside the writer (`built.py`) joined to their relations' blocks, and its derived log entry."""
     blocks: list[str] = []
     params: dict[str, Any] = {}
 
@@ -85,6 +86,8 @@ def script(w: TierWrite, built: Sequence[Built] = ()) -> tuple[str, dict[str, An
     if w.board is not None:
         for relation, rows in w.board.take_dirty():
             add(relation.put(relation.name), relation.name, rows)
+    if journal is not None:
+        add(DERIVED_LOG.put("journal"), "journal", [journal])
     # :insert, not :put: the transaction fails if a request id was applied before, and nothing commits
     add(APPLIED.put("applied", verb="insert"), "applied", w.applied + [put.applied for put in built])
     return "\n".join(blocks), params
@@ -96,9 +99,17 @@ def changes(w: TierWrite) -> tuple[list[str], list[str]]:
     return sorted(now_exist - w.existed), sorted(w.existed - now_exist)
 
 
-def derived_changes(w: TierWrite, built: Sequence[Built] = ()) -> DerivedChanges:
+def journal_ids(w: TierWrite, built: Sequence[Built] = ()) -> list[str]:
+    """The learnings whose keyword entry, vector or content hash this commit may change (its derived log entry)."""
+    touched = dict.fromkeys([*w.texts, *w.vectors, *w.hashes_put])
+    touched.update((lid, None) for lid, created in w.created.items() if created is None)
+    touched.update((lid, None) for put in built for lid in put.ids)
+    return list(touched)
+
+
+def derived_changes(w: TierWrite, built: Sequence[Built] = (), seq: int = 0) -> DerivedChanges:
     """What the keyword and vector indexes, the row cache and the in-memory maps must take from this commit (the
-    built puts' learnings are new: no cached row or stored vector of theirs to drop)."""
+    built puts' learnings are new: no cached row or stored vector of theirs to drop); `seq` is its log entry."""
     deleted = [lid for lid, created in w.created.items() if created is None]
     texts = [*w.texts.items(), *((lid, text) for put in built for lid, text, _ in put.texts)]
     return DerivedChanges(
@@ -120,4 +131,5 @@ def derived_changes(w: TierWrite, built: Sequence[Built] = ()) -> DerivedChanges
         note_vectors=list(w.note_vectors.items()),
         tasks=[(iid, vector) for iid, vector, _ in w.task_vectors],
         ratings=[(lid, outcome, iid, at) for lid, at, _, outcome, iid, _ in w.outcome_log],
+        seq=seq,
     )

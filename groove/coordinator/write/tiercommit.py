@@ -19,6 +19,7 @@ from typing import Any
 from groove.coordinator.board.directory import Boards
 from groove.coordinator.board.state import Board
 from groove.coordinator.errors import DiskFault, Rejected, StorageError, reused_id
+from groove.coordinator.store import journal
 from groove.coordinator.store.faults import Faults, probe
 from groove.coordinator.store.relations import HASHES
 from groove.coordinator.store.tiers import Tier
@@ -26,7 +27,7 @@ from groove.coordinator.store.tierset import TierSet
 from groove.coordinator.write.batches import Landed
 from groove.coordinator.write.ops import WriteItem, unbuild
 from groove.coordinator.write.parts import BoardPart
-from groove.coordinator.write.render import changes, derived_changes, script
+from groove.coordinator.write.render import changes, derived_changes, journal_ids, script
 from groove.coordinator.write.tierwrite import TierWrite
 from groove.protocol.errors import ErrorCode
 
@@ -49,6 +50,9 @@ class _Prepared:
     text: str
     params: dict[str, Any]
     joined: list[WriteItem]  # puts built outside the writer (write/built.py), their rows joined to the transaction
+    added: list[str]  # learnings it makes
+    removed: list[str]  # ... and removes
+    seq: int  # its derived log entry (0: none, it changes no learning's derived data)
 
 
 def _run(prepared: _Prepared) -> StorageError | DiskFault | None:
@@ -165,7 +169,6 @@ class TierCommitter:
         parts = [item.parts[tier_name] for item in live]
         board = self.boards.get(tier) if any(isinstance(part, BoardPart) for part in parts) else None
         try:
-            tier.clear_tokens()  # a write must never sit beside tokens that vouch for what was saved before it
             write = TierWrite(tier, parts, now, board)  # reads what the batch touches
         except (StorageError, DiskFault):
             if not self._disk_fault(tier, live + joined):
@@ -179,11 +182,16 @@ class TierCommitter:
             except Rejected as exc:
                 results.append((item, exc))
         built = [item.built for item in joined if item.built is not None]
-        text, params = script(write, built)
+        added, removed = changes(write)
+        added += [lid for put in built for lid in put.ids]
+        touched = journal_ids(write, built)
+        seq = tier.next_entry() if touched else 0  # its derived log entry: what a start after a crash reads again
+        entry = journal.entry(seq, touched, len(added) - len(removed), now) if seq else None
+        text, params = script(write, built, entry)
         # before the transaction runs: a later batch must look up what this one may store
         tier.content_hashes.add(row[_HASH] for row in write.hashes_put.values())
         tier.content_hashes.add(row[_HASH] for put in built for row in put.hashes)
-        return _Prepared(tier, live, write, board, results, text, params, joined)
+        return _Prepared(tier, live, write, board, results, text, params, joined, added, removed, seq)
 
     def _land(self, prepared: _Prepared, failure: StorageError | DiskFault | None, now: int, landed: Landed) -> None:
         """After a tier's transaction ran: its replies and what the acker must know, or, when it failed, the
@@ -227,13 +235,12 @@ class TierCommitter:
         if board is not None:
             board.publish()
         self.faults.committed(tier_name)
-        added, removed = changes(write)
+        added, removed = prepared.added, prepared.removed
         built = [item.built for item in prepared.joined if item.built is not None]
-        added += [lid for put in built for lid in put.ids]
         tier.learnings += len(added) - len(removed)
         landed.located.update(dict.fromkeys(added, tier_name))  # the location cache: once every tier is done
         landed.removed += removed
-        landed.changes.append((tier_name, derived_changes(write, built)))
+        landed.changes.append((tier_name, derived_changes(write, built, prepared.seq)))
         for item in prepared.joined:
             item.replies[tier_name] = {}  # its ack was built with it
         # A request refused now may have been applied before a crash (a resent task.complete finds its task

@@ -1,0 +1,54 @@
+"""The thread that checkpoints derived indexes while the coordinator serves (`saved.py`), so that a start after a
+crash reads again only what was committed since the last checkpoint, not every learning.
+
+A tier is checkpointed once `CHANGED` of its learnings changed since its last checkpoint, or `every_s` after the
+last one when fewer did; never while nothing changed. A start after a crash then reads again at most a few thousand
+learnings a tier (a graph insert costs about a millisecond at 300,000 vectors here: seconds, not the minutes of a
+rebuild), or what `every_s` of a slow trickle wrote. Each checkpoint writes the tier's whole vector index (0.15 s
+and 140 MB at 143,000 vectors): so not more often.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from groove.coordinator.search.derived import Derived
+from groove.coordinator.search.saved import Held
+
+log = logging.getLogger(__name__)
+
+CHANGED = 5_000  # learnings changed in a tier since its last checkpoint that make it due at once
+LOOK_S = 5.0  # how often the tiers are looked at
+
+
+class Checkpoints:
+    """Checkpoints the tiers that are due, on a thread of its own, until `stop` is set (0 `every_s`: never; a
+    clean stop checkpoints what changed all the same)."""
+
+    def __init__(self, derived: Derived, held: Held, every_s: float, stop: threading.Event) -> None:
+        self.derived = derived
+        self.held = held
+        self.every_s = every_s
+        self.stop = stop
+        self.done = 0  # checkpoints made while serving
+
+    def run_once(self, now: float) -> list[str]:
+        """Checkpoint the tiers due now; returns their names."""
+        due = self.derived.due(now, self.every_s, CHANGED)
+        if due:
+            self.derived.checkpoint(self.held, due)
+            self.done += 1
+        return due
+
+    def start(self) -> None:
+        if self.every_s > 0:
+            threading.Thread(target=self._run, name="groove-checkpoints", daemon=True).start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(LOOK_S):
+            try:
+                self.run_once(time.monotonic())
+            except Exception:  # derived data: the last checkpoint stays, and the log past it
+                log.exception("checkpointing derived indexes failed")
