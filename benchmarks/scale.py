@@ -1,7 +1,9 @@
 """A year of a team's learnings: as one coordinator fills to each mark, its process tree's RSS, the data dir's
 size, and search latency by words and by meaning; then, at each mark, a stop (SIGTERM) and a start on the same
 data, timed to serving, to every tier's newest learning findable by its words and by its vector, and to settled
-(no graph build running, nothing waiting to be embedded).
+(no graph build running, nothing waiting to be embedded); then a crash: a burst of writes (`--crash-burst`, fewer
+than make a tier due for a checkpoint, so the start reads them all again from the derived log), kill -9, and a
+start timed the same way.
 
     python -m benchmarks.scale --marks 100000,300000,1000000
 
@@ -139,6 +141,19 @@ def _finds(client: GrooveClient, probes: dict[str, tuple[str, str, list[float]]]
 def restart(data: Path, proc: Any, probes: dict[str, tuple[str, str, list[float]]]) -> tuple[dict[str, Any], Any]:
     """Stop the coordinator and start it again on `data`: seconds to serving, to every probe found, to settled."""
     stop_process(proc, grace=600)
+    return timed_start(data, probes)
+
+
+def crash(data: Path, proc: Any, filler: Filler, burst: int) -> tuple[dict[str, Any], Any]:
+    """Write `burst` more learnings, kill the coordinator with -9 and start it again, timed as `restart`."""
+    filler.to(filler.done + burst)
+    proc.kill()
+    proc.wait()
+    return timed_start(data, filler.probes)
+
+
+def timed_start(data: Path, probes: dict[str, tuple[str, str, list[float]]]) -> tuple[dict[str, Any], Any]:
+    """Start a coordinator on `data`: seconds to serving, to every probe found, to settled."""
     started = time.perf_counter()
     proc, endpoint = start_coordinator(data, _SERVE, poll_s=0.01)
     serving = time.perf_counter() - started
@@ -153,8 +168,10 @@ def restart(data: Path, proc: Any, probes: dict[str, tuple[str, str, list[float]
 
         poll(settled, _FINDABLE_S)
         done = time.perf_counter() - started
-        memory = client.stats().memory_mb
+        stats = client.stats()
+        memory = stats.memory_mb
     figures: dict[str, Any] = {"serving_s": round(serving, 2), "findable_s": findable and round(findable, 2)}
+    figures["index_loads"] = stats.index_loads  # kept (and how many learnings read again from the log) or rebuilt
     figures["settled_s"] = round(done, 2)
     figures["rss_mb_settled"] = round(ProcessTree(proc.pid).rss_mb(), 1)
     figures["memory_mb"] = memory
@@ -169,7 +186,14 @@ def _disk_mb(data: Path) -> float:
 @click.option("--marks", default="100000,300000,1000000", show_default=True, help="Learnings at each measurement.")
 @click.option("--threads", type=click.IntRange(1), default=3, show_default=True, help="Writer threads filling it.")
 @click.option("--restarts/--no-restarts", default=True, show_default=True, help="Stop and start at each mark.")
-def main(marks: str, threads: int, restarts: bool) -> None:
+@click.option(
+    "--crash-burst",
+    type=click.IntRange(0),
+    default=4000,
+    show_default=True,
+    help="Learnings written after the restart at each mark, then kill -9 and a start (0: no crash).",
+)
+def main(marks: str, threads: int, restarts: bool, crash_burst: int) -> None:
     """Fill a coordinator to each mark; measure memory, disk, searches and a restart there."""
     try:
         wanted = sorted({int(m.replace("_", "")) for m in marks.split(",")})
@@ -185,9 +209,9 @@ def main(marks: str, threads: int, restarts: bool) -> None:
         try:
             filler = Filler(endpoint, corpus, threads)
             for mark in wanted:
-                started = time.perf_counter()
-                filler.to(mark)
-                rate = (mark - rows[-1]["learnings"] if rows else mark) / (time.perf_counter() - started)
+                started, before = time.perf_counter(), filler.done
+                filler.to(mark)  # the crash's burst at the mark before counts towards it
+                rate = (filler.done - before) / (time.perf_counter() - started)
                 row: dict[str, Any] = {"learnings": filler.done, "fill_per_s": round(rate)}
                 row["rss_mb"] = round(ProcessTree(proc.pid).rss_mb(), 1)
                 with GrooveClient(endpoint, timeout=60) as client:
@@ -197,6 +221,10 @@ def main(marks: str, threads: int, restarts: bool) -> None:
                     figures, (proc, endpoint) = restart(data, proc, filler.probes)
                     filler.endpoint = endpoint
                     row["restart"] = figures
+                if crash_burst:
+                    figures, (proc, endpoint) = crash(data, proc, filler, crash_burst)
+                    filler.endpoint = endpoint
+                    row["crash"] = figures
                 row["disk_mb"] = _disk_mb(data)
                 rows.append(row)
                 click.echo(f"  {json.dumps(row)}", err=True)
@@ -204,7 +232,15 @@ def main(marks: str, threads: int, restarts: bool) -> None:
             stop_process(proc, grace=600)
     click.echo(
         table(
-            ("learnings", "RSS MB", "disk MB", "words p50/p99 ms", "meaning p50/p99 ms", "serving/findable/settled s"),
+            (
+                "learnings",
+                "RSS MB",
+                "disk MB",
+                "words p50/p99 ms",
+                "meaning p50/p99 ms",
+                "restart: serving/findable/settled s",
+                "after a crash",
+            ),
             [
                 (
                     r["learnings"],
@@ -212,9 +248,12 @@ def main(marks: str, threads: int, restarts: bool) -> None:
                     r["disk_mb"],
                     f"{r['words_ms']['p50_ms']:.1f} / {r['words_ms']['p99_ms']:.1f}",
                     f"{r['meaning_ms']['p50_ms']:.1f} / {r['meaning_ms']['p99_ms']:.1f}",
-                    " / ".join(str(r["restart"][k]) for k in ("serving_s", "findable_s", "settled_s"))
-                    if "restart" in r
-                    else "-",
+                    *(
+                        " / ".join(str(r[kind][k]) for k in ("serving_s", "findable_s", "settled_s"))
+                        if kind in r
+                        else "-"
+                        for kind in ("restart", "crash")
+                    ),
                 )
                 for r in rows
             ],

@@ -33,8 +33,8 @@ def test_the_soak_memory_chart_is_drawn_from_its_data_and_cannot_drift(tmp_path:
     assert "RocksDB (estimated)" in drawn.read_text()
 
 
-def test_the_scale_benchmark_fills_to_each_mark_and_finds_every_probe_after_each_restart() -> None:
-    _, result = benchmark("scale", "--marks", "300,600", "--threads", "2")
+def test_the_scale_benchmark_fills_to_each_mark_and_finds_every_probe_after_each_restart_and_crash() -> None:
+    _, result = benchmark("scale", "--marks", "300,600", "--threads", "2", "--crash-burst", "100")
     assert [m["learnings"] for m in result["marks"]] == [300, 600]
     for mark in result["marks"]:
         assert mark["rss_mb"] > 0
@@ -42,9 +42,9 @@ def test_the_scale_benchmark_fills_to_each_mark_and_finds_every_probe_after_each
         assert mark["memory_mb"]["vectors"] > 0
         assert 0 < mark["words_ms"]["p50_ms"] <= mark["words_ms"]["p99_ms"]
         assert 0 < mark["meaning_ms"]["p50_ms"] <= mark["meaning_ms"]["p99_ms"]
-        restart = mark["restart"]
-        assert restart["findable_s"] is not None  # every tier's newest learning, by its words and by its vector
-        assert 0 < restart["serving_s"] <= restart["findable_s"] <= restart["settled_s"]
+        for restart in (mark["restart"], mark["crash"]):
+            assert restart["findable_s"] is not None  # every tier's newest learning, by its words and by its vector
+            assert 0 < restart["serving_s"] <= restart["findable_s"] <= restart["settled_s"]
 
 
 def test_the_scale_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """Derived data: the keyword index, one vector index per tier, the notes' indexes, and the embedding queue that
 feeds them.
 
-CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are loaded as the last clean
-stop saved them where the tier says they still match (`saved.py`), else rebuilt from `learning` and
-`learning_embeddings`; learnings without an embedding are queued for the worker. After
+CozoDB stays the source of truth. When a tier opens, its keyword entries and vectors are loaded as the last
+checkpoint saved them and brought up to date from the tier's derived log (`saved.py`), else rebuilt from `learning`
+and `learning_embeddings`; learnings without an embedding are queued for the worker. A thread checkpoints them while
+serving (`checkpoints.py`). After
 each batch the batcher reports what its commits changed (`after_batch`) before the acks go out: keyword entries
 are staged, and written once the acks are out (`settle`) or by the next search, whichever comes first; new texts
 go to the embedding queue, which the embedding pool (`embedpool.py`, worker processes) drains in batches, handing
@@ -46,7 +47,7 @@ _PROGRESS_EVERY = 20_000  # vectors between progress lines while a large tier lo
 # they like: past this bound new entries are not queued, and once the queue drains the worker looks up the
 # learnings still without a vector in CozoDB. Memory stays bounded and nothing is forgotten.
 _QUEUE_LIMIT = 50_000
-KEYWORD_FILE = "keywords.sqlite"  # in the data dir: the learnings' keyword index (kept across a clean stop)
+KEYWORD_FILE = "keywords.sqlite"  # in the data dir: the learnings' keyword index (kept by checkpoints)
 
 
 class Derived:
@@ -94,8 +95,9 @@ class Derived:
     # --- loading and change tracking ---------------------------------------------------------------
 
     def load_tier(self, tier: Tier) -> None:
-        """Load a tier's keyword entries and vectors as a clean stop saved them where the tier says they match it,
-        else rebuild them from CozoDB; queue learnings lacking a vector."""
+        """Load a tier's keyword entries and vectors as the last checkpoint saved them where the tier holds their
+        tokens, brought up to date from its derived log, else rebuild them from CozoDB; queue learnings lacking a
+        vector."""
         started = time.monotonic()
         self._generation[tier.name] = self._generation.get(tier.name, 0) + 1  # a checkpoint meanwhile: unrecorded
         self._half.add(tier.name)
@@ -396,7 +398,7 @@ class Derived:
 
 
 def _how(words: bool, vectors: bool) -> str:
-    """What `stats.index_loads` says of a tier opened: which of its indexes were kept from the last clean stop."""
+    """What `stats.index_loads` says of a tier opened: which of its indexes were kept from the last checkpoint."""
     if words and vectors:
         return "kept"
     if words or vectors:

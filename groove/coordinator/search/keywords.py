@@ -42,7 +42,8 @@ _AUTOMERGE = 8
 # NORMAL, not OFF: in WAL mode it syncs only as the log is copied into the file, and an OS crash can then lose the
 # last transactions (the log past a checkpoint, read again from the tiers' derived logs), never damage the file
 _FILE_PRAGMAS = f"PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -{_CACHE_KIB};"
-# doc: each text's id and label; label: each tier's (or memory's) number, and the token of a clean stop's save
+# doc: each text's id and label; label: each tier's (or memory's) number, and the token its entries were checkpointed
+# with (none once they are dropped)
 _SCHEMA = """
 CREATE TABLE doc (lid TEXT PRIMARY KEY, label INTEGER NOT NULL);
 CREATE INDEX doc_label ON doc (label);

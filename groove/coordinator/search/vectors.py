@@ -1,4 +1,4 @@
-"""The in-memory vector index of one tier: derived from `learning_embeddings`, saved at a clean stop
+"""The in-memory vector index of one tier: derived from `learning_embeddings`, saved at each checkpoint
 (`search/saved.py`) and loaded at the next start, rebuilt otherwise.
 
 Small tiers are searched exactly (one matrix product, recall 1.0: ≈ 0.9 ms at 10k vectors here on one
