@@ -42,6 +42,8 @@ _HNSW_EF_CONSTRUCTION = 100
 _HNSW_EF_MIN = 64
 # A background build leaves one core to serving: on 2 cores, a build on both made searches 3x slower.
 _BUILD_THREADS = max(1, (os.cpu_count() or 2) - 1)
+# A tier catching up from its derived log as it opens: what its first requests wait for, so every core
+CATCH_UP_THREADS = os.cpu_count() or 1
 _REPLAY_UNDER_LOCK = 2000  # rows changed during a build that are replayed while searches wait
 _NEIGHBOUR_CHUNK = 8  # learnings compared per hold of the lock
 _LOOKUP_CHUNK = 4096  # ids looked up per hold of the lock
@@ -140,8 +142,8 @@ class VectorIndex:
             builder.join(timeout)
         return self._dirty is None
 
-    def upsert(self, ids: list[str], vectors: Vectors) -> None:
-        """Add or replace the vectors of these (distinct) learnings."""
+    def upsert(self, ids: list[str], vectors: Vectors, threads: int = _BUILD_THREADS) -> None:
+        """Add or replace the vectors of these (distinct) learnings (`threads`: a graph's inserts side by side)."""
         with self._lock:
             rows, new_rows, new_ids, next_row = [], [], [], self._ids.rows
             for lid, held in zip(ids, self._ids.rows_of(ids), strict=True):
@@ -156,7 +158,7 @@ class VectorIndex:
                 rows.append(row)
             self._ids.put_many(new_rows, new_ids)
             if self._hnsw is not None:
-                _put(self._hnsw, vectors, rows, threads=_BUILD_THREADS)
+                _put(self._hnsw, vectors, rows, threads=threads)
                 return
             matrix = self._matrix
             assert matrix is not None  # the exact regime's
