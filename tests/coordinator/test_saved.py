@@ -6,12 +6,14 @@ tests/integration/test_saved_indexes.py)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from groove.coordinator.search import saved
+from groove.coordinator.search import checkpoints, saved
 from groove.coordinator.search.derived import Derived
 from groove.coordinator.search.saved import VECTOR_DIR
 from groove.coordinator.store import journal
@@ -95,6 +97,27 @@ def test_a_start_after_a_crash_loads_the_checkpoint_and_reads_again_only_what_ca
     h = Harness(data, derived=derived)
     assert derived.loads[C.TIER_USER] == "kept"  # nothing since: nothing read again
     assert _words(derived, "gamma") == [gamma]
+    assert derived.due(0.0, 0.0, 0) == []  # nor anything to checkpoint again
+    h.tiers.close()
+
+
+def test_a_tier_is_due_once_enough_learnings_changed_or_enough_time_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    monkeypatch.setattr(checkpoints, "CHANGED", 3)
+    thread = checkpoints.Checkpoints(derived, h.batcher.held, every_s=60.0, stop=threading.Event())
+    opened = time.monotonic()
+    _put(h, "alpha", 1)
+    assert thread.run_once(opened) == []  # one change, and no time: not yet
+    assert thread.run_once(opened + 61.0) == [C.TIER_USER]  # a trickle is checkpointed all the same
+    assert thread.run_once(opened + 200.0) == []  # nothing changed since
+    for seed in range(2, 5):
+        _put(h, f"word{seed}", seed)
+    assert thread.run_once(time.monotonic()) == [C.TIER_USER]  # three changed: at once
+    assert h.tiers.open_user().recorded[saved.VECTORS][1] == h.tiers.open_user().journal_seq
     h.tiers.close()
 
 

@@ -36,7 +36,13 @@ class Checkpoints:
 
     def run_once(self, now: float) -> list[str]:
         """Checkpoint the tiers due now; returns their names."""
-        due = self.derived.due(now, self.every_s, CHANGED)
+        vectors = self.derived.vectors
+        # a graph being built cannot be saved yet: its tier waits, rather than saving the rest again and again
+        due = [
+            name
+            for name in self.derived.due(now, self.every_s, CHANGED)
+            if (index := vectors.get(name)) is None or index.state != "building"
+        ]
         if due:
             self.derived.checkpoint(self.held, due)
             self.done += 1

@@ -35,7 +35,7 @@ from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
 from groove.coordinator.store.records import blob_vectors
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
-from groove.coordinator.store.tiers import COUNTS, Tier
+from groove.coordinator.store.tiers import Tier
 from groove.protocol.constants import RELATION_SUPERSEDES
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,7 @@ class Derived:
         self._unsaved: dict[str, int] = {}
         self._checkpoint_at: dict[str, float] = {}
         self._generation: dict[str, int] = {}  # loads of each tier so far
+        self._checkpointing = threading.Lock()  # one checkpoint at a time: the stop's waits for the thread's
 
     # --- loading and change tracking ---------------------------------------------------------------
 
@@ -114,7 +115,8 @@ class Derived:
     def _load(self, tier: Tier, started: float) -> None:
         tokens = tier.take_saved()
         self.journaled[tier.name] = tier.journal_seq  # what the indexes hold once loaded (and caught up)
-        kept_words = self.keywords.adopt(tier.name, tokens.get(KEYWORDS, ("", 0))[0])
+        words = tokens.get(KEYWORDS)
+        kept_words = self.keywords.adopt(tier.name, words[0] if words is not None else None)
         loaded = load_vectors(tier, tokens.get(VECTORS), self.exact_limit)
         self.rows.drop_tier(tier.name)
         pairs = tier.run(
@@ -134,7 +136,10 @@ class Derived:
             caught, unembedded = catch_up(tier, min(marks), self.keywords if kept_words else None, loaded)
             self.enqueue(tier.name, unembedded, since=None)
         whole = kept_words and loaded is not None
-        self._checkpointed[tier.name] = min(marks) if whole and COUNTS in tokens else -1
+        # nothing read again: the indexes hold what the tier holds, as the last checkpoint recorded
+        self._checkpointed[tier.name] = (
+            -1 if not whole or not tier.counts_kept else min(marks) if caught else tier.journal_seq
+        )
         self._unsaved[tier.name] = caught
         self._checkpoint_at[tier.name] = time.monotonic()
         if whole:
@@ -202,6 +207,10 @@ class Derived:
 
     def checkpoint(self, held: Held, names: list[str], build_wait_s: float = 0.0) -> None:
         """Save these tiers' derived data and record it in each (`saved.checkpoint`); `held` holds every writer."""
+        with self._checkpointing:
+            self._checkpoint(held, names, build_wait_s)
+
+    def _checkpoint(self, held: Held, names: list[str], build_wait_s: float) -> None:
         chosen = [self._tiers[name] for name in names if name in self._tiers and name not in self._half]
         if not chosen:
             return

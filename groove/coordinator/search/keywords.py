@@ -149,6 +149,12 @@ class KeywordIndex:
             self.drop_tier(tier)
         return kept
 
+    def holds(self, tier: str) -> bool:
+        """Whether it has a table for the tier's entries (a tier that never had any has none, and no token)."""
+        with self._lock:
+            code = self._labels.get(tier)
+            return code is not None and code in self._tables
+
     def mark(self, tiers: list[str]) -> dict[str, str]:
         """Write what is staged and put the file on disk: the token of each of these tiers' entries, to record in
         the tier (none if the file cannot be written, or is in memory). A tier's entries keep their token until

@@ -123,7 +123,12 @@ def checkpoint(
             except Exception as exc:  # pycozo raises bare exceptions; the last checkpoint stays
                 log.warning("tier %s: its checkpoint cannot be recorded (%s)", tier.name, exc)
                 continue
-            if len(saved[tier.name]) == 2 + (tier.name in vectors):
+            needed = (
+                {COUNTS}
+                | ({VECTORS} if tier.name in vectors else set())
+                | ({KEYWORDS} if keywords.holds(tier.name) else set())
+            )
+            if needed <= set(saved[tier.name]):
                 whole.add(tier.name)
     for tier in tiers:  # the folders no token names any more
         kept.prune(tier.path / VECTOR_DIR, tier.recorded.get(VECTORS, (None, 0))[0])
