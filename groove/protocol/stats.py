@@ -106,7 +106,8 @@ class StatsReply(Reply):
     near_duplicate_backlog: int
     vector_work_ms: float = 0.0
     vector_index: dict[str, str]
-    # tier -> "kept" (its indexes loaded as the last clean stop saved them), "rebuilt", which one was, or progress
+    # tier -> "kept" (its indexes loaded as the last checkpoint saved them; ", N read again" from its derived log),
+    # "rebuilt", which one was, or progress
     index_loads: dict[str, str] = Field(default_factory=dict)
     row_cache: RowCacheStats
     op_ms: dict[str, Summary]
