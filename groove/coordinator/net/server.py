@@ -262,6 +262,7 @@ class Coordinator(Admission):
             self.pool.stop()
         if self._neighbours.is_alive():
             self._neighbours.join(_DERIVED_JOIN_S)
+        self.checkpoints.join(_DERIVED_JOIN_S)
         if self.failure is None:  # every commit reached the derived indexes: a last checkpoint of what changed
             self.derived.checkpoint(self.batcher.held, self.derived.due(time.monotonic(), 0.0, 0), _DERIVED_JOIN_S)
         self.close()

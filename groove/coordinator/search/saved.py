@@ -74,10 +74,10 @@ def catch_up(
         stored = tier.run(
             "?[id, v] := id in $ids, *learning_embeddings{learning_id: id, embedding: v}", {"ids": list(texts)}
         )
-        index.remove([lid for lid in chunk if lid not in {row[0] for row in stored}])
+        vectored = {row[0] for row in stored}
+        index.remove([lid for lid in chunk if lid not in vectored])
         if stored:
             index.upsert([lid for lid, _ in stored], blob_vectors([v for _, v in stored]), CATCH_UP_THREADS)
-        vectored = {row[0] for row in stored}
         unembedded += [(lid, text) for lid, text in texts.items() if lid not in vectored]
     return len(ids), unembedded
 
