@@ -8,7 +8,8 @@ Writes `<name>-writes.svg` (writes/s by commit threads and with the embedder off
 beside the storage limit and the SQLite-WAL peer) and `<name>-embedding.svg` (texts/s through the coordinator by
 pool, beside the bare model); for `relevance`, `<name>-hit1.svg`, `<name>-recall5.svg` and, with `--learn`,
 `<name>-learn.svg`; for `soak`, `<name>-memory.svg` (the coordinator's memory by part over time); for `scale`,
-`<name>-memory.svg` and `<name>-p99.svg` (RSS and search p99 against learnings stored). Then it
+`<name>-memory.svg` and `<name>-p99.svg` (RSS and search p99 against learnings stored), and `<name>-restart.svg`
+where it crashed too (seconds to every learning findable, after a clean stop and a crash). Then it
 prints one JSON line naming them. `tests/test_benchmarks.py` draws them again
 and compares: a chart cannot drift from its data.
 """
@@ -150,8 +151,9 @@ def soak_charts(line: dict[str, Any]) -> dict[str, str]:
     return {"memory": "\n".join(parts) + "\n"}
 
 
-def lines(title: str, series: list[tuple[str, str, list[tuple[float, float]]]], unit: str) -> str:
-    """A line chart against learnings: (label, colour, points) per series, both axes from 0."""
+def lines(title: str, series: list[tuple[str, str, list[tuple[float, float]]]], unit: str, digits: int = 0) -> str:
+    """A line chart against learnings: (label, colour, points) per series, both axes from 0; each point's value
+    labelled with `digits` decimals."""
     width, height, left, top, plot_w, plot_h = 760, 300, 70, 30, 500, 220
     x_top = max((x for _, _, points in series for x, _ in points), default=1.0) or 1.0
     y_top = max((y for _, _, points in series for _, y in points), default=1.0) * 1.1 or 1.0
@@ -173,7 +175,7 @@ def lines(title: str, series: list[tuple[str, str, list[tuple[float, float]]]], 
         for x, y in points:
             x_px, y_px = xy(x, y).split(",")
             parts.append(f'<circle cx="{x_px}" cy="{y_px}" r="3" fill="{colour}"/>')
-            parts.append(f'<text x="{x_px}" y="{float(y_px) - 7:.1f}" text-anchor="middle">{y:,.0f}</text>')
+            parts.append(f'<text x="{x_px}" y="{float(y_px) - 7:.1f}" text-anchor="middle">{y:,.{digits}f}</text>')
         parts.append(f'<rect x="{left + plot_w + 20}" y="{top + 18 * i}" width="12" height="12" fill="{colour}"/>')
         parts.append(f'<text x="{left + plot_w + 38}" y="{top + 18 * i + 11}">{escape(label)}</text>')
     for x in sorted({x for _, _, points in series for x, _ in points}):
@@ -188,7 +190,8 @@ def lines(title: str, series: list[tuple[str, str, list[tuple[float, float]]]], 
 
 def scale_charts(line: dict[str, Any]) -> dict[str, str]:
     """`benchmarks.scale`: the process tree's RSS against learnings (filling, and restarted once settled), and
-    search p99 by words and by meaning."""
+    search p99 by words and by meaning; where the run also crashed, the seconds until every tier's newest learning
+    was findable again, after a clean stop and after a crash."""
     marks = line["marks"]
     rss = [("while filling", _COLOURS["groove"], [(m["learnings"], m["rss_mb"]) for m in marks])]
     restarted = [(m["learnings"], m["restart"]["rss_mb_settled"]) for m in marks if "restart" in m]
@@ -198,10 +201,21 @@ def scale_charts(line: dict[str, Any]) -> dict[str, str]:
         ("by words", _COLOURS["groove"], [(m["learnings"], m["words_ms"]["p99_ms"]) for m in marks]),
         ("by meaning", _COLOURS["embedder"], [(m["learnings"], m["meaning_ms"]["p99_ms"]) for m in marks]),
     ]
-    return {
+    charts = {
         "memory": lines("Process tree RSS against learnings stored (MB)", rss, "MB"),
         "p99": lines("Search p99 against learnings stored (ms)", p99, "ms"),
     }
+    starts = [
+        (label, colour, [(m["learnings"], m[kind]["findable_s"]) for m in marks if m.get(kind, {}).get("findable_s")])
+        for kind, label, colour in (
+            ("restart", "after a clean stop", _COLOURS["groove"]),
+            ("crash", "after a crash", _COLOURS["embedder"]),
+        )
+    ]
+    if any(kind == "after a crash" and points for kind, _, points in starts):
+        title = "Start to every learning findable against learnings stored (s)"
+        charts["restart"] = lines(title, [s for s in starts if s[2]], "s", digits=1)
+    return charts
 
 
 def _learned(line: dict[str, Any]) -> dict[str, dict[str, float]]:

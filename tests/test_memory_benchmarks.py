@@ -56,3 +56,14 @@ def test_the_scale_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: P
     line = json.loads(data.read_text())
     memory = (tmp_path / "scale-2cpu-2026-12-02-memory.svg").read_text()
     assert f"{line['marks'][-1]['rss_mb']:,.0f}" in memory
+
+
+def test_a_scale_run_that_crashed_draws_its_start_times_too(tmp_path: Path) -> None:
+    data = Path("docs/data/scale-2cpu-2026-12-02-crash.json")
+    _, result = benchmark("plots", str(data), "--out", str(tmp_path))
+    assert len(result["written"]) == 3
+    for drawn in map(Path, result["written"]):
+        assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
+    line = json.loads(data.read_text())
+    starts = (tmp_path / "scale-2cpu-2026-12-02-crash-restart.svg").read_text()
+    assert f">{line['marks'][-1]['crash']['findable_s']:.1f}<" in starts
