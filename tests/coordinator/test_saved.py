@@ -211,3 +211,21 @@ def test_damaged_saved_counts_are_counted_again(tmp_path: Path, damage: str) -> 
     assert not user.counts_kept
     assert user.learnings == 1
     h.tiers.close()
+
+
+def test_a_reindex_rebuilds_but_leaves_the_recorded_checkpoint_for_the_next_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    alpha = _put(h, "alpha", 1)
+    _checkpoint(derived, h)
+    user = h.tiers.open_user()
+    derived.load_tier(user)  # `index.rebuild`: made again from the tier, whatever was saved
+    assert derived.loads[C.TIER_USER] == "rebuilt"
+    assert (user.path / VECTOR_DIR / user.recorded[saved.VECTORS][0]).is_dir()
+    h.tiers.close()
+    derived = _derived(data)
+    h = Harness(data, derived=derived)
+    assert derived.loads[C.TIER_USER] == "vectors kept, keywords rebuilt"  # the reindex dropped the keyword entries
+    assert _nearest(derived, 1) == alpha
+    h.tiers.close()

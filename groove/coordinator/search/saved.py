@@ -46,7 +46,8 @@ def load_vectors(tier: Tier, saved: tuple[str, int] | None, exact_limit: int) ->
     parent = tier.path / VECTOR_DIR
     token = saved[0] if saved is not None else None
     try:
-        kept.prune(parent, token)  # checkpoints a crash interrupted, and older ones
+        # checkpoints a crash interrupted, and older ones; never the one the tier records (a reindex takes none)
+        kept.prune(parent, tier.recorded.get(VECTORS, ("", 0))[0])
         folder = kept.folder(parent, token)
         return None if folder is None else VectorIndex.load(folder, exact_limit)
     except (OSError, ValueError, RuntimeError, DamagedIndex) as exc:  # numpy: ValueError; usearch: RuntimeError
