@@ -264,7 +264,10 @@ class Coordinator(Admission):
             self._neighbours.join(_DERIVED_JOIN_S)
         self.checkpoints.join(_DERIVED_JOIN_S)
         if self.failure is None:  # every commit reached the derived indexes: a last checkpoint of what changed
-            self.derived.checkpoint(self.batcher.held, self.derived.due(time.monotonic(), 0.0, 0), _DERIVED_JOIN_S)
+            try:
+                self.derived.checkpoint(self.batcher.held, self.derived.due(time.monotonic(), 0.0, 0), _DERIVED_JOIN_S)
+            except Exception:  # derived data: the last checkpoint stays, and the log past it; the stop goes on
+                log.exception("the last checkpoint of the derived indexes failed")
         self.close()
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from groove.coordinator.search.notes import NoteIndex
 from groove.coordinator.search.pages import learning_texts, pages
 from groove.coordinator.search.queries import QueryVectors
 from groove.coordinator.search.rowcache import Archive, RowCache, Supersessions
-from groove.coordinator.search.saved import KEYWORDS, VECTORS, Held, catch_up, checkpoint, load_vectors
+from groove.coordinator.search.saved import KEYWORDS, VECTORS, Held, Ledger, catch_up, checkpoint, load_vectors
 from groove.coordinator.search.vectors import VectorIndex, WorkCost
 from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
@@ -84,13 +84,7 @@ class Derived:
         self._behind: set[str] = set()  # tiers with learnings left out of a full queue
         self.loads: dict[str, str] = {}  # tier -> how its indexes came to be at its opening (`stats.index_loads`)
         self._half: set[str] = set()  # tiers whose last load, or an update since, failed partway: never saved
-        # per tier: the last entry of its derived log these indexes hold, the last one a checkpoint recorded them
-        # through (-1: none yet), learnings changed since, and when it was last checkpointed (monotonic)
-        self.journaled: dict[str, int] = {}
-        self._checkpointed: dict[str, int] = {}
-        self._unsaved: dict[str, int] = {}
-        self._checkpoint_at: dict[str, float] = {}
-        self._generation: dict[str, int] = {}  # loads of each tier so far
+        self.ledger = Ledger()  # what checkpoints go by
         self._checkpointing = threading.Lock()  # one checkpoint at a time: the stop's waits for the thread's
 
     # --- loading and change tracking ---------------------------------------------------------------
@@ -100,7 +94,7 @@ class Derived:
         tokens, brought up to date from its derived log, else rebuild them from CozoDB; queue learnings lacking a
         vector."""
         started = time.monotonic()
-        self._generation[tier.name] = self._generation.get(tier.name, 0) + 1  # a checkpoint meanwhile: unrecorded
+        self.ledger.loading(tier.name, tier.journal_seq)  # a checkpoint meanwhile goes unrecorded
         self._half.add(tier.name)
         self._tiers[tier.name] = tier
         self.loads[tier.name] = "opening"
@@ -114,7 +108,6 @@ class Derived:
 
     def _load(self, tier: Tier, started: float) -> None:
         tokens = tier.take_saved()
-        self.journaled[tier.name] = tier.journal_seq  # what the indexes hold once loaded (and caught up)
         words = tokens.get(KEYWORDS)
         kept_words = self.keywords.adopt(tier.name, words[0] if words is not None else None)
         loaded = load_vectors(tier, tokens.get(VECTORS), self.exact_limit)
@@ -137,11 +130,8 @@ class Derived:
             self.enqueue(tier.name, unembedded, since=None)
         whole = kept_words and loaded is not None
         # nothing read again: the indexes hold what the tier holds, as the last checkpoint recorded
-        self._checkpointed[tier.name] = (
-            -1 if not whole or not tier.counts_kept else min(marks) if caught else tier.journal_seq
-        )
-        self._unsaved[tier.name] = caught
-        self._checkpoint_at[tier.name] = time.monotonic()
+        through = -1 if not whole or not tier.counts_kept else min(marks) if caught else tier.journal_seq
+        self.ledger.loaded(tier.name, through, caught)
         if whole:
             # Both saved: no page of the tier is read. Learnings still without a vector are looked up in CozoDB
             # when the embedding queue is next empty, and the row cache fills as learnings are read.
@@ -197,13 +187,8 @@ class Derived:
     def due(self, now: float, every_s: float, changed: int) -> list[str]:
         """The tiers to checkpoint now: those with learnings changed since their last checkpoint, once `changed`
         of them have or `every_s` has passed (0: any change)."""
-        return [
-            name
-            for name in list(self._tiers)  # a tier may open meanwhile
-            if name not in self._half
-            and self.journaled.get(name, 0) > self._checkpointed.get(name, -1)
-            and (self._unsaved.get(name, 0) >= changed or now - self._checkpoint_at.get(name, 0.0) >= every_s)
-        ]
+        whole = [name for name in list(self._tiers) if name not in self._half]  # a tier may open meanwhile
+        return self.ledger.due(whole, now, every_s, changed)
 
     def checkpoint(self, held: Held, names: list[str], build_wait_s: float = 0.0) -> None:
         """Save these tiers' derived data and record it in each (`saved.checkpoint`); `held` holds every writer."""
@@ -214,19 +199,17 @@ class Derived:
         chosen = [self._tiers[name] for name in names if name in self._tiers and name not in self._half]
         if not chosen:
             return
-        through = {tier.name: self.journaled.get(tier.name, 0) for tier in chosen}
-        changed = {tier.name: self._unsaved.get(tier.name, 0) for tier in chosen}
-        loads = {tier.name: self._generation.get(tier.name, 0) for tier in chosen}
+        ledger = self.ledger
+        through = {tier.name: ledger.journaled.get(tier.name, 0) for tier in chosen}
+        changed = {tier.name: ledger.unsaved.get(tier.name, 0) for tier in chosen}
+        loads = {tier.name: ledger.loads.get(tier.name, 0) for tier in chosen}
 
         def current(name: str) -> bool:  # not loaded again since (a reindex): what was saved may be half of it
-            return name not in self._half and self._generation.get(name, 0) == loads[name]
+            return name not in self._half and ledger.loads.get(name, 0) == loads[name]
 
         whole = checkpoint(chosen, through, self.vectors, self.keywords, held, current, build_wait_s)
         for tier in chosen:
-            self._checkpoint_at[tier.name] = time.monotonic()
-            if tier.name in whole:
-                self._checkpointed[tier.name] = through[tier.name]
-                self._unsaved[tier.name] = max(0, self._unsaved.get(tier.name, 0) - changed[tier.name])
+            ledger.saved(tier.name, through[tier.name], changed[tier.name], tier.name in whole)
 
     def after_batch(self, commits: list[tuple[str, DerivedChanges]]) -> None:
         """What a batch's commits changed, tier by tier in commit order: rows, new or edited texts, vectors stored
@@ -249,9 +232,9 @@ class Derived:
         self.keywords.stage(words)  # written once the acks are out (`settle`), or by the next search
         for tier, changes in commits:  # only now: a checkpoint that reads these flushes what was staged first
             if changes.seq:
-                self.journaled[tier] = max(self.journaled.get(tier, 0), changes.seq)
-                touched = len(changes.texts) + len(changes.vectors) + len(changes.deleted)
-                self._unsaved[tier] = self._unsaved.get(tier, 0) + touched
+                self.ledger.committed(
+                    tier, changes.seq, len(changes.texts) + len(changes.vectors) + len(changes.deleted)
+                )
 
     def settle(self) -> None:
         """After a batch's acks: write the keyword entries its commits staged."""

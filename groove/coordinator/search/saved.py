@@ -41,6 +41,51 @@ _READ_CHUNK = 4096  # learnings read again per query while catching up
 Held = Callable[[], AbstractContextManager[None]]  # every writer held: no commit runs inside
 
 
+class Ledger:
+    """Per tier, what checkpoints go by: the last log entry its indexes hold, the one the last checkpoint recorded
+    them through (-1: none yet), learnings changed since, when it was last checkpointed (monotonic), and how many
+    times it was loaded (a checkpoint that a load overtakes is not recorded)."""
+
+    def __init__(self) -> None:
+        self.journaled: dict[str, int] = {}
+        self.checkpointed: dict[str, int] = {}
+        self.unsaved: dict[str, int] = {}
+        self.at: dict[str, float] = {}
+        self.loads: dict[str, int] = {}
+
+    def loading(self, name: str, seq: int) -> None:
+        """A tier starts loading; its indexes will hold its log through `seq` (nothing writes an opening tier)."""
+        self.loads[name] = self.loads.get(name, 0) + 1
+        self.journaled[name] = seq
+
+    def loaded(self, name: str, checkpointed: int, caught: int) -> None:
+        """It loaded: as a checkpoint through `checkpointed` saved it, with `caught` learnings read again since."""
+        self.checkpointed[name], self.unsaved[name], self.at[name] = checkpointed, caught, time.monotonic()
+
+    def committed(self, name: str, seq: int, touched: int) -> None:
+        """Its indexes took log entry `seq`, which changed `touched` learnings."""
+        self.journaled[name] = max(self.journaled.get(name, 0), seq)
+        self.unsaved[name] = self.unsaved.get(name, 0) + touched
+
+    def due(self, names: list[str], now: float, every_s: float, changed: int) -> list[str]:
+        """Those of these tiers with learnings changed since their last checkpoint, once `changed` of them have or
+        `every_s` has passed (0: any change)."""
+        return [
+            name
+            for name in names
+            if self.journaled.get(name, 0) > self.checkpointed.get(name, -1)
+            and (self.unsaved.get(name, 0) >= changed or now - self.at.get(name, 0.0) >= every_s)
+        ]
+
+    def saved(self, name: str, through: int, changed: int, whole: bool) -> None:
+        """A checkpoint of it ended, recording every index through `through` if `whole`; `changed` learnings had
+        changed when it began."""
+        self.at[name] = time.monotonic()
+        if whole:
+            self.checkpointed[name] = through
+            self.unsaved[name] = max(0, self.unsaved.get(name, 0) - changed)
+
+
 def load_vectors(tier: Tier, saved: tuple[str, int] | None, exact_limit: int) -> VectorIndex | None:
     """The vector index a checkpoint saved for the tier, or None (then it is rebuilt)."""
     parent = tier.path / VECTOR_DIR

@@ -55,12 +55,14 @@ def folder(parent: Path, token: str | None) -> Path | None:
 def prune(parent: Path, token: str | None) -> None:
     """Remove everything in `parent` but the folder saved with `token`: older checkpoints, and halves of ones a
     crash interrupted."""
-    if not parent.is_dir():
+    try:
+        entries = list(parent.iterdir()) if parent.is_dir() else []
+        for entry in entries:
+            if entry.name == token:
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    except OSError:  # leftovers cost disk, never a wrong answer: the next prune tries again
         return
-    for entry in parent.iterdir():
-        if entry.name == token:
-            continue
-        if entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
