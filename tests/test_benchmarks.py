@@ -24,6 +24,17 @@ def benchmark(name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], 
     return run, result
 
 
+def drawn_as_committed(data: Path, out: Path, charts: int, *args: str) -> list[Path]:
+    """Draw `data`'s charts into `out` (`python -m benchmarks.plots`, with ARGS): `charts` of them, each as
+    docs/plots holds it, so a chart cannot drift from its data."""
+    _, result = benchmark("plots", str(data), "--out", str(out), *args)
+    drawn = [Path(path) for path in result["written"]]
+    assert len(drawn) == charts
+    for chart in drawn:
+        assert chart.read_text() == (Path("docs/plots") / chart.name).read_text(), chart.name  # as committed
+    return drawn
+
+
 def test_the_storage_limit_commits_every_row_a_learning_write_stores_both_ways() -> None:
     # commit_rate raises unless every learning row and its by_hash index entry were stored
     (result,) = storage.measure(writes=512, batches=(16,))
@@ -368,10 +379,7 @@ def test_the_cores_benchmark_measures_the_write_path_the_embedder_and_the_peers_
 
 def test_the_performance_page_s_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:
     data = Path("docs/data/cores-h200-2026-11-26.json")
-    _, result = benchmark("plots", str(data), "--out", str(tmp_path), "--leave-out", "coordinators_3")
-    assert len(result["written"]) == 2
-    for drawn in map(Path, result["written"]):
-        assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
+    drawn_as_committed(data, tmp_path, 2, "--leave-out", "coordinators_3")
     line = json.loads(data.read_text())
     writes = (tmp_path / "cores-h200-2026-11-26-writes.svg").read_text()
     for row in line["curve"]:
@@ -479,10 +487,7 @@ def test_the_soak_benchmark_samples_the_backlog_and_the_memory_and_waits_for_the
 
 def test_the_relevance_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:
     data = Path("docs/data/relevance-2cpu-2026-11-28.json")
-    _, result = benchmark("plots", str(data), "--out", str(tmp_path))
-    assert len(result["written"]) == 3
-    for drawn in map(Path, result["written"]):
-        assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
+    drawn_as_committed(data, tmp_path, 3)
     line = json.loads(data.read_text())
     hit1 = (tmp_path / "relevance-2cpu-2026-11-28-hit1.svg").read_text()
     assert f"{line['pooled']['locomo']['groove']['hit@1']:.3f}" in hit1

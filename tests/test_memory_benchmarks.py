@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_benchmarks import benchmark
+from tests.test_benchmarks import benchmark, drawn_as_committed
 
 
 @pytest.mark.slow
@@ -25,9 +25,7 @@ def test_the_projects_benchmark_compares_many_touched_projects_with_the_busy_few
 
 def test_the_soak_memory_chart_is_drawn_from_its_data_and_cannot_drift(tmp_path: Path) -> None:
     data = Path("docs/data/soak-2cpu-2026-11-28.json")
-    _, result = benchmark("plots", str(data), "--out", str(tmp_path))
-    (drawn,) = map(Path, result["written"])
-    assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text()  # as committed
+    (drawn,) = drawn_as_committed(data, tmp_path, 1)
     line = json.loads(data.read_text())
     assert len(line["samples"]) >= 100  # an hour, a sample every 30 s
     assert "RocksDB (estimated)" in drawn.read_text()
@@ -49,10 +47,7 @@ def test_the_scale_benchmark_fills_to_each_mark_and_finds_every_probe_after_each
 
 def test_the_scale_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: Path) -> None:
     data = Path("docs/data/scale-2cpu-2026-12-02.json")
-    _, result = benchmark("plots", str(data), "--out", str(tmp_path))
-    assert len(result["written"]) == 2
-    for drawn in map(Path, result["written"]):
-        assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
+    drawn_as_committed(data, tmp_path, 2)
     line = json.loads(data.read_text())
     memory = (tmp_path / "scale-2cpu-2026-12-02-memory.svg").read_text()
     assert f"{line['marks'][-1]['rss_mb']:,.0f}" in memory
@@ -60,10 +55,7 @@ def test_the_scale_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: P
 
 def test_a_scale_run_that_crashed_draws_its_start_times_too(tmp_path: Path) -> None:
     data = Path("docs/data/scale-2cpu-2026-12-02-crash.json")
-    _, result = benchmark("plots", str(data), "--out", str(tmp_path))
-    assert len(result["written"]) == 3
-    for drawn in map(Path, result["written"]):
-        assert drawn.read_text() == (Path("docs/plots") / drawn.name).read_text(), drawn.name  # as committed
+    drawn_as_committed(data, tmp_path, 3)
     line = json.loads(data.read_text())
     starts = (tmp_path / "scale-2cpu-2026-12-02-crash-restart.svg").read_text()
     assert f">{line['marks'][-1]['crash']['findable_s']:.1f}<" in starts

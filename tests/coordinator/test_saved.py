@@ -24,8 +24,10 @@ from tests.coordinator.harness import Harness
 from tests.helpers import learning
 
 
-def _derived(data: Path) -> Derived:
-    return Derived(10, embeddings=False, keyword_file=data / "keywords.sqlite")
+def _opened(data: Path) -> tuple[Derived, Harness]:
+    """A start on `data`: the tiers with derived data the writes reach, as a coordinator's."""
+    derived = Derived(10, embeddings=False, keyword_file=data / "keywords.sqlite")
+    return derived, Harness(data, derived=derived)
 
 
 def _vector(seed: int) -> list[float]:
@@ -69,8 +71,7 @@ def test_each_commit_that_changes_derived_data_logs_its_learnings_and_its_count_
 
 def test_a_start_after_a_crash_loads_the_checkpoint_and_reads_again_only_what_came_after(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     alpha, beta = _put(h, "alpha", 1), _put(h, "beta", 2)
     _checkpoint(derived, h)
     assert _rows(h.tiers.open_user()) == []  # every index holds them: their entries went
@@ -78,8 +79,7 @@ def test_a_start_after_a_crash_loads_the_checkpoint_and_reads_again_only_what_ca
     gamma = _put(h, "gamma", 3)
     h.tiers.close()  # a crash, as far as derived data knows: nothing saved since the checkpoint
 
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     user = h.tiers.open_user()
     assert derived.loads[C.TIER_USER] == "kept, 2 read again"
     assert _words(derived, "alpha") == []
@@ -93,8 +93,7 @@ def test_a_start_after_a_crash_loads_the_checkpoint_and_reads_again_only_what_ca
     _checkpoint(derived, h)
     h.tiers.close()
 
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     assert derived.loads[C.TIER_USER] == "kept"  # nothing since: nothing read again
     assert _words(derived, "gamma") == [gamma]
     assert derived.due(0.0, 0.0, 0) == []  # nor anything to checkpoint again
@@ -105,8 +104,7 @@ def test_a_tier_is_due_once_enough_learnings_changed_or_enough_time_passed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "data"
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     monkeypatch.setattr(checkpoints, "CHANGED", 3)
     thread = checkpoints.Checkpoints(derived, h.batcher.held, every_s=60.0, stop=threading.Event())
     opened = time.monotonic()
@@ -125,8 +123,7 @@ def test_a_checkpoint_that_cannot_be_recorded_leaves_the_last_one_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "data"
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     first = _put(h, "alpha", 1)
     _checkpoint(derived, h)
     user = h.tiers.open_user()
@@ -145,8 +142,7 @@ def test_a_checkpoint_that_cannot_be_recorded_leaves_the_last_one_whole(
     monkeypatch.undo()
     h.tiers.close()
 
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     assert derived.loads[C.TIER_USER] == "kept, 1 read again"
     assert (_words(derived, "alpha"), _words(derived, "beta")) == ([first], [second])
     h.tiers.close()
@@ -154,8 +150,7 @@ def test_a_checkpoint_that_cannot_be_recorded_leaves_the_last_one_whole(
 
 def test_a_tier_whose_load_failed_is_left_out_of_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     user = h.tiers.open_user()
     _put(h, "alpha", 1)
 
@@ -174,8 +169,7 @@ def test_a_tier_whose_load_failed_is_left_out_of_checkpoints(tmp_path: Path, mon
 
 def test_a_checkpoint_that_a_reindex_overtakes_is_not_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     user = h.tiers.open_user()
     _put(h, "alpha", 1)
     mark = derived.keywords.mark
@@ -193,8 +187,7 @@ def test_a_checkpoint_that_a_reindex_overtakes_is_not_recorded(tmp_path: Path, m
 @pytest.mark.parametrize("damage", ["garbage", "unsorted", "missing"])
 def test_damaged_saved_counts_are_counted_again(tmp_path: Path, damage: str) -> None:
     data = tmp_path / "data"
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     _put(h, "alpha", 1)
     _checkpoint(derived, h)
     user = h.tiers.open_user()
@@ -206,7 +199,7 @@ def test_damaged_saved_counts_are_counted_again(tmp_path: Path, damage: str) -> 
         np.save(hashes, np.array([3, 1], dtype=np.uint64))
     else:
         hashes.unlink()
-    h = Harness(data, derived=_derived(data))
+    _, h = _opened(data)
     user = h.tiers.open_user()
     assert not user.counts_kept
     assert user.learnings == 1
@@ -215,8 +208,7 @@ def test_damaged_saved_counts_are_counted_again(tmp_path: Path, damage: str) -> 
 
 def test_a_reindex_rebuilds_but_leaves_the_recorded_checkpoint_for_the_next_start(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     alpha = _put(h, "alpha", 1)
     _checkpoint(derived, h)
     user = h.tiers.open_user()
@@ -224,8 +216,7 @@ def test_a_reindex_rebuilds_but_leaves_the_recorded_checkpoint_for_the_next_star
     assert derived.loads[C.TIER_USER] == "rebuilt"
     assert (user.path / VECTOR_DIR / user.recorded[saved.VECTORS][0]).is_dir()
     h.tiers.close()
-    derived = _derived(data)
-    h = Harness(data, derived=derived)
+    derived, h = _opened(data)
     assert derived.loads[C.TIER_USER] == "vectors kept, keywords rebuilt"  # the reindex dropped the keyword entries
     assert _nearest(derived, 1) == alpha
     h.tiers.close()
