@@ -34,7 +34,6 @@ class Checkpoints:
         self.held = held
         self.every_s = every_s
         self.stop = stop
-        self.done = 0  # checkpoints made while serving
         self._thread: threading.Thread | None = None
 
     def run_once(self, now: float) -> list[str]:
@@ -48,7 +47,6 @@ class Checkpoints:
         ]
         if due:
             self.derived.checkpoint(self.held, due)
-            self.done += 1
         return due
 
     def start(self) -> None:

@@ -99,12 +99,10 @@ def changes(w: TierWrite) -> tuple[list[str], list[str]]:
     return sorted(now_exist - w.existed), sorted(w.existed - now_exist)
 
 
-def journal_ids(w: TierWrite, built: Sequence[Built] = ()) -> list[str]:
-    """The learnings whose keyword entry, vector or content hash this commit may change (its derived log entry)."""
-    touched = dict.fromkeys([*w.texts, *w.vectors, *w.hashes_put])
-    touched.update((lid, None) for lid, created in w.created.items() if created is None)
-    touched.update((lid, None) for put in built for lid in put.ids)
-    return list(touched)
+def journal_ids(w: TierWrite, added: list[str], removed: list[str]) -> list[str]:
+    """The learnings whose keyword entry, vector or content hash this commit may change (its derived log entry),
+    given those it adds and removes (`changes`, with the built puts' ids)."""
+    return list(dict.fromkeys([*w.texts, *w.vectors, *w.hashes_put, *added, *removed]))
 
 
 def derived_changes(w: TierWrite, built: Sequence[Built] = (), seq: int = 0) -> DerivedChanges:

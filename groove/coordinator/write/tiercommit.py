@@ -184,7 +184,7 @@ class TierCommitter:
         built = [item.built for item in joined if item.built is not None]
         added, removed = changes(write)
         added += [lid for put in built for lid in put.ids]
-        touched = journal_ids(write, built)
+        touched = journal_ids(write, added, removed)
         seq = tier.next_entry() if touched else 0  # its derived log entry: what a start after a crash reads again
         entry = journal.entry(seq, touched, len(added) - len(removed), now) if seq else None
         text, params = script(write, built, entry)
