@@ -155,3 +155,24 @@ def run_readme_example(
     )
     assert run.returncode == 0, run.stderr
     return run
+
+
+def benchmark(name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run `python -m benchmarks.NAME ARGS` as users do; its output, and the JSON line it ends with."""
+    argv = [sys.executable, "-m", f"benchmarks.{name}", *args]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    # a failed run says why: its own last lines, not only its exit status
+    assert run.returncode == 0, f"{name} exited {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    result: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
+    return run, result
+
+
+def drawn_as_committed(data: Path, out: Path, charts: int, *args: str) -> list[Path]:
+    """Draw `data`'s charts into `out` (`python -m benchmarks.plots`, with ARGS): `charts` of them, each as
+    docs/plots holds it, so a chart cannot drift from its data."""
+    _, result = benchmark("plots", str(data), "--out", str(out), *args)
+    drawn = [Path(path) for path in result["written"]]
+    assert len(drawn) == charts
+    for chart in drawn:
+        assert chart.read_text() == (Path("docs/plots") / chart.name).read_text(), chart.name  # as committed
+    return drawn

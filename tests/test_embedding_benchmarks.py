@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_benchmarks import benchmark
+from tests.helpers import benchmark
 
 
 @pytest.mark.slow

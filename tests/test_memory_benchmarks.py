@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_benchmarks import benchmark, drawn_as_committed
+from tests.helpers import benchmark, drawn_as_committed
 
 
 @pytest.mark.slow
