@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import board, common, faults, limits, load, storage
+from tests import helpers
 from tests.helpers import benchmark, drawn_as_committed
 
 
@@ -172,7 +173,8 @@ RUN_BY_OTHERS = {"peers": "load", "fairpeer": "limits"}
 def test_every_benchmark_module_has_a_smoke_test() -> None:
     """An option renamed in one benchmark once broke another unseen (`limits`): each must run here."""
     runnable = {p.stem for p in Path("benchmarks").glob("*.py") if '__name__ == "__main__"' in p.read_text()}
-    tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*benchmarks.py"))
+    # the tests, and the helper that draws charts for several of them (`drawn_as_committed` runs `plots`)
+    tests = "".join(p.read_text() for p in [*Path(__file__).parent.glob("test_*benchmarks.py"), Path(helpers.__file__)])
     smoked = set(re.findall(r'benchmark\(\s*"(\w+)"', tests))
     assert runnable - smoked - set(RUN_BY_OTHERS) == set()
     assert set(RUN_BY_OTHERS.values()) <= smoked
