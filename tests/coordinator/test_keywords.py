@@ -329,3 +329,42 @@ def test_a_tier_s_table_made_halfway_is_made_again_at_its_first_use(tmp_path: Pa
     assert not again.adopt("user", "any token")
     again.upsert("user", [("b", "flaky tests again")])
     assert [m.lid for m in again.search("flaky", ["user"], 5)] == ["b"]
+
+
+def test_a_tier_s_first_index_cut_short_leaves_none_of_it_and_the_next_flush_makes_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cut short after its table was made, as a kill there would: the rows, the table and the label all go back
+    path = tmp_path / "keywords.sqlite"
+    kw = KeywordIndex(path)
+    whole = KeywordIndex._index
+
+    def cut_short(self: KeywordIndex, db: sqlite3.Connection, entries: list[tuple[str, tuple[str, str]]]) -> None:
+        whole(self, db, entries)
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(KeywordIndex, "_index", cut_short)
+    kw.upsert("user", [("a", "flaky tests under load")])
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT (SELECT count(*) FROM doc), (SELECT count(*) FROM label)").fetchone() == (0, 0)
+    monkeypatch.setattr(KeywordIndex, "_index", whole)
+    kw.flush()  # the disk mended: what waited is written, its table made again
+    assert [m.lid for m in kw.search("flaky", ["user"], 5)] == ["a"]
+    assert len(kw) == 1
+
+
+def test_rows_left_under_a_label_the_file_does_not_name_are_dropped_when_it_is_opened(tmp_path: Path) -> None:
+    path = tmp_path / "keywords.sqlite"
+    index = KeywordIndex(path)
+    index.upsert("user", [("a", "flaky tests under load")])
+    index.mark(["user"])
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        # what an older run killed between its rows' commit and its label's left (its first index of the tier)
+        db.execute("DELETE FROM label")
+        db.execute("DROP TABLE kw_1_v")
+        db.execute("DROP TABLE kw_1")
+    again = KeywordIndex(path)
+    assert not again.adopt("user", None)
+    again.upsert("user", [("a", "flaky tests under load")])
+    assert [m.lid for m in again.search("flaky", ["user"], 5)] == ["a"]
+    assert len(again) == 1

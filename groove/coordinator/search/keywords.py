@@ -132,6 +132,10 @@ class KeywordIndex:
         for code, count in conn.execute("SELECT label, count(*) FROM doc GROUP BY label").fetchall():
             if code in self._tables:
                 self._docs[code] = count
+            else:  # rows under a label the file does not name (a run killed halfway through a tier's first
+                # index, before `_table` made it in one transaction): the tier's next index would collide with them
+                with conn:
+                    conn.execute("DELETE FROM doc WHERE label = ?", (code,))
         self._next_rowid = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM doc").fetchone()[0]) + 1
 
     def adopt(self, tier: str, token: str | None) -> bool:
@@ -209,16 +213,18 @@ class KeywordIndex:
         return code
 
     def _table(self, code: int) -> str:
-        """The label's FTS5 table, made if it is not there yet (call with the lock held)."""
+        """The label's FTS5 table, made if it is not there yet (call with the lock held, inside the transaction
+        that indexes its first texts).
+
+        One statement at a time, not `executescript`: that commits the transaction open before it, and a kill
+        between that commit and the next left a previous run's `doc` rows under a label the file no longer named,
+        which broke the next run's first index of the tier (`_read_back` drops such rows now too)."""
         if code not in self._tables:
-            self._db().executescript(
-                f"""
-                CREATE VIRTUAL TABLE kw_{code} USING fts5(body, tokenize="{TOKENIZER}");
-                CREATE VIRTUAL TABLE kw_{code}_v USING fts5vocab(kw_{code}, 'row');
-                INSERT INTO kw_{code} (kw_{code}, rank) VALUES ('automerge', {_AUTOMERGE});
-                """
-            )
-            self._db().execute("INSERT OR REPLACE INTO label (code, name) VALUES (?, ?)", (code, self._names[code]))
+            db = self._db()
+            db.execute(f'CREATE VIRTUAL TABLE kw_{code} USING fts5(body, tokenize="{TOKENIZER}")')
+            db.execute(f"CREATE VIRTUAL TABLE kw_{code}_v USING fts5vocab(kw_{code}, 'row')")
+            db.execute(f"INSERT INTO kw_{code} (kw_{code}, rank) VALUES ('automerge', {_AUTOMERGE})")
+            db.execute("INSERT OR REPLACE INTO label (code, name) VALUES (?, ?)", (code, self._names[code]))
             self._tables.add(code)
             self._docs[code] = 0
             self._changes[code] = 0
@@ -253,12 +259,15 @@ class KeywordIndex:
                 staged, self._staged = self._staged, {}
             if not staged:
                 return
-            counts, changes = dict(self._docs), dict(self._changes)
+            counts, changes, tables = dict(self._docs), dict(self._changes), set(self._tables)
             try:
                 with self._db() as db:
                     self._index(db, list(staged.items()))
-            except sqlite3.OperationalError as exc:
-                self._docs, self._changes = counts, changes  # the transaction was rolled back
+            except sqlite3.Error as exc:
+                # the transaction was rolled back, the tables it made with it
+                self._docs, self._changes, self._tables = counts, changes, tables
+                if not isinstance(exc, sqlite3.OperationalError):
+                    raise
                 with self._staging:  # back to wait, behind any newer text staged meanwhile
                     self._staged = staged | self._staged
                 if not self._failing:

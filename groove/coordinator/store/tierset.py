@@ -153,6 +153,8 @@ class TierSet:
             try:
                 self.on_open(tier)
             except Exception as exc:
+                # a fault of groove's derived data, not only of the tier's files: the traceback says which
+                log.exception("tier %s: loading its derived data failed", name)
                 tier.close()
                 raise StorageError(f"cannot read tier {name!r} at {path}: {one_line(exc)}") from None
         if tier.dropped:
