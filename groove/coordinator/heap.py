@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 from collections.abc import Callable
 from functools import cache
 
@@ -17,6 +18,22 @@ def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's malloc_trim, which hands the pages free() kept back to the system; None on another C library."""
     name = ctypes.util.find_library("c")
     return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+
+
+# glibc's mallopt parameter for how many arenas it may make. By default up to 8 a core: each thread that
+# allocates while another holds an arena gets one of its own, and what it freed stays in it, kept from the others.
+_M_ARENA_MAX = -8
+ARENAS = 2
+
+
+def limit_arenas(arenas: int = ARENAS) -> None:
+    """Hold the C heap to `arenas` arenas from here on, unless MALLOC_ARENA_MAX says otherwise; first at start."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return
+    name = ctypes.util.find_library("c")
+    mallopt = getattr(ctypes.CDLL(name), "mallopt", None) if name else None
+    if mallopt is not None:
+        mallopt(_M_ARENA_MAX, arenas)
 
 
 # The least glibc's free count has been since the last trim: the pages a trim gives back stay on its free lists,
