@@ -14,10 +14,10 @@ from functools import cache
 
 
 @cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, which hands the pages free() kept back to the system; None on another C library."""
+def _libc(symbol: str) -> Callable[..., int] | None:
+    """One of glibc's malloc controls; None where the C library has no such function or cannot be found."""
     name = ctypes.util.find_library("c")
-    return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    return getattr(ctypes.CDLL(name), symbol, None) if name else None
 
 
 # glibc's mallopt parameter for how many arenas it may make. By default up to 8 a core: each thread that
@@ -30,8 +30,7 @@ def limit_arenas(arenas: int = ARENAS) -> None:
     """Hold the C heap to `arenas` arenas from here on, unless MALLOC_ARENA_MAX says otherwise; first at start."""
     if "MALLOC_ARENA_MAX" in os.environ:
         return
-    name = ctypes.util.find_library("c")
-    mallopt = getattr(ctypes.CDLL(name), "mallopt", None) if name else None
+    mallopt = _libc("mallopt")
     if mallopt is not None:
         mallopt(_M_ARENA_MAX, arenas)
 
@@ -47,7 +46,7 @@ _after_trim = 0
 def give_back_memory() -> None:
     """Return the free heap to the system: after a large pass or a closed database, glibc keeps it otherwise."""
     global _after_trim
-    trim = _malloc_trim()
+    trim = _libc("malloc_trim")
     if trim is not None:
         trim(0)
         _after_trim = _free_listed()

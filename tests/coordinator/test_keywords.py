@@ -318,11 +318,17 @@ def test_a_dropped_tier_s_token_goes_with_its_entries(tmp_path: Path) -> None:
     assert len(after_a_crash) == 0
 
 
-def test_a_tier_s_table_made_halfway_is_made_again_at_its_first_use(tmp_path: Path) -> None:
+def _marked_file(tmp_path: Path) -> Path:
+    """A keyword file holding one text of the user tier, marked as a clean stop leaves it: label 1, kw_1, kw_1_v."""
     path = tmp_path / "keywords.sqlite"
     index = KeywordIndex(path)
     index.upsert("user", [("a", "flaky tests under load")])
     index.mark(["user"])
+    return path
+
+
+def test_a_tier_s_table_made_halfway_is_made_again_at_its_first_use(tmp_path: Path) -> None:
+    path = _marked_file(tmp_path)
     with contextlib.closing(sqlite3.connect(path)) as db:
         db.execute("DROP TABLE kw_1_v")  # as a stop between the two CREATEs would leave it
     again = KeywordIndex(path)
@@ -354,10 +360,7 @@ def test_a_tier_s_first_index_cut_short_leaves_none_of_it_and_the_next_flush_mak
 
 
 def test_rows_left_under_a_label_the_file_does_not_name_are_dropped_when_it_is_opened(tmp_path: Path) -> None:
-    path = tmp_path / "keywords.sqlite"
-    index = KeywordIndex(path)
-    index.upsert("user", [("a", "flaky tests under load")])
-    index.mark(["user"])
+    path = _marked_file(tmp_path)
     with contextlib.closing(sqlite3.connect(path)) as db, db:
         # what an older run killed between its rows' commit and its label's left (its first index of the tier)
         db.execute("DELETE FROM label")
