@@ -220,3 +220,26 @@ def test_a_reindex_rebuilds_but_leaves_the_recorded_checkpoint_for_the_next_star
     assert derived.loads[C.TIER_USER] == "vectors kept, keywords rebuilt"  # the reindex dropped the keyword entries
     assert _nearest(derived, 1) == alpha
     h.tiers.close()
+
+
+def test_saved_indexes_that_cannot_be_brought_up_to_date_are_rebuilt_and_the_tier_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    derived, h = _opened(data)
+    alpha = _put(h, "alpha", 1)
+    _checkpoint(derived, h)
+    beta = _put(h, "beta", 2)
+    h.tiers.close()  # a crash: beta is past the checkpoint, in the log
+
+    def broken(*_: object) -> None:
+        raise KeyError(1)  # as the keyword file's label bug did (docs/performance-history.md)
+
+    monkeypatch.setattr(saved, "catch_up", broken)
+    derived, h = _opened(data)
+    h.tiers.open_user()  # not refused: its rows are whole
+    assert derived.loads[C.TIER_USER] == "rebuilt"
+    assert (_words(derived, "alpha"), _words(derived, "beta")) == ([alpha], [beta])
+    assert (_nearest(derived, 1), _nearest(derived, 2)) == (alpha, beta)
+    assert derived.due(0.0, 0.0, 0) == [C.TIER_USER]  # nothing rebuilt is vouched for until it is checkpointed
+    h.tiers.close()

@@ -21,6 +21,7 @@ from collections import deque
 from pathlib import Path
 
 from groove.coordinator.metrics import summarize
+from groove.coordinator.search import saved
 from groove.coordinator.search.changes import DerivedChanges, Pending
 from groove.coordinator.search.embedder import Embedder, embedding_text
 from groove.coordinator.search.keywords import KeywordIndex
@@ -29,10 +30,10 @@ from groove.coordinator.search.notes import NoteIndex
 from groove.coordinator.search.pages import learning_texts, pages
 from groove.coordinator.search.queries import QueryVectors
 from groove.coordinator.search.rowcache import Archive, RowCache, Supersessions
-from groove.coordinator.search.saved import KEYWORDS, VECTORS, Held, Ledger, catch_up, checkpoint, load_vectors
 from groove.coordinator.search.vectors import VectorIndex, WorkCost
 from groove.coordinator.search.votes import KEPT as VOTES_KEPT
 from groove.coordinator.search.votes import Votes
+from groove.coordinator.store.journal import Saved
 from groove.coordinator.store.records import blob_vectors
 from groove.coordinator.store.relations import JOINED_AT, JOINED_BODY, JOINED_HEAD
 from groove.coordinator.store.tiers import Tier
@@ -84,7 +85,7 @@ class Derived:
         self._behind: set[str] = set()  # tiers with learnings left out of a full queue
         self.loads: dict[str, str] = {}  # tier -> how its indexes came to be at its opening (`stats.index_loads`)
         self._half: set[str] = set()  # tiers whose last load, or an update since, failed partway: never saved
-        self.ledger = Ledger()  # what checkpoints go by
+        self.ledger = saved.Ledger()  # what checkpoints go by
         self._checkpointing = threading.Lock()  # one checkpoint at a time: the stop's waits for the thread's
 
     # --- loading and change tracking ---------------------------------------------------------------
@@ -92,25 +93,34 @@ class Derived:
     def load_tier(self, tier: Tier) -> None:
         """Load a tier's keyword entries and vectors as the last checkpoint saved them where the tier holds their
         tokens, brought up to date from its derived log, else rebuild them from CozoDB; queue learnings lacking a
-        vector."""
+        vector. What a checkpoint saved that cannot be brought up to date is rebuilt from the tier instead."""
         started = time.monotonic()
         self.ledger.loading(tier.name, tier.journal_seq)  # a checkpoint meanwhile goes unrecorded
         self._half.add(tier.name)
         self._tiers[tier.name] = tier
         self.loads[tier.name] = "opening"
+        tokens = tier.take_saved()
         try:
-            self._load(tier, started)
+            try:
+                self._load(tier, tokens, started)
+            except Exception as exc:
+                if not tokens:
+                    raise
+                # the tier's rows are whole (it opened): what was derived from them can be derived again
+                log.warning(
+                    "tier %s: its saved indexes cannot be loaded (%r); rebuilding them", tier.name, exc, exc_info=True
+                )
+                self._load(tier, {}, started)
         except BaseException:
             # what it holds now is half read: never saved (a reindex that failed keeps serving what it had read)
             self.loads.pop(tier.name, None)
             raise
         self._half.discard(tier.name)
 
-    def _load(self, tier: Tier, started: float) -> None:
-        tokens = tier.take_saved()
-        words = tokens.get(KEYWORDS)
+    def _load(self, tier: Tier, tokens: Saved, started: float) -> None:
+        words = tokens.get(saved.KEYWORDS)
         kept_words = self.keywords.adopt(tier.name, words[0] if words is not None else None)
-        loaded = load_vectors(tier, tokens.get(VECTORS), self.exact_limit)
+        loaded = saved.load_vectors(tier, tokens.get(saved.VECTORS), self.exact_limit)
         self.rows.drop_tier(tier.name)
         pairs = tier.run(
             "?[from_id, to_id] := *learning_relations{from_id, relation_type, to_id}, relation_type = $type",
@@ -122,11 +132,11 @@ class Derived:
         index = loaded or VectorIndex(self.exact_limit)
         self.vectors[tier.name] = index
         texts: dict[str, str] = {}
-        unembedded: list[tuple[str, str]]
-        marks = [tokens[name][1] for name, held in ((KEYWORDS, kept_words), (VECTORS, loaded is not None)) if held]
-        caught, unembedded = 0, []
+        held = {saved.KEYWORDS: kept_words, saved.VECTORS: loaded is not None}
+        marks = [tokens[name][1] for name, kept in held.items() if kept]
+        caught, unembedded = 0, list[tuple[str, str]]()
         if marks:  # what was committed after the checkpoint, read again
-            caught, unembedded = catch_up(tier, min(marks), self.keywords if kept_words else None, loaded)
+            caught, unembedded = saved.catch_up(tier, min(marks), self.keywords if kept_words else None, loaded)
             self.enqueue(tier.name, unembedded, since=None)
         whole = kept_words and loaded is not None
         # nothing read again: the indexes hold what the tier holds, as the last checkpoint recorded
@@ -142,7 +152,7 @@ class Derived:
             self._read_pages(tier, index, texts, kept_words, loaded is not None)
         missing = index.missing(list(texts))
         self.enqueue(tier.name, [(lid, texts[lid]) for lid in missing], since=None)
-        self.loads[tier.name] = _how(kept_words, loaded is not None) + (f", {caught:,} read again" if caught else "")
+        self.loads[tier.name] = saved.how_loaded(kept_words, loaded is not None, caught)
         notes = self.notes.load_tier(tier)
         self.enqueue(tier.name, notes, since=None, note=True)
         log.info(
@@ -190,12 +200,12 @@ class Derived:
         whole = [name for name in list(self._tiers) if name not in self._half]  # a tier may open meanwhile
         return self.ledger.due(whole, now, every_s, changed)
 
-    def checkpoint(self, held: Held, names: list[str], build_wait_s: float = 0.0) -> None:
+    def checkpoint(self, held: saved.Held, names: list[str], build_wait_s: float = 0.0) -> None:
         """Save these tiers' derived data and record it in each (`saved.checkpoint`); `held` holds every writer."""
         with self._checkpointing:
             self._checkpoint(held, names, build_wait_s)
 
-    def _checkpoint(self, held: Held, names: list[str], build_wait_s: float) -> None:
+    def _checkpoint(self, held: saved.Held, names: list[str], build_wait_s: float) -> None:
         chosen = [self._tiers[name] for name in names if name in self._tiers and name not in self._half]
         if not chosen:
             return
@@ -207,7 +217,7 @@ class Derived:
         def current(name: str) -> bool:  # not loaded again since (a reindex): what was saved may be half of it
             return name not in self._half and ledger.loads.get(name, 0) == loads[name]
 
-        whole = checkpoint(chosen, through, self.vectors, self.keywords, held, current, build_wait_s)
+        whole = saved.checkpoint(chosen, through, self.vectors, self.keywords, held, current, build_wait_s)
         for tier in chosen:
             ledger.saved(tier.name, through[tier.name], changed[tier.name], tier.name in whole)
 
@@ -387,12 +397,3 @@ class Derived:
         with self._ready:
             samples = list(self._lags) + [(now - since) * 1000 for since in self._since.values()]
         return summarize(samples)
-
-
-def _how(words: bool, vectors: bool) -> str:
-    """What `stats.index_loads` says of a tier opened: which of its indexes were kept from the last checkpoint."""
-    if words and vectors:
-        return "kept"
-    if words or vectors:
-        return f"{'keywords' if words else 'vectors'} kept, {'vectors' if words else 'keywords'} rebuilt"
-    return "rebuilt"

@@ -100,6 +100,17 @@ def load_vectors(tier: Tier, saved: tuple[str, int] | None, exact_limit: int) ->
         return None
 
 
+def how_loaded(words: bool, vectors: bool, caught: int) -> str:
+    """What `stats.index_loads` says of a tier opened: which of its indexes were kept from the last checkpoint, and
+    how many learnings were read again from its log."""
+    again = f", {caught:,} read again" if caught else ""
+    if words and vectors:
+        return "kept" + again
+    if words or vectors:
+        return f"{'keywords' if words else 'vectors'} kept, {'vectors' if words else 'keywords'} rebuilt" + again
+    return "rebuilt"
+
+
 def catch_up(
     tier: Tier, through: int, keywords: KeywordIndex | None, index: VectorIndex | None
 ) -> tuple[int, list[tuple[str, str]]]:
