@@ -143,3 +143,49 @@ def test_missing_names_the_learnings_without_a_vector_across_lookup_chunks() -> 
     others = [uuid7(), "not-a-uuid"]
     asked = [*held, *others, *held[:10]]  # 5,012 ids: two chunks
     assert index.missing(asked) == [*held[4500:4510], *others]
+
+
+def _graph_of(n: int, vectors: np.ndarray) -> VectorIndex:
+    index = VectorIndex(exact_limit=100)
+    index.upsert([f"v{i}" for i in range(n)], vectors[:n])
+    assert index.wait_built(timeout=60)
+    assert index.state == "hnsw"
+    return index
+
+
+def test_vectors_put_later_are_found_exactly_until_they_are_moved_into_the_graph(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vectors = unit_rows(400, seed=7)
+    index = _graph_of(300, vectors)
+    move = VectorIndex._start_moving
+    monkeypatch.setattr(VectorIndex, "_start_moving", lambda self: None)  # they wait, as a tier's catch-up leaves them
+    # as a tier opening after a crash: learnings new since its checkpoint, and one whose vector changed
+    index.upsert([f"v{i}" for i in range(300, 400)] + ["v5"], np.vstack([vectors[300:], vectors[399:]]), later=True)
+    index.remove(["v360"])
+    for moved in (False, True):
+        assert index.state == ("hnsw" if moved else "building")
+        assert index.search(vectors[350], 1)[0][0] == "v350"
+        assert {lid for lid, _ in index.search(vectors[399], 2)} == {"v5", "v399"}
+        assert index.similarity("v5", vectors[399]) == pytest.approx(1.0, abs=2e-3)
+        assert ("v5", "v399") in {(a, b) for a, b, _ in index.neighbours(["v5"], 0.99)}
+        assert "v360" not in index
+        assert index.search(vectors[360], 1)[0][0] != "v360"
+        assert len(index) == 399
+        if not moved:
+            monkeypatch.setattr(VectorIndex, "_start_moving", move)
+            with index._lock:
+                index._start_moving()
+            assert index.wait_built(timeout=60)
+
+
+def test_a_saved_index_holds_its_waiting_vectors_in_its_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors = unit_rows(400, seed=8)
+    index = _graph_of(300, vectors)
+    monkeypatch.setattr(VectorIndex, "_start_moving", lambda self: None)
+    index.upsert([f"v{i}" for i in range(300, 400)], vectors[300:], later=True)
+    index.save(tmp_path)
+    loaded = VectorIndex.load(tmp_path, exact_limit=100)
+    assert loaded.state == "hnsw"
+    assert len(loaded) == 400
+    assert loaded.search(vectors[350], 1)[0][0] == "v350"

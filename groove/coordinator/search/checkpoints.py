@@ -4,9 +4,9 @@ crash reads again only what was committed since the last checkpoint, not every l
 A tier is checkpointed once `CHANGED` of its learnings changed since its last checkpoint, or `every_s` after the
 last one when fewer did; never while nothing changed. A start after a crash then reads again at most `CHANGED`
 learnings a tier, or what `every_s` of a slow trickle wrote. Putting them back in the tier's graph is most of that
-start: 0.66 ms a vector on 2 cores into a graph of 60,000 (cProfile: usearch's `add_many`), about 1.5 ms at
-143,000 (the scale run's crash at a million learnings); so a tier reads again seconds' worth at most, not the
-minutes of a rebuild. Each checkpoint writes the tier's whole vector index (0.18 s and 140 MB at 143,000 vectors):
+work: 0.66 ms a vector on 2 cores into a graph of 60,000 (cProfile: usearch's `add_many`), about 1.5 ms at
+143,000; it runs behind the tier's serving (`search/waiting.py`), seconds' worth at most, not the minutes of a
+rebuild. Each checkpoint writes the tier's whole vector index (0.18 s and 140 MB at 143,000 vectors):
 so not more often.
 """
 

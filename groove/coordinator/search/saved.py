@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from groove.coordinator.errors import DamagedIndex
 from groove.coordinator.search.embedder import embedding_text
 from groove.coordinator.search.keywords import KeywordIndex
-from groove.coordinator.search.vectors import CATCH_UP_THREADS, VectorIndex
+from groove.coordinator.search.vectors import VectorIndex
 from groove.coordinator.store import journal, kept
 from groove.coordinator.store.records import blob_vectors
 from groove.coordinator.store.tiers import COUNTS, COUNTS_DIR, Tier
@@ -134,7 +134,7 @@ def catch_up(
         vectored = {row[0] for row in stored}
         index.remove([lid for lid in chunk if lid not in vectored])
         if stored:
-            index.upsert([lid for lid, _ in stored], blob_vectors([v for _, v in stored]), CATCH_UP_THREADS)
+            index.upsert([lid for lid, _ in stored], blob_vectors([v for _, v in stored]), later=True)
         unembedded += [(lid, text) for lid, text in texts.items() if lid not in vectored]
     return len(ids), unembedded
 

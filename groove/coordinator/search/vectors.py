@@ -6,14 +6,14 @@ BLAS thread). Past `exact_limit` vectors an HNSW graph (usearch, inner product o
 instead, because an exact scan grows faster than linearly once the matrix leaves the cache while HNSW stays
 near a millisecond (figures in docs/performance-history.md, `benchmarks.ann`). Each vector is held once: in the
 f32 matrix while the tier is searched exactly (and while its graph is built from the matrix), then in the graph
-alone, which stores it in half precision and answers cosines from it. usearch was chosen over hnswlib (no wheels,
-unmaintained) and faiss (its HNSW cannot remove a vector).
+alone (`search/graph.py`), which stores it in half precision and answers cosines from it, or for a few seconds
+after a tier opens among the vectors waiting for it (`search/waiting.py`). usearch was chosen over hnswlib (no
+wheels, unmaintained) and faiss (its HNSW cannot remove a vector).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -23,30 +23,19 @@ import numpy as np
 import numpy.typing as npt
 
 from groove.coordinator.errors import DamagedIndex
+from groove.coordinator.search import graph
 from groove.coordinator.search.embedder import Vectors
 from groove.coordinator.search.idmap import IdMap
+from groove.coordinator.search.waiting import WaitingVectors, merged
 from groove.protocol import constants as C
 
-if TYPE_CHECKING:  # usearch is imported with the first graph: a start, and a tier searched exactly, go without it
-    from usearch.index import BatchMatches, Index, Matches
+if TYPE_CHECKING:
+    from usearch.index import Index
 
-_HNSW_M = 16
-# The graph stores its vectors in half precision: on 100k real MiniLM vectors the same recall@10 as f32 (0.984 at
-# k=10, 0.990 at k=50), 41 % less memory (110 vs 187 MB), 33 % faster builds, queries within 5 % of f32
-# (benchmarks.ann, docs/performance-history.md). Its cosines are the half-precision vectors' (within 1e-3): the
-# f32 matrix they were once re-scored from doubled a large tier's memory (1.5 KB a learning beside the graph's 0.9).
-_GRAPH_DTYPE = "f16"
-# a graph's vector, resident: its half-precision vector, its base layer's 2M links (4 B each) and their header
-_NODE_BYTES = 2 * C.EMBEDDING_DIM + 2 * _HNSW_M * 4 + 64
-_HNSW_EF_CONSTRUCTION = 100
-_HNSW_EF_MIN = 64
-# A background build leaves one core to serving: on 2 cores, a build on both made searches 3x slower.
-_BUILD_THREADS = max(1, (os.cpu_count() or 2) - 1)
-# A tier catching up from its derived log as it opens: what its first requests wait for, so every core
-CATCH_UP_THREADS = os.cpu_count() or 1
 _REPLAY_UNDER_LOCK = 2000  # rows changed during a build that are replayed while searches wait
 _NEIGHBOUR_CHUNK = 8  # learnings compared per hold of the lock
 _LOOKUP_CHUNK = 4096  # ids looked up per hold of the lock
+_MOVE_CHUNK = 16  # waiting vectors put into the graph per hold of the lock: about 8 ms here
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +87,8 @@ class VectorIndex:
         self._hnsw: Index | None = None
         self._dirty: set[int] | None = None  # while a graph is being built: rows changed since its snapshot
         self._builder: threading.Thread | None = None
+        self._waiting = WaitingVectors(dim)  # with a graph: vectors found exactly until they are in it
+        self._mover: threading.Thread | None = None  # moving them in
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -105,19 +96,19 @@ class VectorIndex:
     def memory_bytes(self) -> int:
         """What it holds: the matrix, the id map (`IdMap.memory_bytes`) and any graph. The first matrix's untouched
         rows are not resident (numpy asks for zeroed pages, which the system gives on first write); a grown one
-        was copied whole, spare rows too. The graph counts `_NODE_BYTES` a vector: usearch's `memory_usage` counts
-        what it reserved (1.6 KB a vector at 200,000 against 0.97 KB resident after a load, measured)."""
-        matrix, graph = self._matrix, self._hnsw
+        was copied whole, spare rows too. The graph counts `graph.NODE_BYTES` a vector: usearch's `memory_usage`
+        counts what it reserved (1.6 KB a vector at 200,000 against 0.97 KB resident after a load, measured)."""
+        matrix, hnsw = self._matrix, self._hnsw
         rows = 0 if matrix is None else self._ids.rows if len(matrix) == _FIRST_ROWS else len(matrix)
-        graph_bytes = len(graph) * _NODE_BYTES if graph is not None else 0
-        return rows * self.dim * 4 + self._ids.memory_bytes() + graph_bytes
+        graph_bytes = len(hnsw) * graph.NODE_BYTES if hnsw is not None else 0
+        return rows * self.dim * 4 + self._ids.memory_bytes() + graph_bytes + self._waiting.memory_bytes()
 
     def heap_bytes(self) -> int:
         """What it took from the C heap, resident or not: the whole matrix (numpy's zeroed pages count there before
         they are touched). The graph's memory is not the C heap's: usearch maps its own (at 60,000 vectors the heap
         grew 112 B a vector, the id maps, against the graph's 1.4 KB)."""
         matrix = self._matrix
-        return 0 if matrix is None else int(matrix.nbytes)
+        return (0 if matrix is None else int(matrix.nbytes)) + self._waiting.memory_bytes()
 
     def __contains__(self, learning_id: object) -> bool:
         with self._lock:  # a lookup reads several of the id map's parts, which a write replaces
@@ -130,20 +121,24 @@ class VectorIndex:
 
     @property
     def state(self) -> str:
-        """ "exact", "building" (searched exactly while the graph is built) or "hnsw"."""
+        """ "exact", "building" (searched exactly while the graph is built, or with vectors waiting to go into it)
+        or "hnsw"."""
         if self._hnsw is not None:
-            return "hnsw"
+            return "building" if len(self._waiting) else "hnsw"
         return "exact" if self._dirty is None else "building"
 
     def wait_built(self, timeout: float | None = None) -> bool:
-        """Block until no graph build is running; True if none is."""
-        builder = self._builder
-        if builder is not None:
-            builder.join(timeout)
-        return self._dirty is None
+        """Block until no graph build runs and no vector waits for the graph; True if none does."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in (self._builder, self._mover):
+            if thread is not None:
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return self.state != "building"
 
-    def upsert(self, ids: list[str], vectors: Vectors, threads: int = _BUILD_THREADS) -> None:
-        """Add or replace the vectors of these (distinct) learnings (`threads`: a graph's inserts side by side)."""
+    def upsert(self, ids: list[str], vectors: Vectors, later: bool = False) -> None:
+        """Add or replace the vectors of these (distinct) learnings. `later`: a graph takes them in the background,
+        searches finding them exactly meanwhile (`search/waiting.py`): what a tier opening does, so that its first
+        requests do not wait for the graph's inserts."""
         with self._lock:
             rows, new_rows, new_ids, next_row = [], [], [], self._ids.rows
             for lid, held in zip(ids, self._ids.rows_of(ids), strict=True):
@@ -158,7 +153,13 @@ class VectorIndex:
                 rows.append(row)
             self._ids.put_many(new_rows, new_ids)
             if self._hnsw is not None:
-                _put(self._hnsw, vectors, rows, threads=threads)
+                if later:  # a row is in the graph or waiting, never both
+                    graph.drop(self._hnsw, rows)
+                    self._waiting.put(rows, vectors)
+                    self._start_moving()
+                else:
+                    self._waiting.drop(rows)
+                    graph.put(self._hnsw, vectors, rows)
                 return
             matrix = self._matrix
             assert matrix is not None  # the exact regime's
@@ -181,7 +182,8 @@ class VectorIndex:
                     continue
                 self._ids.free(row)
                 if self._hnsw is not None:  # the row is freed for the next new vector
-                    self._hnsw.remove(row)
+                    graph.drop(self._hnsw, [row])
+                    self._waiting.drop([row])
                     self._free.append(row)
                     continue
                 matrix = self._matrix
@@ -196,16 +198,27 @@ class VectorIndex:
                     self._dirty.update((row, last))
                 self._ids.pop()
 
-    def _vectors(self, rows: list[int] | npt.NDArray[np.intp]) -> Vectors:
+    def _vectors(self, rows: list[int]) -> Vectors:
         """These rows' vectors, as f32 (call with the lock held)."""
         if self._hnsw is None:
             assert self._matrix is not None
             return self._matrix[rows]
-        if not len(rows):
-            return np.zeros((0, self.dim), dtype=np.float32)
-        got = self._hnsw.get(np.asarray(rows, dtype=np.uint64))  # a tuple of rows (None for a key not held)
-        held = [np.asarray(row, dtype=np.float32) for row in (got if isinstance(got, tuple) else [got])]
-        return np.vstack(held).reshape(-1, self.dim)
+        if not len(self._waiting):
+            return graph.vectors(self._hnsw, rows)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        waiting = [i for i, row in enumerate(rows) if row in self._waiting]
+        rest = sorted(set(range(len(rows))) - set(waiting))
+        out[waiting] = self._waiting.vectors([rows[i] for i in waiting])
+        out[rest] = graph.vectors(self._hnsw, [rows[i] for i in rest])
+        return out
+
+    def _nearest(self, hnsw: Index, queries: Vectors, k: int) -> list[tuple[npt.NDArray[np.intp], Vectors]]:
+        """Each query's `k` nearest rows, in the graph or waiting for it, and their cosines (lock held)."""
+        found = graph.nearest(hnsw, queries, k)
+        if not len(self._waiting):
+            return found
+        waiting = self._waiting.nearest(queries, k)
+        return [merged(one, other, k) for one, other in zip(found, waiting, strict=True)]
 
     def similarity(self, learning_id: str, query: Vectors) -> float | None:
         """Cosine similarity of one learning to the query; None if it has no vector."""
@@ -221,10 +234,9 @@ class VectorIndex:
                 return []
             k = min(k, len(self._ids))
             if self._hnsw is not None:
-                _search_depth(self._hnsw, 2 * k)
-                found = self._hnsw.search(query.reshape(-1), k, threads=1)
-                hits = self._ids.ids_at(found.keys.tolist())
-                return [(_held(lid), 1.0 - float(d)) for lid, d in zip(hits, found.distances.tolist(), strict=True)]
+                rows, scores = self._nearest(self._hnsw, query.reshape(1, -1), k)[0]
+                hits = self._ids.ids_at(rows.tolist())
+                return [(_held(lid), float(score)) for lid, score in zip(hits, scores.tolist(), strict=True)]
             assert self._matrix is not None
             scores = self._matrix[:n] @ query.reshape(-1)
             top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
@@ -257,13 +269,12 @@ class VectorIndex:
                 queries = self._vectors(rows)
                 want = min(k + 1, len(self._ids))  # each one itself and its k nearest, searched exactly or not
                 if self._hnsw is not None:
-                    _search_depth(self._hnsw, 2 * want)
-                    answers = _per_query(self._hnsw.search(queries, want, threads=1))
-                    for lid, (keys, distances) in zip(self._ids.ids_at(rows), answers, strict=True):
+                    answers = self._nearest(self._hnsw, queries, want)
+                    for lid, (keys, scores) in zip(self._ids.ids_at(rows), answers, strict=True):
                         others = self._ids.ids_at(keys.tolist())
                         found += [
-                            (_held(lid), _held(other), 1.0 - float(d))
-                            for other, d in zip(others, distances.tolist(), strict=True)
+                            (_held(lid), _held(other), float(score))
+                            for other, score in zip(others, scores.tolist(), strict=True)
                         ]
                     continue
                 assert self._matrix is not None
@@ -287,6 +298,8 @@ class VectorIndex:
             folder.mkdir(parents=True, exist_ok=True)
             self._ids.save(folder / IDS_FILE, folder / OTHER_IDS_FILE)
             if self._hnsw is not None:
+                rows, vectors = self._waiting.take(len(self._waiting))  # the file holds one graph: all of them in it
+                graph.put(self._hnsw, vectors, rows)
                 self._hnsw.save(str(folder / GRAPH_FILE))
             else:
                 assert self._matrix is not None
@@ -298,12 +311,10 @@ class VectorIndex:
         index = cls(exact_limit, dim)
         ids = IdMap.load(folder / IDS_FILE, folder / OTHER_IDS_FILE)
         if (folder / GRAPH_FILE).exists():
-            from usearch.index import Index  # noqa: PLC0415 - see the imports
-
-            graph = Index.restore(str(folder / GRAPH_FILE))
-            if graph is None or graph.ndim != dim or len(graph) != len(ids):
+            hnsw = graph.restore(str(folder / GRAPH_FILE))
+            if hnsw is None or hnsw.ndim != dim or len(hnsw) != len(ids):
                 raise DamagedIndex(f"{folder / GRAPH_FILE} does not hold the graph of {folder / IDS_FILE}")
-            index._hnsw, index._matrix = graph, None
+            index._hnsw, index._matrix = hnsw, None
         else:
             matrix = np.load(folder / MATRIX_FILE)
             if matrix.shape != (ids.rows, dim) or len(ids) != ids.rows:
@@ -314,7 +325,32 @@ class VectorIndex:
         index._free = ids.free_rows()
         return index
 
-    # --- building the graph --------------------------------------------------------------------------
+    # --- building the graph, and moving waiting vectors into it -------------------------------------
+
+    def _start_moving(self) -> None:
+        """Start moving the waiting vectors into the graph, unless that runs already (call with the lock held)."""
+        if self._mover is None:
+            self._mover = threading.Thread(target=self._move, name="groove-hnsw-move", daemon=True)
+            self._mover.start()
+
+    def _move(self) -> None:
+        moved = 0
+        while True:
+            with self._lock:
+                assert self._hnsw is not None  # vectors wait only for a graph, which stays once it answers
+                rows, vectors = self._waiting.take(_MOVE_CHUNK)
+                try:
+                    graph.put(self._hnsw, vectors, rows)
+                except Exception:  # derived data: they stay found exactly, and the next catch-up tries again
+                    self._waiting.put(rows, vectors)
+                    self._mover = None
+                    log.exception("moving %d waiting vectors into the HNSW graph failed", len(self._waiting))
+                    return
+                moved += len(rows)
+                if not len(self._waiting):
+                    self._mover = None
+                    break
+        log.debug("moved %d waiting vectors into the HNSW graph", moved)
 
     def _start_build(self) -> None:
         """Start building the graph from a snapshot of the matrix (called with the lock held)."""
@@ -333,13 +369,9 @@ class VectorIndex:
                 self._dirty, self._builder = None, None
 
     def _build_from(self, snapshot: Vectors) -> None:
-        from usearch.index import Index  # noqa: PLC0415 - see the imports
-
         started = time.monotonic()
-        index = Index(
-            ndim=self.dim, metric="ip", dtype=_GRAPH_DTYPE, connectivity=_HNSW_M, expansion_add=_HNSW_EF_CONSTRUCTION
-        )
-        index.add(np.arange(len(snapshot), dtype=np.uint64), snapshot, threads=_BUILD_THREADS)
+        index = graph.new_graph(self.dim)
+        index.add(np.arange(len(snapshot), dtype=np.uint64), snapshot, threads=graph.BUILD_THREADS)
         while True:
             with self._lock:
                 assert self._dirty is not None
@@ -348,7 +380,7 @@ class VectorIndex:
                 n = self._ids.rows
                 live = sorted(r for r in rows if r < n)
                 if len(live) <= _REPLAY_UNDER_LOCK:
-                    _put(index, self._matrix[live], live, threads=_BUILD_THREADS)
+                    graph.put(index, self._matrix[live], live)
                     # keys past the last row hold vectors removed meanwhile
                     past = np.asarray(sorted({*range(n, len(snapshot)), *(r for r in rows if r >= n)}), dtype=np.uint64)
                     held = past[index.contains(past)] if len(past) else past
@@ -359,39 +391,10 @@ class VectorIndex:
                 vectors = self._matrix[live].copy()
             # Many rows changed while building: add them without blocking searches. Rows changed again from now
             # on are in the fresh `_dirty` set and get re-added on the next turn.
-            _put(index, vectors, live, threads=_BUILD_THREADS)
+            graph.put(index, vectors, live)
         log.info("HNSW graph of %d vectors built in %.1f s", len(snapshot), time.monotonic() - started)
 
 
 def _held(lid: str | None) -> str:
     assert lid is not None  # a row the graph or the matrix answers holds an id
     return lid
-
-
-def _per_query(found: Matches | BatchMatches) -> list[tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]]:
-    """The rows found for each query and their distances: usearch answers a batch of one query as one `Matches`."""
-    from usearch.index import Matches  # noqa: PLC0415 - loaded already: the graph answered
-
-    if isinstance(found, Matches):
-        return [(found.keys.astype(np.intp), found.distances)]
-    return [
-        (keys[:n].astype(np.intp), distances[:n])
-        for keys, distances, n in zip(found.keys, found.distances, found.counts, strict=True)
-    ]
-
-
-def _search_depth(index: Index, depth: int) -> None:
-    """Set how many candidates a search of the graph explores (HNSW's `ef`), at least _HNSW_EF_MIN."""
-    # usearch declares this property's setter apart from its getter, which mypy does not follow
-    index.expansion_search = max(_HNSW_EF_MIN, depth)  # type: ignore[misc]
-
-
-def _put(index: Index, vectors: Vectors, rows: list[int], threads: int) -> None:
-    """Add these rows' vectors under their keys, replacing what those keys held (usearch refuses a key twice)."""
-    if not rows:
-        return
-    keys = np.asarray(rows, dtype=np.uint64)
-    held = keys[index.contains(keys)]
-    if len(held):
-        index.remove(held)
-    index.add(keys, vectors, threads=threads)
