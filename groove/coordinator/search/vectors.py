@@ -341,7 +341,7 @@ class VectorIndex:
                 rows, vectors = self._waiting.take(_MOVE_CHUNK)
                 try:
                     graph.put(self._hnsw, vectors, rows)
-                except Exception:  # derived data: they stay found exactly, and the next catch-up tries again
+                except Exception:  # derived data: they stay found exactly; the next save puts them in
                     self._waiting.put(rows, vectors)
                     self._mover = None
                     log.exception("moving %d waiting vectors into the HNSW graph failed", len(self._waiting))
