@@ -53,9 +53,10 @@ def test_the_scale_charts_are_drawn_from_their_data_and_cannot_drift(tmp_path: P
     assert f"{line['marks'][-1]['rss_mb']:,.0f}" in memory
 
 
-def test_a_scale_run_that_crashed_draws_its_start_times_too(tmp_path: Path) -> None:
-    data = Path("docs/data/scale-2cpu-2026-12-02-crash.json")
+@pytest.mark.parametrize("name", ["scale-2cpu-2026-12-02-crash", "scale-2cpu-2026-12-03-waiting"])
+def test_a_scale_run_that_crashed_draws_its_start_times_too(tmp_path: Path, name: str) -> None:
+    data = Path(f"docs/data/{name}.json")
     drawn_as_committed(data, tmp_path, 3)
     line = json.loads(data.read_text())
-    starts = (tmp_path / "scale-2cpu-2026-12-02-crash-restart.svg").read_text()
+    starts = (tmp_path / f"{name}-restart.svg").read_text()
     assert f">{line['marks'][-1]['crash']['findable_s']:.1f}<" in starts
